@@ -1,0 +1,159 @@
+// One host: physical memory, the OS (frame allocator, processes with page tables, pinning) and
+// the HCA's driver. It meets the HCA only through its two sockets on the PCIe link: CPU stores
+// to the HCA's BAR go out on `mmio_out`, and the HCA's DMA reads and writes come in on `dma_in`
+// (the root complex in front of memory).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "host/verbs.h"
+#include "sim/kernel.h"
+#include "sim/params.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+struct host_swap_config {
+    uint64_t size = 0;
+
+    template <class V>
+    void visit(V& v) {
+        v(size, p_bytes("size", "swap capacity; 0 = no swap").from("scenario choice"));
+    }
+};
+
+struct host_iommu_config {
+    bool enabled = false;
+
+    template <class V>
+    void visit(V& v) {
+        v(enabled, p_flag("enabled", "DMA addresses are IO virtual addresses translated by an IOMMU"));
+    }
+};
+
+// CPU-side costs of the driver's work, charged in simulated time to the calling program.
+struct host_cpu_config {
+    time_ps post_wr{60000};
+    time_ps poll_cq{20000};
+    time_ps syscall{500000};
+    time_ps pin_page{250000};
+    time_ps page_fault{1000000};
+    time_ps mem_latency{90000};
+
+    template <class V>
+    void visit(V& v) {
+        v(post_wr, p_time("post_wr", "user-space driver work to build one WQE and ring its doorbell")
+                       .from("Kalia et al., Design guidelines for high performance RDMA systems, ATC 2016 (tens of ns per post)"));
+        v(poll_cq, p_time("poll_cq", "one poll of a CQ by the user-space driver").from("Kalia et al., ATC 2016"));
+        v(syscall, p_time("syscall", "user->kernel transition and return for a verb that enters the kernel")
+                       .from("Mietke et al., Analysis of the memory registration process in the Mellanox InfiniBand software stack, Euro-Par 2006"));
+        v(pin_page, p_time("pin_page", "pinning one base page during registration (get_user_pages and accounting)")
+                        .from("Mietke et al., Euro-Par 2006: registration cost grows ~0.25 us per 4 KiB page"));
+        v(page_fault, p_time("page_fault", "a CPU minor page fault: allocate and zero a frame, map it")
+                          .from("Linux minor-fault cost on x86, ~1 us for a 4 KiB page incl. zeroing"));
+        v(mem_latency, p_time("mem_latency", "DRAM access latency seen by a DMA request at the root complex")
+                           .from("DDR4 loaded latency ~90 ns (Intel Memory Latency Checker on Xeon Scalable)"));
+    }
+};
+
+struct host_config {
+    uint64_t memory = 64ULL << 30;
+    uint64_t page_size = 4096;
+    uint64_t hugepages_2m = 0;
+    uint64_t hugepages_1g = 0;
+    uint64_t memlock_limit = 0;  // 0 = unlimited
+    host_swap_config swap;
+    host_iommu_config iommu;
+    host_cpu_config cpu;
+
+    template <class V>
+    void visit(V& v) {
+        v(memory, p_bytes("memory", "physical memory of the host").range(1 << 24, 1ULL << 52).from("scenario choice; memory use of the simulator grows only with touched frames"));
+        v(page_size, p_bytes("page_size", "base page size of the OS").range(4096, 65536).from("x86-64: 4 KiB"));
+        v(hugepages_2m, p_count("hugepages_2m", "pages", "2 MiB huge pages reserved at boot (nr_hugepages)").range(0, 1 << 24).from("seed 002"));
+        v(hugepages_1g, p_count("hugepages_1g", "pages", "1 GiB huge pages reserved at boot").range(0, 1 << 14).from("seed 002"));
+        v(memlock_limit, p_bytes("memlock_limit", "RLIMIT_MEMLOCK per process; 0 = unlimited (root); pinning past it fails with ENOMEM").from("setrlimit(2)"));
+        v.group("swap", swap, "swap device");
+        v.group("iommu", iommu, "IOMMU between the PCIe link and memory");
+        v.group("cpu", cpu, "CPU-side costs of the OS and driver");
+    }
+};
+
+// What `pagemap` reports for one virtual address (seed 002's /proc/self/pagemap).
+struct pagemap_entry {
+    bool present = false;
+    bool swapped = false;
+    uint64_t pfn = 0;       // in base-page units, also inside a huge page
+    uint32_t pin_count = 0;
+    uint64_t raw() const { return (present ? (1ULL << 63) : 0) | (swapped ? (1ULL << 62) : 0) | (pfn & ((1ULL << 55) - 1)); }
+};
+
+class host_impl;
+
+class host : public sc_core::sc_module {
+public:
+    tlm_utils::simple_initiator_socket<host> mmio_out;  // CPU stores to device BARs
+    tlm_utils::simple_target_socket<host> dma_in;       // device DMA (the root complex)
+
+    host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid);
+    ~host() override;
+
+    const host_config& config() const { return m_cfg; }
+    uint16_t lid() const { return m_lid; }
+
+    // ---- processes and memory (SC_THREAD context where time passes) ----
+    // Process ids are assigned in order of first use of a name.
+    uint32_t process_id(const std::string& name);
+    // mmap: returns 0 or an errno; `va_out` gets the mapping's start. With `frames`, the pages
+    // get those physical frame numbers (base-page units) in order (EBUSY if one is in use).
+    int mmap(uint32_t pid, uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
+             const std::vector<uint64_t>& frames, uint64_t& va_out);
+    int munmap(uint32_t pid, uint64_t va, uint64_t length);
+    // The process touching its memory: faults pages in (EFAULT on unmapped memory).
+    int write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data);
+    int read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out);
+    pagemap_entry pagemap(uint32_t pid, uint64_t va);
+    // Calls `fn` once when a DMA write that overlaps [va, va+length) of `pid` becomes visible.
+    void watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn);
+
+    // ---- verbs (SC_THREAD context) ----
+    int alloc_pd(uint32_t pid, uint32_t& pd);
+    int dealloc_pd(uint32_t pd);
+    int reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out);
+    int dereg_mr(uint32_t handle);
+    int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
+    int destroy_cq(uint32_t cqn);
+    int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
+    int destroy_qp(uint32_t qpn);
+    // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR.
+    int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid);
+    int query_qp(uint32_t qpn, hca_if::qp_state& state);
+    int post_send(uint32_t qpn, const send_wr& wr);
+    int post_recv(uint32_t qpn, const recv_wr& wr);
+    // Non-blocking: takes up to `max` completions.
+    int poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out);
+    // Blocks in simulated time until `count` completions were taken from the CQ or `timeout`
+    // passed; returns the completions taken.
+    std::vector<work_completion> wait_cq(uint32_t cqn, int count, const sc_core::sc_time& timeout);
+
+    // Statistics used by the scenario runner.
+    uint64_t frames_free() const;
+
+private:
+    host_config m_cfg;
+    uint16_t m_lid;
+    std::unique_ptr<host_impl> m_impl;
+};
+
+}  // namespace hcasim

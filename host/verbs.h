@@ -1,0 +1,88 @@
+// The verbs the host's driver offers to programs (the scenario runner and the perftest-style
+// workloads), after libibverbs. Every call runs in an SC_THREAD, may take simulated time (the CPU
+// work, system calls, commands to the HCA) and returns 0 or an errno value (EINVAL, ENOMEM, ...),
+// never throws for a verbs-level fault.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tlm/hca_interface.h"
+
+namespace hcasim {
+
+struct mr_attr {
+    uint32_t pd = 0;
+    uint64_t va = 0;
+    uint64_t length = 0;
+    uint8_t access = 0;           // hca_if::access bits
+    bool has_iova = false;        // requested IOVA (what remote peers use); 0 = zero-based
+    uint64_t iova = 0;
+    bool pin = true;              // false: the driver-bug mode that skips pinning
+};
+
+struct mr_info {
+    uint32_t handle = 0;          // region/window table index
+    uint32_t lkey = 0;
+    uint32_t rkey = 0;            // 0 when no remote right was asked for
+    uint64_t va = 0;              // what the process registered
+    uint64_t iova = 0;            // the address requests name (== va unless iova was given)
+    uint64_t length = 0;
+    uint8_t access = 0;
+    uint32_t pd = 0;
+    uint32_t pages = 0;           // translation entries written
+};
+
+struct qp_attr {
+    uint32_t pd = 0;
+    hca_if::qp_type type = hca_if::qp_type::rc;
+    uint32_t send_cqn = 0;
+    uint32_t recv_cqn = 0;
+    uint32_t sq_depth = 128;
+    uint32_t rq_depth = 128;
+    uint32_t max_send_sge = 1;
+    uint32_t max_recv_sge = 1;
+    uint8_t access = 0;           // remote rights incoming requests may use on this QP
+};
+
+struct qp_info {
+    uint32_t qpn = 0;
+    uint32_t sq_depth = 0;        // may exceed the request (rounded up to a power of two)
+    uint32_t rq_depth = 0;
+};
+
+struct send_wr {
+    uint64_t wr_id = 0;
+    hca_if::wqe_opcode opcode = hca_if::wqe_opcode::send;
+    std::vector<hca_if::sge> sges;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    uint32_t imm = 0;             // immediate data, or the R_Key to invalidate
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    bool signaled = true;
+};
+
+struct recv_wr {
+    uint64_t wr_id = 0;
+    std::vector<hca_if::sge> sges;
+};
+
+struct work_completion {
+    uint64_t wr_id = 0;
+    hca_if::wc_status status = hca_if::wc_status::success;
+    hca_if::cqe_opcode opcode = hca_if::cqe_opcode::send;
+    uint32_t byte_len = 0;
+    uint32_t imm = 0;
+    uint32_t qpn = 0;
+    uint32_t src_qp = 0;
+    uint8_t flags = 0;            // hca_if::cqe_flags
+};
+
+// errno names as verbs programs see them ("EINVAL"); "" for 0.
+std::string errno_name(int err);
+// Access bits from names ("local_write", "remote_read", ...); false on an unknown name.
+bool access_from_name(const std::string& name, uint8_t& bits);
+
+}  // namespace hcasim

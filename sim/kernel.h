@@ -1,0 +1,95 @@
+// Scheduling helpers that keep the number of kernel events per WQE small and bounded.
+//
+// `callback_queue`: a unit schedules work as callbacks at absolute simulated times; the queue
+// holds one sc_event and wakes once per distinct time, so a WQE stage costs one kernel event,
+// whatever the number of TLPs or cycles it spans.
+// `serial_resource`: something that serves one transfer at a time (a link direction, a cache
+// port). Reserving it returns when the transfer starts; no events are needed to model occupancy.
+// `clock_domain`: converts a unit's cycle counts to sc_time in one place.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <queue>
+#include <vector>
+
+#include <systemc>
+
+#include "sim/params.h"
+
+namespace hcasim {
+
+// Kernel events the simulation processed: callback-queue activations plus host thread wake-ups.
+uint64_t& kernel_events();
+
+class callback_queue : public sc_core::sc_module {
+public:
+    using callback = std::function<void()>;
+
+    SC_HAS_PROCESS(callback_queue);
+    explicit callback_queue(sc_core::sc_module_name name);
+    void at(const sc_core::sc_time& when, callback fn);
+    void after(const sc_core::sc_time& delay, callback fn) {
+        at(sc_core::sc_time_stamp() + delay, std::move(fn));
+    }
+    size_t pending() const { return m_heap.size(); }
+
+private:
+    struct item {
+        sc_core::sc_time when;
+        uint64_t seq;
+        callback fn;
+    };
+    struct later {
+        bool operator()(const item& a, const item& b) const {
+            return a.when != b.when ? a.when > b.when : a.seq > b.seq;
+        }
+    };
+    void dispatch();
+
+    std::priority_queue<item, std::vector<item>, later> m_heap;
+    sc_core::sc_event m_wake;
+    uint64_t m_seq = 0;
+};
+
+// A resource that serves one transfer at a time (a link direction, a cache port). Reservations
+// are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or
+// after its earliest start, so a transfer booked for later does not hold up an earlier one. No
+// events are needed to model occupancy; intervals that ended before now are pruned.
+class serial_resource {
+public:
+    // Occupies the resource for `duration` from the first free gap at or after `earliest`;
+    // returns the start time.
+    sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    const sc_core::sc_time& busy_time() const { return m_busy; }
+    // End of the last booked interval.
+    sc_core::sc_time free_at() const;
+    size_t booked_intervals() const { return m_busy_until.size(); }
+
+private:
+    void prune(const sc_core::sc_time& now);
+    std::map<sc_core::sc_time, sc_core::sc_time> m_busy_until;  // start -> end, disjoint
+    sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
+};
+
+class clock_domain {
+public:
+    explicit clock_domain(double hz = 1e9) { set_frequency(hz); }
+    void set_frequency(double hz);
+    sc_core::sc_time cycles(uint64_t n) const { return m_period * static_cast<double>(n); }
+    const sc_core::sc_time& period() const { return m_period; }
+
+private:
+    sc_core::sc_time m_period;
+};
+
+inline sc_core::sc_time ps_time(uint64_t ps) {
+    return sc_core::sc_time(static_cast<double>(ps), sc_core::SC_PS);
+}
+inline sc_core::sc_time to_time(const time_ps& t) { return ps_time(t.ps); }
+inline uint64_t to_ps(const sc_core::sc_time& t) {
+    return static_cast<uint64_t>(t.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+}
+
+}  // namespace hcasim

@@ -1,0 +1,73 @@
+#include "sim/log.h"
+
+#include <cstdio>
+
+#include <systemc>
+
+namespace hcasim {
+
+logger& logger::instance() {
+    static logger l;
+    return l;
+}
+
+bool logger::set_level(const std::string& spec) {
+    auto eq = spec.find('=');
+    std::string unit = spec.substr(0, eq);
+    std::string level = eq == std::string::npos ? "debug" : spec.substr(eq + 1);
+    if (level != "debug" && level != "info" && level != "off") return false;
+    if (level == "off") return true;
+    m_units.push_back(unit);
+    if (m_topics == 0) m_topics = static_cast<uint32_t>(log_topic::all);
+    m_any = true;
+    return true;
+}
+
+bool logger::set_topics(const std::string& list) {
+    static const struct {
+        const char* name;
+        log_topic t;
+    } names[] = {{"QP", log_topic::qp},   {"WQE", log_topic::wqe},   {"DMA", log_topic::dma},
+                 {"PCIE", log_topic::pcie}, {"TPT", log_topic::tpt}, {"HOST", log_topic::host},
+                 {"PORT", log_topic::port}, {"CQ", log_topic::cq},   {"ALL", log_topic::all}};
+    uint32_t mask = 0;
+    size_t start = 0;
+    while (start <= list.size()) {
+        size_t comma = list.find(',', start);
+        std::string item = list.substr(start, comma == std::string::npos ? std::string::npos
+                                                                         : comma - start);
+        bool found = false;
+        for (const auto& n : names)
+            if (item == n.name) {
+                mask |= static_cast<uint32_t>(n.t);
+                found = true;
+            }
+        if (!found) return false;
+        if (comma == std::string::npos) break;
+        start = comma + 1;
+    }
+    m_topics = mask;
+    if (m_units.empty()) m_units.push_back("");
+    m_any = true;
+    return true;
+}
+
+bool logger::enabled_slow(const char* unit, log_topic topic) const {
+    if (!(m_topics & static_cast<uint32_t>(topic))) return false;
+    std::string u(unit);
+    for (const auto& prefix : m_units) {
+        if (prefix.empty() || u.rfind(prefix, 0) == 0) return true;
+        // A bare unit name ("tpt") matches that unit on every node.
+        if (u.size() > prefix.size() && u.compare(u.size() - prefix.size(), prefix.size(), prefix) == 0 &&
+            u[u.size() - prefix.size() - 1] == '.')
+            return true;
+    }
+    return false;
+}
+
+void logger::write(const char* unit, const std::string& text) const {
+    double us = sc_core::sc_time_stamp().to_seconds() * 1e6;
+    std::fprintf(stderr, "[%.3fus] %s: %s\n", us, unit, text.c_str());
+}
+
+}  // namespace hcasim

@@ -1,0 +1,106 @@
+// A set-associative, LRU cache of tags with a value per line: the storage behind the QPC cache,
+// the TPT's region-entry and translation caches and the WQE fetcher's buffer-table cache. Timing
+// belongs to the unit that owns it; this class only decides hit, miss and victim.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+namespace hcasim {
+
+template <class Value>
+class set_assoc_cache {
+public:
+    set_assoc_cache(uint64_t entries, uint64_t ways) { resize(entries, ways); }
+
+    void resize(uint64_t entries, uint64_t ways) {
+        m_ways = ways == 0 || ways > entries ? entries : ways;
+        m_sets = entries / m_ways;
+        if (m_sets == 0) m_sets = 1;
+        m_lines.assign(m_sets * m_ways, line{});
+        m_stamp = 0;
+    }
+
+    uint64_t sets() const { return m_sets; }
+    uint64_t ways() const { return m_ways; }
+
+    // A hit refreshes the line's age and returns its value.
+    Value* lookup(uint64_t key) {
+        line* l = find(key);
+        if (!l) return nullptr;
+        l->stamp = ++m_stamp;
+        return &l->value;
+    }
+    // Looks without touching the age (for invalidation and checks).
+    Value* peek(uint64_t key) {
+        line* l = find(key);
+        return l ? &l->value : nullptr;
+    }
+
+    // Inserts (or overwrites) a line; returns the evicted key and value, if a valid line had to go.
+    std::optional<std::pair<uint64_t, Value>> insert(uint64_t key, Value value) {
+        if (line* l = find(key)) {
+            l->value = std::move(value);
+            l->stamp = ++m_stamp;
+            return std::nullopt;
+        }
+        line* set = &m_lines[set_of(key) * m_ways];
+        line* victim = set;
+        for (uint64_t w = 0; w < m_ways; ++w) {
+            if (!set[w].valid) {
+                victim = &set[w];
+                break;
+            }
+            if (set[w].stamp < victim->stamp) victim = &set[w];
+        }
+        std::optional<std::pair<uint64_t, Value>> evicted;
+        if (victim->valid) evicted.emplace(victim->key, std::move(victim->value));
+        *victim = line{true, key, ++m_stamp, std::move(value)};
+        return evicted;
+    }
+
+    bool invalidate(uint64_t key) {
+        line* l = find(key);
+        if (!l) return false;
+        l->valid = false;
+        return true;
+    }
+
+    template <class Pred>
+    uint64_t invalidate_if(Pred pred) {
+        uint64_t n = 0;
+        for (auto& l : m_lines)
+            if (l.valid && pred(l.key, l.value)) {
+                l.valid = false;
+                ++n;
+            }
+        return n;
+    }
+
+private:
+    struct line {
+        bool valid = false;
+        uint64_t key = 0;
+        uint64_t stamp = 0;
+        Value value{};
+    };
+
+    uint64_t set_of(uint64_t key) const {
+        // Mix the key so strided keys (QPNs, page numbers) spread over the sets.
+        uint64_t x = key * 0x9E3779B97F4A7C15ULL;
+        return (x >> 32) % m_sets;
+    }
+    line* find(uint64_t key) {
+        line* set = &m_lines[set_of(key) * m_ways];
+        for (uint64_t w = 0; w < m_ways; ++w)
+            if (set[w].valid && set[w].key == key) return &set[w];
+        return nullptr;
+    }
+
+    uint64_t m_sets = 1, m_ways = 1, m_stamp = 0;
+    std::vector<line> m_lines;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,153 @@
+#include "sim/stats.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hcasim {
+
+uint32_t histogram::bucket_of(uint64_t ps) {
+    if (ps < k_sub) return static_cast<uint32_t>(ps);
+    int exp = 63 - __builtin_clzll(ps);  // ps >= 16, so exp >= 4
+    uint64_t sub = (ps >> (exp - 4)) & (k_sub - 1);
+    return static_cast<uint32_t>((exp - 3) * k_sub + sub);
+}
+
+double histogram::bucket_mid(uint32_t b) {
+    if (b < k_sub) return b;
+    int exp = static_cast<int>(b / k_sub) + 3;
+    uint64_t sub = b % k_sub;
+    double lo = std::ldexp(static_cast<double>(k_sub + sub), exp - 4);
+    double width = std::ldexp(1.0, exp - 4);
+    return lo + width / 2;
+}
+
+void histogram::add(uint64_t ps) {
+    ++m_buckets[bucket_of(ps)];
+    ++m_count;
+    m_min = std::min(m_min, ps);
+    m_max = std::max(m_max, ps);
+    m_sum += ps;
+}
+
+double histogram::percentile_ns(double q) const {
+    if (m_count == 0) return 0;
+    uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(m_count)));
+    rank = std::max<uint64_t>(rank, 1);
+    uint64_t seen = 0;
+    for (const auto& [b, n] : m_buckets) {
+        seen += n;
+        if (seen >= rank) {
+            double v = bucket_mid(b);
+            v = std::clamp(v, static_cast<double>(m_min), static_cast<double>(m_max));
+            return v / 1000.0;
+        }
+    }
+    return static_cast<double>(m_max) / 1000.0;
+}
+
+json histogram::to_json_ns() const {
+    json j = json::object();
+    j["count"] = m_count;
+    if (m_count == 0) {
+        for (const char* k : {"min", "avg", "p50", "p99", "p999", "max"}) j[k] = 0.0;
+        return j;
+    }
+    j["min"] = static_cast<double>(m_min) / 1000.0;
+    j["avg"] = static_cast<double>(m_sum / m_count) / 1000.0;
+    j["p50"] = percentile_ns(0.50);
+    j["p99"] = percentile_ns(0.99);
+    j["p999"] = percentile_ns(0.999);
+    j["max"] = static_cast<double>(m_max) / 1000.0;
+    return j;
+}
+
+stats_group::stats_group(std::string path) : m_path(std::move(path)) {
+    stats_registry::instance().add(this);
+}
+
+stats_group::~stats_group() { stats_registry::instance().remove(this); }
+
+uint64_t& stats_group::counter(const std::string& name, const std::string& unit,
+                               const std::string& description) {
+    m_values.push_back(0);
+    entry e;
+    e.name = name;
+    e.unit = unit;
+    e.description = description;
+    e.value = &m_values.back();
+    m_entries.push_back(std::move(e));
+    return m_values.back();
+}
+
+histogram& stats_group::latency(const std::string& name, const std::string& description) {
+    m_hists.emplace_back();
+    entry e;
+    e.name = name;
+    e.unit = "ns";
+    e.description = description;
+    e.hist = &m_hists.back();
+    m_entries.push_back(std::move(e));
+    return m_hists.back();
+}
+
+void stats_group::formula(const std::string& name, const std::string& unit,
+                          const std::string& description, std::function<json()> fn) {
+    entry e;
+    e.name = name;
+    e.unit = unit;
+    e.description = description;
+    e.fn = std::move(fn);
+    m_entries.push_back(std::move(e));
+}
+
+json stats_group::to_json() const {
+    json j = json::object();
+    for (const auto& e : m_entries) {
+        if (e.value)
+            j[e.name] = *e.value;
+        else if (e.hist)
+            j[e.name] = e.hist->to_json_ns();
+        else
+            j[e.name] = e.fn();
+    }
+    return j;
+}
+
+std::vector<stats_group::entry_info> stats_group::describe() const {
+    std::vector<entry_info> out;
+    for (const auto& e : m_entries)
+        out.push_back({e.name, e.unit, e.description,
+                       e.value ? "counter" : (e.hist ? "histogram" : "formula")});
+    return out;
+}
+
+stats_registry& stats_registry::instance() {
+    static stats_registry r;
+    return r;
+}
+
+void stats_registry::remove(stats_group* g) {
+    m_groups.erase(std::remove(m_groups.begin(), m_groups.end(), g), m_groups.end());
+}
+
+json stats_registry::to_json() const {
+    json root = json::object();
+    for (const stats_group* g : m_groups) {
+        json* node = &root;
+        const std::string& p = g->path();
+        size_t start = 0;
+        while (true) {
+            size_t dot = p.find('.', start);
+            std::string part = p.substr(start, dot == std::string::npos ? std::string::npos
+                                                                         : dot - start);
+            if (!node->contains(part)) (*node)[part] = json::object();
+            node = &(*node)[part];
+            if (dot == std::string::npos) break;
+            start = dot + 1;
+        }
+        for (auto& [k, v] : g->to_json().items()) (*node)[k] = v;
+    }
+    return root;
+}
+
+}  // namespace hcasim

@@ -1,0 +1,85 @@
+// Named counters and formulas per unit. A unit owns a `stats_group` named after its sc_object
+// ("a.hca.qpc_cache") and declares each counter once with its unit and description; the registry
+// dumps every group into stats.json and the same declarations generate docs/stats.md.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "sim/units.h"
+
+namespace hcasim {
+
+// Fixed-bucket latency histogram (log2 buckets in picoseconds) with exact min/max/sum, enough to
+// report min, avg, p50, p99, p999 and max without keeping every sample.
+class histogram {
+public:
+    void add(uint64_t ps);
+    uint64_t count() const { return m_count; }
+    json to_json_ns() const;
+    double percentile_ns(double q) const;
+
+private:
+    static constexpr int k_sub = 16;  // sub-buckets per power of two: ~4% resolution
+    std::map<uint32_t, uint64_t> m_buckets;
+    uint64_t m_count = 0;
+    uint64_t m_min = UINT64_MAX;
+    uint64_t m_max = 0;
+    long double m_sum = 0;
+    static uint32_t bucket_of(uint64_t ps);
+    static double bucket_mid(uint32_t b);
+};
+
+class stats_group {
+public:
+    explicit stats_group(std::string path);
+    ~stats_group();
+    stats_group(const stats_group&) = delete;
+    stats_group& operator=(const stats_group&) = delete;
+
+    uint64_t& counter(const std::string& name, const std::string& unit,
+                      const std::string& description);
+    histogram& latency(const std::string& name, const std::string& description);
+    void formula(const std::string& name, const std::string& unit, const std::string& description,
+                 std::function<json()> fn);
+
+    const std::string& path() const { return m_path; }
+    json to_json() const;
+
+    struct entry_info {
+        std::string name, unit, description, kind;
+    };
+    std::vector<entry_info> describe() const;
+
+private:
+    struct entry {
+        std::string name, unit, description;
+        uint64_t* value = nullptr;
+        histogram* hist = nullptr;
+        std::function<json()> fn;
+    };
+    std::string m_path;
+    std::deque<uint64_t> m_values;
+    std::deque<histogram> m_hists;
+    std::vector<entry> m_entries;
+};
+
+// Every live group, in creation order.
+class stats_registry {
+public:
+    static stats_registry& instance();
+    void add(stats_group* g) { m_groups.push_back(g); }
+    void remove(stats_group* g);
+    const std::vector<stats_group*>& groups() const { return m_groups; }
+    // Nested object: "a.hca.qpc_cache" -> {"a": {"hca": {"qpc_cache": {...}}}}.
+    json to_json() const;
+
+private:
+    std::vector<stats_group*> m_groups;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,270 @@
+// The HCA's programming interface: everything the host driver and the HCA model both know, and
+// nothing else. BAR0 register layout, the doorbell and command formats, and the byte layouts of
+// the structures that live in host memory and are read or written by DMA: QP and CQ contexts,
+// TPT entries (region/window entries and translation entries), WQEs and CQEs. All multi-byte
+// fields are little-endian. Enumerations follow libibverbs' numbering where one exists, so a
+// status read from a CQE is the ibv_wc_status a verbs program would see.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+namespace hcasim::hca_if {
+
+// ---- little-endian field access --------------------------------------------------------------
+template <class T>
+inline void put(uint8_t* p, T v) {
+    for (size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+}
+template <class T>
+inline T get(const uint8_t* p) {
+    uint64_t v = 0;
+    for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+    return static_cast<T>(v);
+}
+
+// ---- BAR0 ------------------------------------------------------------------------------------
+// One 8 KiB BAR. All registers are 64 bits wide and must be accessed with aligned 8-byte writes
+// (reads where marked RO/RW); any other access is answered with a TLM error response.
+namespace reg {
+constexpr uint64_t bar_size = 0x2000;
+constexpr uint64_t device_id = 0x000;        // RO: identifies the model
+constexpr uint64_t qpc_base = 0x008;         // RW: DMA address of the QP context table
+constexpr uint64_t qpc_log_entries = 0x010;  // RW: log2 of the table's entries
+constexpr uint64_t cqc_base = 0x018;         // RW: DMA address of the CQ context table
+constexpr uint64_t cqc_log_entries = 0x020;
+constexpr uint64_t mpt_base = 0x028;         // RW: region/window entry table (handle index)
+constexpr uint64_t mpt_log_entries = 0x030;
+constexpr uint64_t mtt_base = 0x038;         // RW: translation entry table
+constexpr uint64_t mtt_log_entries = 0x040;
+constexpr uint64_t port_lid = 0x048;         // RW: this port's local identifier
+constexpr uint64_t cmd_in0 = 0x100;          // RW: command argument 0
+constexpr uint64_t cmd_in1 = 0x108;          // RW: command argument 1
+constexpr uint64_t cmd_out = 0x110;          // RW: DMA address of the command's completion record
+constexpr uint64_t cmd_op = 0x118;           // WO: writing starts the command (see cmd_word)
+constexpr uint64_t sq_doorbell = 0x1000;     // WO: send queue doorbell (see doorbell_word)
+constexpr uint64_t rq_doorbell = 0x1008;     // WO: receive queue doorbell
+constexpr uint64_t device_id_value = 0x0000'0001'15b3'1017ULL;
+}  // namespace reg
+
+// Doorbell write: bits 23:0 the QPN, bits 31:24 zero, bits 63:32 the producer index (a free
+// running WQE count; the ring slot is the index modulo the queue depth).
+struct doorbell_word {
+    uint32_t qpn = 0;
+    uint32_t producer_index = 0;
+    uint64_t encode() const { return (static_cast<uint64_t>(producer_index) << 32) | (qpn & 0xffffff); }
+    static bool decode(uint64_t v, doorbell_word& out) {
+        if ((v >> 24) & 0xff) return false;
+        out.qpn = static_cast<uint32_t>(v & 0xffffff);
+        out.producer_index = static_cast<uint32_t>(v >> 32);
+        return true;
+    }
+};
+
+// Commands: the driver writes cmd_in0/cmd_in1/cmd_out, then cmd_op = op | token << 16. When the
+// command is done, the HCA DMA-writes a completion record {u32 token, u8 status, u8[3] 0} to
+// cmd_out. The context tables are the HCA's backing store in host memory: the driver may rewrite
+// an entry only after a FLUSH/INVALIDATE command for it has completed.
+enum class cmd : uint8_t {
+    nop = 0,
+    flush_qpc = 1,       // in0 = QPN: write back a cached QP context, drop it
+    flush_cqc = 2,       // in0 = CQN
+    invalidate_mpt = 3,  // in0 = entry index: drop it; completes after in-flight users finished
+    invalidate_mtt = 4,  // in0 = first translation entry, in1 = count
+};
+enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
+constexpr size_t cmd_record_size = 8;
+
+// ---- verbs enumerations --------------------------------------------------------------------------
+namespace access {
+constexpr uint8_t local_write = 1, remote_write = 2, remote_read = 4, remote_atomic = 8,
+                  mw_bind = 16, zero_based = 32, on_demand = 64;
+}
+enum class qp_state : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
+enum class qp_type : uint8_t { rc = 2, uc = 3, ud = 4 };
+
+enum class wqe_opcode : uint8_t {
+    rdma_write = 0,
+    rdma_write_with_imm = 1,
+    send = 2,
+    send_with_imm = 3,
+    rdma_read = 4,
+    atomic_cmp_swp = 5,
+    atomic_fetch_add = 6,
+    local_inv = 7,
+    bind_mw = 8,
+    send_with_inv = 9,
+};
+
+// ibv_wc_opcode
+enum class cqe_opcode : uint8_t {
+    send = 0, rdma_write = 1, rdma_read = 2, comp_swap = 3, fetch_add = 4, bind_mw = 5,
+    local_inv = 6, recv = 128, recv_rdma_with_imm = 129,
+};
+
+// ibv_wc_status
+enum class wc_status : uint8_t {
+    success = 0, loc_len_err = 1, loc_qp_op_err = 2, loc_eec_op_err = 3, loc_prot_err = 4,
+    wr_flush_err = 5, mw_bind_err = 6, bad_resp_err = 7, loc_access_err = 8,
+    rem_inv_req_err = 9, rem_access_err = 10, rem_op_err = 11, retry_exc_err = 12,
+    rnr_retry_exc_err = 13, loc_rdd_viol_err = 14, rem_inv_rd_req_err = 15, rem_abort_err = 16,
+    inv_eecn_err = 17, inv_eec_state_err = 18, fatal_err = 19, resp_timeout_err = 20,
+    general_err = 21,
+};
+
+const char* to_string(wc_status s);
+const char* to_string(cqe_opcode o);
+const char* to_string(wqe_opcode o);
+const char* to_string(qp_state s);
+
+// ---- keys --------------------------------------------------------------------------------------
+// key = index << 8 | key_byte; the index selects the entry of the region/window table directly.
+inline uint32_t make_key(uint32_t index, uint8_t key_byte) { return (index << 8) | key_byte; }
+inline uint32_t key_index(uint32_t key) { return key >> 8; }
+inline uint8_t key_byte(uint32_t key) { return static_cast<uint8_t>(key & 0xff); }
+
+// ---- QP context (one entry of the QPC table) ----------------------------------------------------
+// Driver-owned fields are written at create/modify time; HCA-owned fields (marked) are kept in the
+// QPC cache and written back when the line is evicted or flushed.
+struct qp_context {
+    static constexpr size_t size = 128;
+    qp_state state = qp_state::reset;
+    qp_type type = qp_type::rc;
+    uint8_t access = 0;          // remote rights granted to incoming requests on this QP
+    uint8_t page_shift = 12;     // page size of the queue buffers' buffer tables
+    uint32_t pd = 0;
+    uint32_t send_cqn = 0;
+    uint32_t recv_cqn = 0;
+    uint32_t remote_qpn = 0;
+    uint16_t remote_lid = 0;
+    uint8_t sq_log_depth = 0;
+    uint8_t rq_log_depth = 0;
+    uint8_t sq_wqe_shift = 6;    // log2 of the send WQE stride
+    uint8_t rq_wqe_shift = 5;
+    uint64_t sq_buf_table = 0;   // DMA address of the SQ buffer table (u64 page addresses)
+    uint64_t rq_buf_table = 0;
+    uint32_t sq_ci = 0;          // HCA-owned: next send WQE to execute
+    uint32_t rq_ci = 0;          // HCA-owned: next receive WQE to consume
+    uint32_t sq_pi = 0;          // HCA-owned: latest send doorbell
+    uint32_t rq_pi = 0;          // HCA-owned: latest receive doorbell
+    uint32_t next_psn = 0;       // HCA-owned
+    uint32_t expected_psn = 0;   // HCA-owned
+    uint32_t ptag = 0;           // owning process (seed 003's Ptag)
+    uint32_t qpn = 0;
+
+    void encode(uint8_t* p) const;
+    static qp_context decode(const uint8_t* p);
+};
+
+// ---- CQ context ---------------------------------------------------------------------------------
+struct cq_context {
+    static constexpr size_t size = 64;
+    uint8_t log_depth = 0;
+    uint8_t page_shift = 12;
+    uint8_t valid = 0;
+    uint64_t buf_table = 0;      // DMA address of the CQ buffer table
+    uint32_t producer_index = 0; // HCA-owned: CQEs written so far
+    uint32_t cqn = 0;
+
+    void encode(uint8_t* p) const;
+    static cq_context decode(const uint8_t* p);
+};
+
+// ---- TPT: region/window entry (MPT) and translation entry (MTT) --------------------------------
+enum class mpt_type : uint8_t { mr = 0, mw1 = 1, mw2 = 2 };
+struct mpt_entry {
+    static constexpr size_t size = 64;
+    bool valid = false;
+    mpt_type type = mpt_type::mr;
+    uint8_t key_byte = 0;
+    uint8_t access = 0;
+    uint8_t page_shift = 12;
+    uint32_t pd = 0;
+    uint64_t start = 0;          // first byte's address as requests name it (VA or IOVA)
+    uint64_t length = 0;
+    uint64_t mtt_index = 0;      // first translation entry
+    uint32_t mtt_count = 0;
+    uint32_t ptag = 0;           // owning process
+    uint32_t qpn = 0;            // type 2 window: the QP it is bound to
+    uint32_t parent = 0;         // window: index of the region it is bound to
+    uint64_t page_base = 0;      // address of the start of the first page (translation origin)
+
+    void encode(uint8_t* p) const;
+    static mpt_entry decode(const uint8_t* p);
+};
+
+// A translation entry: the page's DMA address with bit 0 = present.
+constexpr size_t mtt_entry_size = 8;
+inline uint64_t mtt_encode(uint64_t dma_addr, bool present) { return dma_addr | (present ? 1 : 0); }
+inline bool mtt_present(uint64_t e) { return e & 1; }
+inline uint64_t mtt_addr(uint64_t e) { return e & ~0xfffULL; }
+
+// ---- WQEs ---------------------------------------------------------------------------------------
+// Send WQE: ctrl (16) | remote (16) | atomic (16) | sge[n] (16 each); stride = next power of two.
+constexpr size_t send_wqe_header = 48;
+constexpr size_t sge_size = 16;
+namespace wqe_flags {
+constexpr uint8_t signaled = 1, fence = 2;
+}
+struct sge {
+    uint32_t length = 0;
+    uint32_t lkey = 0;
+    uint64_t addr = 0;
+};
+struct send_wqe {
+    wqe_opcode opcode = wqe_opcode::send;
+    uint8_t flags = 0;
+    uint8_t num_sge = 0;
+    uint32_t imm = 0;            // immediate data, or the R_Key to invalidate
+    uint64_t wr_id = 0;
+    uint64_t remote_addr = 0;
+    uint32_t rkey = 0;
+    uint64_t compare_add = 0;
+    uint64_t swap = 0;
+    std::array<sge, 16> sges{};
+
+    void encode(uint8_t* p) const;
+    static send_wqe decode(const uint8_t* p, size_t stride);
+    static size_t stride_for(unsigned max_sge);
+};
+
+// Receive WQE: {u64 wr_id, u8 num_sge, pad} (16) | sge[n] (16 each).
+struct recv_wqe {
+    uint64_t wr_id = 0;
+    uint8_t num_sge = 0;
+    std::array<sge, 16> sges{};
+
+    void encode(uint8_t* p) const;
+    static recv_wqe decode(const uint8_t* p, size_t stride);
+    static size_t stride_for(unsigned max_sge);
+};
+
+// ---- CQE ----------------------------------------------------------------------------------------
+// The owner bit tells a fresh entry from a stale one without a separate index: on the n-th pass
+// over the ring the HCA writes owner = (n & 1) ^ 1, so the zeroed ring reads as empty.
+namespace cqe_flags {
+constexpr uint8_t with_imm = 1, with_inv = 2;
+}
+struct cqe {
+    static constexpr size_t size = 32;
+    uint64_t wr_id = 0;
+    uint32_t byte_len = 0;
+    uint32_t imm = 0;            // immediate data, or the invalidated R_Key
+    uint32_t qpn = 0;
+    cqe_opcode opcode = cqe_opcode::send;
+    wc_status status = wc_status::success;
+    uint8_t flags = 0;
+    uint8_t owner = 0;
+    uint32_t src_qp = 0;
+    uint32_t vendor_err = 0;
+
+    void encode(uint8_t* p) const;
+    static cqe decode(const uint8_t* p);
+    static uint8_t owner_for(uint32_t index, uint8_t log_depth) {
+        return static_cast<uint8_t>(((index >> log_depth) & 1) ^ 1);
+    }
+};
+
+}  // namespace hcasim::hca_if

@@ -1,0 +1,116 @@
+#include "tlm/ib_link.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hcasim {
+
+namespace {
+constexpr uint32_t k_lrh = 8, k_bth = 12, k_icrc = 4, k_vcrc = 2, k_reth = 16, k_imm = 4,
+                   k_ieth = 4, k_aeth = 4, k_atomic_eth = 28, k_atomic_ack = 8;
+
+bool carries_payload(ib_op op) {
+    switch (op) {
+        case ib_op::send:
+        case ib_op::send_with_imm:
+        case ib_op::send_with_inv:
+        case ib_op::rdma_write:
+        case ib_op::rdma_write_with_imm:
+        case ib_op::rdma_read_response: return true;
+        default: return false;
+    }
+}
+}  // namespace
+
+uint32_t ib_message::packet_payload(uint32_t i) const {
+    if (!carries_payload(op)) return 0;
+    uint64_t begin = static_cast<uint64_t>(i) * mtu;
+    if (begin >= length) return 0;
+    return static_cast<uint32_t>(std::min<uint64_t>(mtu, length - begin));
+}
+
+uint32_t ib_link::header_bytes(ib_op op, bool first, bool last) {
+    uint32_t h = k_lrh + k_bth + k_icrc + k_vcrc;
+    switch (op) {
+        case ib_op::rdma_write:
+            if (first) h += k_reth;
+            break;
+        case ib_op::rdma_write_with_imm:
+            if (first) h += k_reth;
+            if (last) h += k_imm;
+            break;
+        case ib_op::send_with_imm:
+            if (last) h += k_imm;
+            break;
+        case ib_op::send_with_inv:
+            if (last) h += k_ieth;
+            break;
+        case ib_op::rdma_read_request: h += k_reth; break;
+        case ib_op::rdma_read_response:
+            if (first || last) h += k_aeth;
+            break;
+        case ib_op::atomic_cmp_swp:
+        case ib_op::atomic_fetch_add: h += k_atomic_eth; break;
+        case ib_op::atomic_response: h += k_aeth + k_atomic_ack; break;
+        case ib_op::ack:
+        case ib_op::nak: h += k_aeth; break;
+        case ib_op::send: break;
+    }
+    return h;
+}
+
+ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_ps_per_byte(8e12 / (gbps * 1e9)),
+      m_mtu(mtu),
+      m_deliver("deliver"),
+      m_stats(this->name()),
+      m_packets(m_stats.counter("packets", "packets", "packets sent in both directions")),
+      m_bytes(m_stats.counter("bytes", "bytes", "bytes on the wire in both directions, headers included")),
+      m_payload(m_stats.counter("payload_bytes", "bytes", "payload bytes in both directions")),
+      m_messages(m_stats.counter("messages", "messages", "messages (requests, responses, acknowledgements)")) {
+    m_stats.formula("gbps", "Gb/s", "data rate of the link", [gbps] { return json(gbps); });
+    for (int d = 0; d < 2; ++d) {
+        m_stats.formula(d == 0 ? "utilization_0to1" : "utilization_1to0", "fraction",
+                        "share of the run the direction was busy", [this, d] {
+                            double now = sc_core::sc_time_stamp().to_seconds();
+                            return json(now > 0 ? std::min(1.0, m_dir[d].busy_time().to_seconds() / now) : 0.0);
+                        });
+    }
+}
+
+sc_core::sc_time ib_link::wire_time(uint64_t bytes) const {
+    return sc_core::sc_time(std::ceil(static_cast<double>(bytes) * m_ps_per_byte), sc_core::SC_PS);
+}
+
+sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest) {
+    msg->mtu = m_mtu;
+    uint32_t n = 1;
+    if (carries_payload(msg->op) && msg->length > m_mtu) n = (msg->length + m_mtu - 1) / m_mtu;
+    msg->arrivals.clear();
+    msg->arrivals.reserve(n);
+    sc_core::sc_time ready = earliest;
+    sc_core::sc_time last_sent = earliest;
+    const sc_core::sc_time latency = to_time(m_cfg.latency);
+    for (uint32_t i = 0; i < n; ++i) {
+        uint32_t payload = msg->packet_payload(i);
+        uint32_t bytes = payload + header_bytes(msg->op, i == 0, i + 1 == n);
+        sc_core::sc_time dur = wire_time(bytes);
+        sc_core::sc_time start = m_dir[end].reserve(ready, dur);
+        last_sent = start + dur;
+        ready = last_sent;
+        msg->arrivals.push_back(last_sent + latency);
+        ++m_packets;
+        m_bytes += bytes;
+        m_payload += payload;
+    }
+    ++m_messages;
+    int far = 1 - end;
+    m_deliver.at(msg->arrivals.front(), [this, far, msg] {
+        if (m_rx[far]) m_rx[far](msg);
+    });
+    return last_sent;
+}
+
+}  // namespace hcasim

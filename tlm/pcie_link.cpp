@@ -1,0 +1,158 @@
+#include "tlm/pcie_link.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace hcasim {
+
+namespace {
+constexpr uint64_t k_framing_lcrc = 8;  // STP/seq (4) + LCRC (4) for Gen3+; STP+seq+LCRC+END for Gen1/2
+constexpr uint64_t k_cpl_header = 12;   // completions always use a 3DW header
+}  // namespace
+
+double pcie_config::bytes_per_second() const {
+    static const double gts[] = {0, 2.5e9, 5e9, 8e9, 16e9, 32e9};
+    double encoding = gen <= 2 ? 8.0 / 10.0 : 128.0 / 130.0;
+    return gts[std::clamp<uint64_t>(gen, 1, 5)] * encoding / 8.0 * static_cast<double>(lanes);
+}
+
+pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg)
+    : sc_core::sc_module(name),
+      dma_in("dma_in"),
+      dma_out("dma_out"),
+      mmio_in("mmio_in"),
+      mmio_out("mmio_out"),
+      m_cfg(cfg),
+      m_ps_per_byte(1e12 / cfg.bytes_per_second()),
+      m_stats(this->name()),
+      m_up_bytes(m_stats.counter("up_bytes", "bytes", "bytes sent HCA->host on the link, TLP overhead included")),
+      m_down_bytes(m_stats.counter("down_bytes", "bytes", "bytes sent host->HCA on the link, TLP overhead included")),
+      m_up_payload(m_stats.counter("up_payload_bytes", "bytes", "data payload HCA->host (DMA write data, read requests carry none)")),
+      m_down_payload(m_stats.counter("down_payload_bytes", "bytes", "data payload host->HCA (read completions, MMIO data)")),
+      m_tlps(m_stats.counter("tlps", "TLPs", "transaction layer packets in both directions")),
+      m_mmio_writes(m_stats.counter("mmio_writes", "writes", "posted MMIO writes from the host to the HCA's BAR")),
+      m_dma_reads(m_stats.counter("dma_reads", "requests", "DMA read transactions from the HCA")),
+      m_dma_writes(m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
+      m_errors(m_stats.counter("errors", "transactions", "transactions answered with an error response")),
+      m_read_latency(m_stats.latency("read_latency", "DMA read: request handed to the link until its last completion arrived")) {
+    dma_in.register_b_transport(this, &pcie_link::upstream);
+    mmio_in.register_b_transport(this, &pcie_link::downstream);
+    auto utilization = [this](const serial_resource& r) {
+        double now = sc_core::sc_time_stamp().to_seconds();
+        return json(now > 0 ? std::min(1.0, r.busy_time().to_seconds() / now) : 0.0);
+    };
+    m_stats.formula("up_utilization", "fraction", "share of the run the HCA->host direction was busy",
+                    [this, utilization] { return utilization(m_up); });
+    m_stats.formula("down_utilization", "fraction", "share of the run the host->HCA direction was busy",
+                    [this, utilization] { return utilization(m_down); });
+    m_stats.formula("gbps_raw", "Gb/s", "link payload capacity per direction after line encoding",
+                    [this] { return json(m_cfg.bytes_per_second() * 8 / 1e9); });
+}
+
+sc_core::sc_time pcie_link::wire_time(uint64_t bytes) const {
+    return sc_core::sc_time(std::ceil(static_cast<double>(bytes) * m_ps_per_byte), sc_core::SC_PS);
+}
+
+uint64_t pcie_link::tlp_overhead(bool request_header) const {
+    uint64_t header = request_header ? (m_cfg.addr64 ? 16 : 12) : k_cpl_header;
+    return header + k_framing_lcrc + (m_cfg.ecrc ? 4 : 0);
+}
+
+sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
+                                      uint64_t payload, uint64_t max_payload, uint64_t align,
+                                      uint64_t overhead, const sc_core::sc_time& start,
+                                      sc_core::sc_time* last_sent) {
+    sc_core::sc_time ready = start;
+    sc_core::sc_time done = start;
+    uint64_t left = payload;
+    do {
+        uint64_t chunk = std::min({left, max_payload, 4096 - (addr % 4096)});
+        if (align > 1 && chunk < left) {
+            uint64_t end = (addr + chunk) / align * align;
+            if (end > addr) chunk = end - addr;
+        }
+        uint64_t bytes = chunk + overhead;
+        sc_core::sc_time dur = wire_time(bytes);
+        sc_core::sc_time begin = dir.reserve(ready, dur);
+        done = begin + dur;
+        ready = done;  // TLPs of one transfer leave in order
+        bytes_counter += bytes;
+        ++m_tlps;
+        addr += chunk;
+        left -= chunk;
+    } while (left > 0);
+    if (last_sent) *last_sent = done;
+    return done + to_time(m_cfg.latency);
+}
+
+void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const uint64_t addr = gp.get_address();
+    const uint64_t len = gp.get_data_length();
+    if (gp.is_write()) {
+        ++m_dma_writes;
+        m_up_payload += len;
+        sc_core::sc_time sent;
+        sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
+                                             tlp_overhead(true), now + delay, &sent);
+        sc_core::sc_time host_delay = arrival - now;
+        dma_out->b_transport(gp, host_delay);
+        delay = sent - now;
+    } else if (gp.is_read()) {
+        ++m_dma_reads;
+        sc_core::sc_time issued = now + delay;
+        // One request TLP per MRRS chunk; the completer starts answering when the last has arrived.
+        sc_core::sc_time req_arrival = now + delay;
+        uint64_t a = addr, left = len;
+        sc_core::sc_time ready = now + delay;
+        do {
+            uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
+            req_arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready);
+            ready = req_arrival - to_time(m_cfg.latency);
+            a += chunk;
+            left -= chunk;
+        } while (left > 0);
+        sc_core::sc_time host_delay = req_arrival - now;
+        dma_out->b_transport(gp, host_delay);  // the root complex adds its memory latency
+        sc_core::sc_time data_ready = now + host_delay;
+        m_down_payload += len;
+        uint64_t cpl_max = m_cfg.completions == "rcb" ? m_cfg.rcb : m_cfg.mps;
+        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, addr, len, cpl_max, m_cfg.rcb,
+                                             tlp_overhead(false), data_ready);
+        delay = arrival - now;
+        m_read_latency.add(to_ps(arrival - issued));
+    } else {
+        gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    }
+    if (!gp.is_response_ok()) ++m_errors;
+}
+
+void pcie_link::downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const uint64_t len = gp.get_data_length();
+    if (gp.is_write()) {
+        ++m_mmio_writes;
+        m_down_payload += len;
+        sc_core::sc_time sent;
+        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, gp.get_address(), len,
+                                             m_cfg.mps, 1, tlp_overhead(true), now + delay, &sent);
+        sc_core::sc_time hca_delay = arrival - now;
+        mmio_out->b_transport(gp, hca_delay);
+        delay = sent - now;  // posted: the CPU is done when the TLP has left
+    } else if (gp.is_read()) {
+        // Non-posted MMIO read: request down, completion up.
+        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, gp.get_address(), 0, 1, 1,
+                                             tlp_overhead(true), now + delay);
+        sc_core::sc_time hca_delay = arrival - now;
+        mmio_out->b_transport(gp, hca_delay);
+        m_up_payload += len;
+        sc_core::sc_time back = send_tlps(m_up, m_up_bytes, gp.get_address(), len, m_cfg.mps,
+                                          m_cfg.rcb, tlp_overhead(false), now + hca_delay);
+        delay = back - now;
+    } else {
+        gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    }
+    if (!gp.is_response_ok()) ++m_errors;
+}
+
+}  // namespace hcasim

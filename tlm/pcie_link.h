@@ -1,0 +1,115 @@
+// The PCIe link between the host's root complex and the HCA: two directions, each a serial
+// resource that carries every TLP's bytes (header, payload, framing, LCRC, optional ECRC) at the
+// lane rate of the configured generation and width, plus a one-way latency for the PHY, data link
+// layer and root-complex pipelines.
+//
+// Transactions use TLM-2.0 blocking transport with annotated delay, and no target ever waits:
+// the delay passed in is when the requester hands the transaction to the link, relative to now;
+// the delay passed back is when it is done at the requester (a posted write: the last TLP has
+// left; a read: the last completion has arrived). Functional effects happen at call time; targets
+// that care about *when* an effect becomes visible use the annotated delay (host memory notifies
+// pollers then).
+//
+//   hca dma_out --> dma_in [upstream] dma_out --> root complex (host memory)
+//   host mmio   --> mmio_in [downstream] mmio_out --> HCA BAR0
+//
+// TLP rules modelled (PCIe Base Spec 3.0 §2.2): writes split at MPS and at 4 KiB boundaries;
+// read requests at MRRS and 4 KiB boundaries, header only; completions carry at most MPS bytes
+// and, when split, end on RCB boundaries; 3DW headers (12 B) or 4DW (16 B) with 64-bit addressing;
+// per TLP 8 B of framing + sequence number + LCRC (§4.2.2.3 / §3.6.2), 4 B more with ECRC.
+// Abstracted: flow-control credits, DLLP (ACK/UpdateFC) bandwidth, replay, ordering relaxations.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "sim/kernel.h"
+#include "sim/params.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+struct pcie_config {
+    uint64_t gen = 3;
+    uint64_t lanes = 16;
+    uint64_t mps = 256;
+    uint64_t mrrs = 512;
+    uint64_t rcb = 64;
+    bool addr64 = true;
+    bool ecrc = false;
+    time_ps latency{200000};
+    std::string completions = "rcb";
+
+    template <class V>
+    void visit(V& v) {
+        v(gen, p_count("gen", "generation", "PCIe generation: 1-2 use 8b/10b, 3-5 use 128b/130b encoding at 2.5/5/8/16/32 GT/s per lane")
+                   .range(1, 5).from("PCIe Base Spec 5.0 §4.2"));
+        v(lanes, p_count("lanes", "lanes", "link width").range(1, 16).from("PCIe Base Spec; ConnectX-5 is x16"));
+        v(mps, p_bytes("mps", "Max_Payload_Size: largest data payload of one TLP").range(128, 4096)
+                   .from("PCIe Base Spec §7.5.3.4; 256 B is what common server root ports grant"));
+        v(mrrs, p_bytes("mrrs", "Max_Read_Request_Size: largest read one request TLP asks for").range(128, 4096)
+                    .from("PCIe Base Spec §7.5.3.4; Linux default 512 B"));
+        v(rcb, p_bytes("rcb", "Read Completion Boundary: split completions end on multiples of it").range(64, 128)
+                   .from("PCIe Base Spec §2.3.1.1; root complexes use 64 B"));
+        v(addr64, p_flag("addr64", "memory requests use 4DW headers with 64-bit addresses (4 more header bytes)")
+                      .from("PCIe Base Spec §2.2.4.1"));
+        v(ecrc, p_flag("ecrc", "end-to-end CRC digest on every TLP (4 more bytes)").from("PCIe Base Spec §2.7"));
+        v(completions, p_choice("completions", {"rcb", "mps"}, "how the root complex splits read completions: one per RCB-aligned block, or the largest legal (MPS, ending on RCB boundaries)")
+                           .from("PCIe Base Spec §2.3.1.1; Neugebauer et al. SIGCOMM 2018 observe 64 B completions from Intel root complexes"));
+        v(latency, p_time("latency", "one-way latency of the link: PHY and data-link pipelines of both ends plus the root complex")
+                       .range(0, 1e9)
+                       .from("Neugebauer et al., Understanding PCIe performance for end host networking, SIGCOMM 2018: ~550 ns for a 64 B DMA read on Gen3"));
+    }
+
+    // Payload bytes per second of the whole link after line encoding.
+    double bytes_per_second() const;
+};
+
+class pcie_link : public sc_core::sc_module {
+public:
+    tlm_utils::simple_target_socket<pcie_link> dma_in;       // from the HCA's DMA engine
+    tlm_utils::simple_initiator_socket<pcie_link> dma_out;   // to the root complex
+    tlm_utils::simple_target_socket<pcie_link> mmio_in;      // from the host CPU
+    tlm_utils::simple_initiator_socket<pcie_link> mmio_out;  // to the HCA's BAR
+
+    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg);
+
+    const pcie_config& config() const { return m_cfg; }
+    // Serialization time of `bytes` link bytes.
+    sc_core::sc_time wire_time(uint64_t bytes) const;
+    // Bytes a TLP occupies on the link besides its payload.
+    uint64_t tlp_overhead(bool request_header) const;
+
+private:
+    void upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    // Books `payload` bytes starting at `addr` as TLPs of at most `max_payload` that never cross
+    // a 4 KiB boundary and, when split, end on multiples of `align`; returns the time the last
+    // one has arrived at the far end (and when it left, in `last_sent`).
+    sc_core::sc_time send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
+                               uint64_t payload, uint64_t max_payload, uint64_t align,
+                               uint64_t overhead, const sc_core::sc_time& start,
+                               sc_core::sc_time* last_sent = nullptr);
+
+    pcie_config m_cfg;
+    double m_ps_per_byte;
+    serial_resource m_up, m_down;
+    stats_group m_stats;
+    uint64_t& m_up_bytes;
+    uint64_t& m_down_bytes;
+    uint64_t& m_up_payload;
+    uint64_t& m_down_payload;
+    uint64_t& m_tlps;
+    uint64_t& m_mmio_writes;
+    uint64_t& m_dma_reads;
+    uint64_t& m_dma_writes;
+    uint64_t& m_errors;
+    histogram& m_read_latency;
+};
+
+}  // namespace hcasim
