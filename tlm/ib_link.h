@@ -32,7 +32,7 @@ enum class ib_op : uint8_t {
 };
 
 // NAK codes (AETH syndrome, IBA §9.7.5.2.4).
-enum class ib_nak : uint8_t { none = 0, psn_seq_err = 0x60, inv_request = 0x61, rem_access = 0x62, rem_op = 0x63 };
+enum class ib_nak : uint8_t { none = 0, rnr = 0x20, psn_seq_err = 0x60, inv_request = 0x61, rem_access = 0x62, rem_op = 0x63 };
 
 struct ib_message {
     ib_op op = ib_op::send;

@@ -1,0 +1,64 @@
+#include "model/command_unit.h"
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+command_unit::command_unit(sc_core::sc_module_name name, const command_unit_config& cfg,
+                           const clock_domain& clk, dma_engine& dma, qpc_cache& qpc, completion& cq,
+                           tpt& tpt_unit)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_dma(dma),
+      m_qpc(qpc),
+      m_cq(cq),
+      m_tpt(tpt_unit),
+      m_queue("queue"),
+      m_stats(this->name()),
+      m_count(m_stats.counter("count", "commands", "commands executed")),
+      m_failed(m_stats.counter("failed", "commands", "commands completed with a non-zero status")),
+      m_latency(m_stats.latency("latency", "command received to completion record written")) {}
+
+void command_unit::submit(const command_request& c) {
+    m_fifo.push_back(c);
+    if (m_fifo.size() == 1) start();
+}
+
+void command_unit::start() {
+    m_started = sc_core::sc_time_stamp();
+    const command_request c = m_fifo.front();
+    auto done = [this, c] { finish(c, cmd_status::ok); };
+    m_queue.after(m_clk.cycles(m_cfg.command_cycles), [this, c, done] {
+        switch (c.op) {
+            case cmd::nop: done(); break;
+            case cmd::flush_qpc: m_qpc.flush(static_cast<uint32_t>(c.in0), done); break;
+            case cmd::flush_cqc: m_cq.flush(static_cast<uint32_t>(c.in0), done); break;
+            case cmd::invalidate_mpt: m_tpt.invalidate_mpt(static_cast<uint32_t>(c.in0), done); break;
+            case cmd::invalidate_mtt:
+                m_tpt.invalidate_mtt(c.in0, c.in1);
+                done();
+                break;
+            default: finish(c, cmd_status::bad_op); break;
+        }
+    });
+}
+
+void command_unit::finish(const command_request& c, cmd_status status) {
+    ++m_count;
+    if (status != cmd_status::ok) ++m_failed;
+    HCASIM_LOG(name(), qp, "command " << static_cast<int>(c.op) << " token " << c.token << " status " << static_cast<int>(status));
+    std::vector<uint8_t> record(cmd_record_size, 0);
+    put<uint32_t>(record.data(), c.token);
+    put<uint8_t>(record.data() + 4, static_cast<uint8_t>(status));
+    const sc_core::sc_time started = m_started;
+    m_dma.write(c.out, std::move(record), [this, started](dma_op&) {
+        m_latency.add(to_ps(sc_core::sc_time_stamp() - started));
+    });
+    m_fifo.pop_front();
+    if (!m_fifo.empty()) start();
+}
+
+}  // namespace hcasim

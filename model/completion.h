@@ -1,0 +1,78 @@
+// The completion unit: writes CQEs into the CQ rings in host memory. For each CQE it looks up the
+// CQ context (cached; the backing store is the CQC table), takes the next producer index, finds
+// the ring page through the CQ's buffer table (cached) and DMA-writes the 32-byte CQE with the
+// owner bit of that pass over the ring. CQEs of one CQ take their slots in the order they were
+// posted. Abstracted: CQ overflow detection (the driver sizes CQs), event queues and interrupts
+// (programs poll).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <unordered_map>
+
+#include <systemc>
+
+#include "model/context_cache.h"
+#include "model/word_cache.h"
+#include "tlm/hca_interface.h"
+
+namespace hcasim {
+
+struct completion_config {
+    struct cqc_cache_config : cache_geometry {
+        cqc_cache_config() { entries = 64, ways = 4, hit_cycles = 2; }
+        template <class V>
+        void visit(V& v) {
+            cache_geometry::visit(v, "CQ contexts", "design estimate");
+        }
+    } cqc_cache;
+    struct bt_cache_config : cache_geometry {
+        bt_cache_config() { entries = 256, ways = 4, hit_cycles = 2; }
+        template <class V>
+        void visit(V& v) {
+            cache_geometry::visit(v, "CQ buffer-table entries", "design estimate");
+        }
+    } bt_cache;
+    uint64_t cqe_cycles = 2;
+
+    template <class V>
+    void visit(V& v) {
+        v.group("cqc_cache", cqc_cache, "cache of CQ contexts");
+        v.group("bt_cache", bt_cache, "cache of CQ ring page addresses");
+        v(cqe_cycles, p_count("cqe_cycles", "cycles", "cycles to build one CQE").range(0, 1000).from("design estimate"));
+    }
+};
+
+class completion : public sc_core::sc_module {
+public:
+    completion(sc_core::sc_module_name name, const completion_config& cfg, const clock_domain& clk,
+               dma_engine& dma);
+
+    void set_table(uint64_t base, uint64_t entries) { m_cqc.set_table(base, entries); }
+    // Queues a CQE for `cqn`; `written` (optional) runs when it has left the HCA.
+    void post(uint32_t cqn, const hca_if::cqe& c, std::function<void()> written = {});
+    void flush(uint32_t cqn, std::function<void()> done);
+
+private:
+    struct pending {
+        hca_if::cqe c;
+        std::function<void()> written;
+    };
+    void next(uint32_t cqn);
+
+    completion_config m_cfg;
+    const clock_domain& m_clk;
+    dma_engine& m_dma;
+    callback_queue m_queue;
+    stats_group m_stats;
+    context_cache<hca_if::cq_context> m_cqc;
+    word_cache m_bt;
+    std::unordered_map<uint32_t, std::deque<pending>> m_fifo;
+    uint64_t& m_cqes;
+    uint64_t& m_error_cqes;
+    uint64_t& m_dropped;
+    histogram& m_latency;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,169 @@
+// A write-back cache of fixed-size context entries whose backing store is a table in host memory
+// (QP contexts, CQ contexts, region/window entries). A hit costs `hit_cycles`; a miss reads the
+// entry by DMA (misses to the same index are merged, as MSHRs do) and evicts the LRU line of its
+// set, writing it back first if the HCA changed it. Every lookup occupies the cache's single port
+// for one cycle. The entry handed to a callback stays valid for the duration of that callback.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include "model/dma_engine.h"
+#include "sim/kernel.h"
+#include "sim/set_assoc_cache.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+struct cache_geometry {
+    uint64_t entries = 256;
+    uint64_t ways = 4;
+    uint64_t hit_cycles = 2;
+
+    template <class V>
+    void visit(V& v, const std::string& what, const std::string& source) {
+        v(entries, p_count("entries", "entries", what + " the cache holds").range(1, 1 << 24).from(source));
+        v(ways, p_count("ways", "ways", "associativity; entries/ways sets").range(1, 64).from(source));
+        v(hit_cycles, p_count("hit_cycles", "cycles", "cycles from lookup to data on a hit").range(0, 1000)
+                          .from("design estimate: an on-chip SRAM lookup of a few cycles"));
+    }
+};
+
+template <class Entry>
+class context_cache {
+public:
+    using callback = std::function<void(Entry*)>;
+
+    context_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
+                  const clock_domain& clk, dma_engine& dma, callback_queue& queue)
+        : m_lines(geo.entries, geo.ways),
+          m_geo(geo),
+          m_clk(clk),
+          m_dma(dma),
+          m_queue(queue),
+          m_hits(stats.counter(prefix + "hits", "lookups", "lookups that found the entry on chip")),
+          m_misses(stats.counter(prefix + "misses", "lookups", "lookups that had to read the entry from host memory")),
+          m_evictions(stats.counter(prefix + "evictions", "entries", "valid entries evicted to make room")),
+          m_writebacks(stats.counter(prefix + "writebacks", "entries", "evicted or flushed entries written back to host memory")) {
+        stats.formula(prefix + "hit_rate", "fraction", "hits / (hits + misses)", [this] {
+            uint64_t n = m_hits + m_misses;
+            return json(n ? static_cast<double>(m_hits) / static_cast<double>(n) : 0.0);
+        });
+    }
+
+    void set_table(uint64_t base, uint64_t entries) {
+        m_base = base;
+        m_table_entries = entries;
+    }
+    uint64_t table_entries() const { return m_table_entries; }
+
+    // Calls `fn` with the entry, or with nullptr if the index is outside the table or the read
+    // failed.
+    void lookup(uint64_t index, callback fn) {
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(1));
+        if (index >= m_table_entries) {
+            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [fn] { fn(nullptr); });
+            return;
+        }
+        if (m_lines.peek(index)) {
+            ++m_hits;
+            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [this, index, fn] {
+                line* l = m_lines.lookup(index);
+                if (l) {
+                    fn(&l->entry);
+                } else {
+                    lookup(index, fn);  // evicted meanwhile: look again
+                }
+            });
+            return;
+        }
+        ++m_misses;
+        auto& waiting = m_pending[index];
+        waiting.push_back(std::move(fn));
+        if (waiting.size() > 1) return;
+        auto op = std::make_shared<dma_op>();
+        op->dir = dma_op::direction::read;
+        op->segments.push_back({m_base + index * Entry::size, Entry::size});
+        op->not_before = start + m_clk.cycles(m_geo.hit_cycles);
+        op->done = [this, index](dma_op& done) { fill(index, done); };
+        m_dma.submit(op);
+    }
+
+    Entry* resident(uint64_t index) {
+        line* l = m_lines.peek(index);
+        return l ? &l->entry : nullptr;
+    }
+    void mark_dirty(uint64_t index) {
+        if (line* l = m_lines.peek(index)) l->dirty = true;
+    }
+
+    // Writes the entry back if the HCA changed it, drops it, then calls `done` (when the
+    // write-back has left the HCA).
+    void flush(uint64_t index, std::function<void()> done) {
+        line* l = m_lines.peek(index);
+        if (!l) {
+            m_queue.after(m_clk.cycles(m_geo.hit_cycles), std::move(done));
+            return;
+        }
+        bool dirty = l->dirty;
+        Entry e = l->entry;
+        m_lines.invalidate(index);
+        if (!dirty) {
+            m_queue.after(m_clk.cycles(m_geo.hit_cycles), std::move(done));
+            return;
+        }
+        write_back(index, e, [done](dma_op&) { done(); });
+    }
+
+    void invalidate(uint64_t index) { m_lines.invalidate(index); }
+
+private:
+    struct line {
+        Entry entry;
+        bool dirty = false;
+    };
+
+    void fill(uint64_t index, dma_op& op) {
+        auto waiting = std::move(m_pending[index]);
+        m_pending.erase(index);
+        if (!op.ok) {
+            for (auto& fn : waiting) fn(nullptr);
+            return;
+        }
+        auto evicted = m_lines.insert(index, line{Entry::decode(op.data.data()), false});
+        if (evicted) {
+            ++m_evictions;
+            if (evicted->second.dirty) write_back(evicted->first, evicted->second.entry, nullptr);
+        }
+        for (auto& fn : waiting) {
+            line* l = m_lines.peek(index);
+            fn(l ? &l->entry : nullptr);
+        }
+    }
+
+    void write_back(uint64_t index, const Entry& e, std::function<void(dma_op&)> done) {
+        ++m_writebacks;
+        std::vector<uint8_t> bytes(Entry::size);
+        e.encode(bytes.data());
+        m_dma.write(m_base + index * Entry::size, std::move(bytes), std::move(done));
+    }
+
+    set_assoc_cache<line> m_lines;
+    cache_geometry m_geo;
+    const clock_domain& m_clk;
+    dma_engine& m_dma;
+    callback_queue& m_queue;
+    serial_resource m_port;
+    std::unordered_map<uint64_t, std::vector<callback>> m_pending;
+    uint64_t m_base = 0;
+    uint64_t m_table_entries = 0;
+    uint64_t& m_hits;
+    uint64_t& m_misses;
+    uint64_t& m_evictions;
+    uint64_t& m_writebacks;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,143 @@
+#include "model/dma_engine.h"
+
+#include <algorithm>
+
+namespace hcasim {
+
+dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
+                       uint64_t mrrs)
+    : sc_core::sc_module(name),
+      dma_out("dma_out"),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_mrrs(mrrs),
+      m_tag_free(cfg.read_tags, sc_core::SC_ZERO_TIME),
+      m_done("done"),
+      m_stats(this->name()),
+      m_read_bytes(m_stats.counter("read_bytes", "bytes", "bytes read from host memory")),
+      m_write_bytes(m_stats.counter("write_bytes", "bytes", "bytes written to host memory")),
+      m_read_ops(m_stats.counter("read_ops", "operations", "DMA read operations (one per WQE fetch, context miss, payload gather, ...)")),
+      m_write_ops(m_stats.counter("write_ops", "operations", "DMA write operations")),
+      m_read_requests(m_stats.counter("read_requests", "requests", "read requests issued (each holds a tag)")),
+      m_errors(m_stats.counter("errors", "transactions", "transactions that got an error response")),
+      m_tag_wait_ps(m_stats.counter("tag_wait_ps", "ps", "total time read requests waited for a free tag")),
+      m_tag_busy_ps(m_stats.counter("tag_busy_ps", "ps", "total time read tags were held (request issued to last completion)")),
+      m_read_latency(m_stats.latency("read_latency", "DMA read operation: issue to last byte arrived")),
+      m_write_latency(m_stats.latency("write_latency", "DMA write operation: issue to last TLP sent")) {
+    m_stats.formula("tag_utilization", "fraction", "share of the run read tags were held, averaged over tags",
+                    [this] {
+                        double now = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
+                        return json(now > 0 ? static_cast<double>(m_tag_busy_ps) / (now * static_cast<double>(m_cfg.read_tags)) : 0.0);
+                    });
+}
+
+uint64_t dma_engine::outstanding_reads() const {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    return static_cast<uint64_t>(
+        std::count_if(m_tag_free.begin(), m_tag_free.end(), [&](const sc_core::sc_time& t) { return t > now; }));
+}
+
+sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
+                                      uint64_t len, const sc_core::sc_time& start, dma_op& op) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    tlm::tlm_generic_payload gp;
+    gp.set_command(cmd);
+    gp.set_address(addr);
+    gp.set_data_ptr(data);
+    gp.set_data_length(static_cast<unsigned>(len));
+    gp.set_streaming_width(static_cast<unsigned>(len));
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_dmi_allowed(false);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    sc_core::sc_time delay = start - now;
+    dma_out->b_transport(gp, delay);
+    if (!gp.is_response_ok()) {
+        op.ok = false;
+        ++m_errors;
+    }
+    return now + delay;
+}
+
+void dma_engine::submit(dma_op_ptr op) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time begin = std::max(now, op->not_before) + m_clk.cycles(m_cfg.issue_cycles);
+    sc_core::sc_time finish = begin;
+    const uint64_t total = op->length();
+    if (op->dir == dma_op::direction::read) {
+        ++m_read_ops;
+        m_read_bytes += total;
+        op->data.assign(total, 0);
+        uint64_t offset = 0;
+        sc_core::sc_time issue = begin;
+        for (const auto& seg : op->segments) {
+            uint64_t addr = seg.addr, left = seg.length;
+            while (left > 0) {
+                uint64_t chunk = std::min({left, m_mrrs, 4096 - (addr % 4096)});
+                auto tag = std::min_element(m_tag_free.begin(), m_tag_free.end());
+                if (*tag > issue) {
+                    m_tag_wait_ps += to_ps(*tag - issue);
+                    issue = *tag;
+                }
+                sc_core::sc_time arrived =
+                    transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op);
+                *tag = arrived;
+                m_tag_busy_ps += to_ps(arrived - issue);
+                finish = std::max(finish, arrived);
+                ++m_read_requests;
+                addr += chunk;
+                offset += chunk;
+                left -= chunk;
+            }
+        }
+        m_read_latency.add(to_ps(finish - begin));
+    } else {
+        ++m_write_ops;
+        m_write_bytes += total;
+        // Split the segments further where paced bytes become available.
+        size_t pace = 0;
+        uint64_t offset = 0;
+        for (const auto& seg : op->segments) {
+            uint64_t addr = seg.addr, left = seg.length;
+            while (left > 0) {
+                while (pace + 1 < op->pacing.size() && op->pacing[pace + 1].offset <= offset) ++pace;
+                uint64_t chunk = left;
+                sc_core::sc_time ready = begin;
+                if (!op->pacing.empty()) {
+                    ready = std::max(begin, op->pacing[pace].when);
+                    if (pace + 1 < op->pacing.size())
+                        chunk = std::min(chunk, op->pacing[pace + 1].offset - offset);
+                }
+                sc_core::sc_time sent =
+                    transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op);
+                finish = std::max(finish, sent);
+                addr += chunk;
+                offset += chunk;
+                left -= chunk;
+            }
+        }
+        m_write_latency.add(to_ps(finish - begin));
+    }
+    op->done_at = finish + op->tail;
+    m_done.at(op->done_at, [op] {
+        if (op->done) op->done(*op);
+    });
+}
+
+void dma_engine::read(uint64_t addr, uint64_t length, std::function<void(dma_op&)> done) {
+    auto op = std::make_shared<dma_op>();
+    op->dir = dma_op::direction::read;
+    op->segments.push_back({addr, length});
+    op->done = std::move(done);
+    submit(op);
+}
+
+void dma_engine::write(uint64_t addr, std::vector<uint8_t> data, std::function<void(dma_op&)> done) {
+    auto op = std::make_shared<dma_op>();
+    op->dir = dma_op::direction::write;
+    op->segments.push_back({addr, data.size()});
+    op->data = std::move(data);
+    op->done = std::move(done);
+    submit(op);
+}
+
+}  // namespace hcasim

@@ -1,0 +1,109 @@
+// The HCA's DMA engine: turns a DMA operation (a list of physical/IO-virtual address segments, a
+// direction and a buffer) into PCIe transactions on `dma_out`. Reads are split at MRRS and 4 KiB
+// boundaries and each takes one of `read_tags` tags until its last completion returns, so the
+// number of outstanding reads is bounded as in hardware; writes are split where their bytes
+// become available (IB packet arrivals) and the link splits them into MPS-sized TLPs.
+//
+// All TLP timing is computed when the operation is issued (the link books its serial resources),
+// so an operation costs one kernel event - its completion callback - however many TLPs it spans.
+// Functional effects (bytes read or written) happen at issue time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_initiator_socket.h>
+
+#include "sim/kernel.h"
+#include "sim/params.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+struct dma_config {
+    uint64_t read_tags = 128;
+    uint64_t issue_cycles = 2;
+
+    template <class V>
+    void visit(V& v) {
+        v(read_tags, p_count("read_tags", "tags", "outstanding DMA read requests (PCIe tags) the engine may have at once")
+                         .range(1, 1024).from("PCIe Base Spec: 8-bit tags (256) or 10-bit; ConnectX-class devices use >=128"));
+        v(issue_cycles, p_count("issue_cycles", "cycles", "cycles to set up one DMA operation (descriptor to first request)")
+                            .range(0, 1000).from("design estimate"));
+    }
+};
+
+struct dma_segment {
+    uint64_t addr = 0;
+    uint64_t length = 0;
+};
+
+// Bytes from `offset` on become available at `when` (for writes fed by arriving packets).
+struct dma_pacing {
+    uint64_t offset = 0;
+    sc_core::sc_time when;
+};
+
+struct dma_op {
+    enum class direction { read, write } dir = direction::read;
+    std::vector<dma_segment> segments;
+    std::vector<uint8_t> data;          // read: filled in; write: the bytes to write
+    std::vector<dma_pacing> pacing;     // write only; empty = all bytes available now
+    sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
+    sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
+    uint32_t ptag = 0;                  // owning process of the memory, for host-side checks
+    bool ok = true;                     // false if any transaction got an error response
+    sc_core::sc_time done_at;
+    std::function<void(dma_op&)> done;
+
+    uint64_t length() const {
+        uint64_t n = 0;
+        for (const auto& s : segments) n += s.length;
+        return n;
+    }
+};
+
+using dma_op_ptr = std::shared_ptr<dma_op>;
+
+class dma_engine : public sc_core::sc_module {
+public:
+    tlm_utils::simple_initiator_socket<dma_engine> dma_out;
+
+    dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
+               uint64_t mrrs);
+
+    // Issues the operation now (or at op->not_before); op->done runs when it has finished.
+    void submit(dma_op_ptr op);
+    // Convenience: read `length` bytes at one address.
+    void read(uint64_t addr, uint64_t length, std::function<void(dma_op&)> done);
+    void write(uint64_t addr, std::vector<uint8_t> data, std::function<void(dma_op&)> done);
+
+    uint64_t outstanding_reads() const;
+
+private:
+    sc_core::sc_time transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint64_t len,
+                              const sc_core::sc_time& start, dma_op& op);
+
+    dma_config m_cfg;
+    const clock_domain& m_clk;
+    uint64_t m_mrrs;
+    std::vector<sc_core::sc_time> m_tag_free;  // when each read tag is free again
+    callback_queue m_done;
+    stats_group m_stats;
+    uint64_t& m_read_bytes;
+    uint64_t& m_write_bytes;
+    uint64_t& m_read_ops;
+    uint64_t& m_write_ops;
+    uint64_t& m_read_requests;
+    uint64_t& m_errors;
+    uint64_t& m_tag_wait_ps;
+    uint64_t& m_tag_busy_ps;
+    histogram& m_read_latency;
+    histogram& m_write_latency;
+};
+
+}  // namespace hcasim

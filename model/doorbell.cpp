@@ -1,0 +1,102 @@
+#include "model/doorbell.h"
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk)
+    : sc_core::sc_module(name),
+      bar_in("bar_in"),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_queue("queue"),
+      m_stats(this->name()),
+      m_count(m_stats.counter("count", "doorbells", "send and receive doorbells decoded")),
+      m_send(m_stats.counter("send", "doorbells", "send queue doorbells")),
+      m_recv(m_stats.counter("recv", "doorbells", "receive queue doorbells")),
+      m_commands(m_stats.counter("commands", "commands", "commands started through cmd_op")),
+      m_malformed(m_stats.counter("malformed", "writes", "writes with a bad width, alignment or doorbell format (answered with an error response)")),
+      m_unmapped(m_stats.counter("unmapped", "accesses", "accesses to offsets where no register is declared (answered with an error response)")),
+      m_config_writes(m_stats.counter("config_writes", "writes", "writes to configuration and command argument registers")) {
+    bar_in.register_b_transport(this, &doorbell::b_transport);
+    m_regs.add("device_id", reg::device_id, register_bank::access::ro, reg::device_id_value);
+    table_register("qpc", reg::qpc_base, &m_tables.qpc_base, &m_tables.qpc_entries);
+    table_register("cqc", reg::cqc_base, &m_tables.cqc_base, &m_tables.cqc_entries);
+    table_register("mpt", reg::mpt_base, &m_tables.mpt_base, &m_tables.mpt_entries);
+    table_register("mtt", reg::mtt_base, &m_tables.mtt_base, &m_tables.mtt_entries);
+    m_regs.add("port_lid", reg::port_lid, register_bank::access::rw).on_write =
+        [this](uint64_t v, const sc_core::sc_time&) {
+            ++m_config_writes;
+            m_tables.lid = static_cast<uint16_t>(v);
+            return true;
+        };
+    for (auto [n, off] : {std::pair{"cmd_in0", reg::cmd_in0}, {"cmd_in1", reg::cmd_in1}, {"cmd_out", reg::cmd_out}})
+        m_regs.add(n, off, register_bank::access::rw).on_write = [this](uint64_t, const sc_core::sc_time&) {
+            ++m_config_writes;
+            return true;
+        };
+    m_regs.add("cmd_op", reg::cmd_op, register_bank::access::wo).on_write =
+        [this](uint64_t v, const sc_core::sc_time& delay) {
+            ++m_commands;
+            command_request c;
+            c.op = static_cast<cmd>(v & 0xff);
+            c.token = static_cast<uint16_t>(v >> 16);
+            c.in0 = m_regs.value(reg::cmd_in0);
+            c.in1 = m_regs.value(reg::cmd_in1);
+            c.out = m_regs.value(reg::cmd_out);
+            m_queue.after(delay + m_clk.cycles(m_cfg.decode_cycles), [this, c] {
+                if (on_command) on_command(c);
+            });
+            return true;
+        };
+    m_regs.add("sq_doorbell", reg::sq_doorbell, register_bank::access::wo).on_write =
+        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(true, v, delay); };
+    m_regs.add("rq_doorbell", reg::rq_doorbell, register_bank::access::wo).on_write =
+        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(false, v, delay); };
+}
+
+void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries) {
+    m_regs.add(std::string(name) + "_base", offset, register_bank::access::rw).on_write =
+        [this, base](uint64_t v, const sc_core::sc_time&) {
+            ++m_config_writes;
+            *base = v;
+            return true;
+        };
+    m_regs.add(std::string(name) + "_log_entries", offset + 8, register_bank::access::rw).on_write =
+        [this, entries](uint64_t v, const sc_core::sc_time&) {
+            ++m_config_writes;
+            *entries = v < 32 ? (1ULL << v) : 0;
+            return v < 32;
+        };
+}
+
+void doorbell::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    switch (m_regs.transport(gp, delay)) {
+        case register_bank::outcome::ok: break;
+        case register_bank::outcome::unmapped: ++m_unmapped; break;
+        case register_bank::outcome::rejected: break;  // counted where it was rejected
+        default: ++m_malformed; break;
+    }
+}
+
+bool doorbell::ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay) {
+    doorbell_word w;
+    if (!doorbell_word::decode(value, w) || w.qpn >= m_tables.qpc_entries) {
+        ++m_malformed;
+        return false;
+    }
+    ++m_count;
+    ++(send_queue ? m_send : m_recv);
+    const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+    const sc_core::sc_time start = m_decoder.reserve(arrival, m_clk.cycles(m_cfg.decode_cycles));
+    m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles), [this, send_queue, w] {
+        HCASIM_LOG(name(), qp, (send_queue ? "send" : "recv") << " doorbell qpn " << hex(w.qpn) << " pi " << w.producer_index);
+        auto& handler = send_queue ? on_send : on_recv;
+        if (handler) handler(w.qpn, w.producer_index);
+    });
+    return true;
+}
+
+}  // namespace hcasim

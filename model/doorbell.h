@@ -1,0 +1,80 @@
+// The doorbell decoder: the HCA's BAR0 target. It owns the declared registers of
+// tlm/hca_interface.h: configuration registers (context table bases and sizes, the port's LID)
+// that the other units read through `device_tables`, the command registers, and the send and
+// receive doorbells. A doorbell is decoded (QPN, producer index) into work for the requester or
+// responder after `decode_cycles` on a single decode pipeline. Unmapped, misaligned, wrong-width
+// or malformed writes are counted and answered with a TLM error response.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <systemc>
+#include <tlm>
+#include <tlm_utils/simple_target_socket.h>
+
+#include "sim/kernel.h"
+#include "sim/params.h"
+#include "sim/stats.h"
+#include "tlm/hca_interface.h"
+#include "tlm/register_bank.h"
+
+namespace hcasim {
+
+// Where the context tables live in host memory, as the driver programmed them.
+struct device_tables {
+    uint64_t qpc_base = 0, cqc_base = 0, mpt_base = 0, mtt_base = 0;
+    uint64_t qpc_entries = 0, cqc_entries = 0, mpt_entries = 0, mtt_entries = 0;
+    uint16_t lid = 0;
+};
+
+struct command_request {
+    hca_if::cmd op = hca_if::cmd::nop;
+    uint16_t token = 0;
+    uint64_t in0 = 0, in1 = 0, out = 0;
+};
+
+struct doorbell_config {
+    uint64_t decode_cycles = 4;
+
+    template <class V>
+    void visit(V& v) {
+        v(decode_cycles, p_count("decode_cycles", "cycles", "cycles to decode one doorbell write and hand it to the requester or responder")
+                             .range(0, 1000).from("design estimate; one pipelined decode stage of a few cycles"));
+    }
+};
+
+class doorbell : public sc_core::sc_module {
+public:
+    tlm_utils::simple_target_socket<doorbell> bar_in;
+
+    std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
+    std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
+    std::function<void(const command_request&)> on_command;
+
+    doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk);
+
+    const device_tables& tables() const { return m_tables; }
+
+private:
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    bool ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay);
+    void table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries);
+
+    doorbell_config m_cfg;
+    const clock_domain& m_clk;
+    register_bank m_regs;
+    device_tables m_tables;
+    serial_resource m_decoder;
+    callback_queue m_queue;
+    stats_group m_stats;
+    uint64_t& m_count;
+    uint64_t& m_send;
+    uint64_t& m_recv;
+    uint64_t& m_commands;
+    uint64_t& m_malformed;
+    uint64_t& m_unmapped;
+    uint64_t& m_config_writes;
+};
+
+}  // namespace hcasim

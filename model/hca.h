@@ -1,0 +1,85 @@
+// The HCA: every unit of the adapter and how they connect. It meets the host only on its two
+// PCIe-facing sockets (the BAR target of the doorbell decoder, the DMA engine's initiator) and
+// the network only through its port.
+//
+//   host --MMIO--> doorbell --> requester --> qpc_cache, wqe_fetcher, tpt, dma_engine --> port
+//                     |                                                                  |
+//                     +--> command_unit                      responder <-- port <--------+
+//   completion (CQEs) <-- requester, responder;   dma_engine --DMA--> host
+#pragma once
+
+#include <cstdint>
+
+#include <systemc>
+
+#include "model/command_unit.h"
+#include "model/completion.h"
+#include "model/dma_engine.h"
+#include "model/doorbell.h"
+#include "model/port.h"
+#include "model/qpc_cache.h"
+#include "model/requester.h"
+#include "model/responder.h"
+#include "model/tpt.h"
+#include "model/wqe_fetcher.h"
+
+namespace hcasim {
+
+struct hca_config {
+    frequency_hz clock{500e6};
+    doorbell_config doorbell;
+    qpc_cache_config qpc_cache;
+    wqe_fetcher_config wqe_fetcher;
+    tpt_config tpt;
+    dma_config dma;
+    requester_config requester;
+    responder_config responder;
+    completion_config completion;
+    command_unit_config command;
+    port_config port;
+
+    template <class V>
+    void visit(V& v) {
+        v(clock, p_frequency("clock", "core clock of the HCA; every unit's cycles are of this clock").range(1e6, 1e10)
+                     .from("design estimate for ConnectX-4/5-class ASICs (hundreds of MHz)"));
+        v.group("doorbell", doorbell, "doorbell decoder (BAR0)");
+        v.group("qpc_cache", qpc_cache, "QP context cache");
+        v.group("wqe_fetcher", wqe_fetcher, "WQE fetcher");
+        v.group("tpt", tpt, "translation and protection table");
+        v.group("dma", dma, "DMA engine");
+        v.group("requester", requester, "send-queue engine");
+        v.group("responder", responder, "incoming-request engine");
+        v.group("completion", completion, "CQE writer");
+        v.group("command", command, "command unit (firmware)");
+        v.group("port", port, "IB port");
+    }
+};
+
+class hca : public sc_core::sc_module {
+public:
+    hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs);
+
+    tlm_utils::simple_target_socket<doorbell>& bar_in() { return m_doorbell.bar_in; }
+    tlm_utils::simple_initiator_socket<dma_engine>& dma_out() { return m_dma.dma_out; }
+    port& ib_port() { return m_port; }
+    const hca_config& config() const { return m_cfg; }
+
+private:
+    void start_of_simulation() override;
+    void tables_changed();
+
+    hca_config m_cfg;
+    clock_domain m_clk;
+    dma_engine m_dma;
+    doorbell m_doorbell;
+    qpc_cache m_qpc_cache;
+    wqe_fetcher m_wqe_fetcher;
+    tpt m_tpt;
+    completion m_completion;
+    port m_port;
+    requester m_requester;
+    responder m_responder;
+    command_unit m_command;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,57 @@
+// The HCA's IB port: hands outgoing messages to the link and dispatches incoming ones, requests
+// to the responder and responses (ACK/NAK, read and atomic responses) to the requester.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+
+#include <systemc>
+
+#include "sim/params.h"
+#include "sim/stats.h"
+#include "tlm/ib_link.h"
+
+namespace hcasim {
+
+struct port_config {
+    double gbps = 100;
+    uint64_t mtu = 4096;
+
+    template <class V>
+    void visit(V& v) {
+        v(gbps, p_real("gbps", "Gb/s", "port data rate after line encoding (4x EDR = 100)").range(1, 1600)
+                    .from("IBTA: 4x EDR 25.78125 Gb/s per lane with 64b/66b; ConnectX-5 datasheet"));
+        v(mtu, p_bytes("mtu", "path MTU: largest payload of one packet (256, 512, 1024, 2048 or 4096)").range(256, 4096)
+                   .from("IBA 1.4 §7.7.8; perftest default 4096 on IB"));
+    }
+};
+
+class port : public sc_core::sc_module {
+public:
+    std::function<void(ib_message_ptr)> to_responder;
+    std::function<void(ib_message_ptr)> to_requester;
+
+    port(sc_core::sc_module_name name, const port_config& cfg);
+
+    void attach(ib_link& link, int end);
+    bool connected() const { return m_link != nullptr; }
+    // Sends now or at `earliest`; returns when the last packet has left.
+    sc_core::sc_time send(ib_message_ptr msg, const sc_core::sc_time& earliest);
+    uint32_t mtu() const { return m_link ? m_link->mtu() : static_cast<uint32_t>(m_cfg.mtu); }
+
+private:
+    void receive(ib_message_ptr msg);
+
+    port_config m_cfg;
+    ib_link* m_link = nullptr;
+    int m_end = 0;
+    stats_group m_stats;
+    uint64_t& m_tx_messages;
+    uint64_t& m_rx_messages;
+    uint64_t& m_tx_payload;
+    uint64_t& m_rx_payload;
+    uint64_t& m_tx_packets;
+    uint64_t& m_dropped;
+};
+
+}  // namespace hcasim

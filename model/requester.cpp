@@ -1,0 +1,401 @@
+#include "model/requester.h"
+
+#include <algorithm>
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+namespace {
+
+cqe_opcode completion_opcode(wqe_opcode op) {
+    switch (op) {
+        case wqe_opcode::rdma_write:
+        case wqe_opcode::rdma_write_with_imm: return cqe_opcode::rdma_write;
+        case wqe_opcode::send:
+        case wqe_opcode::send_with_imm:
+        case wqe_opcode::send_with_inv: return cqe_opcode::send;
+        case wqe_opcode::rdma_read: return cqe_opcode::rdma_read;
+        case wqe_opcode::atomic_cmp_swp: return cqe_opcode::comp_swap;
+        case wqe_opcode::atomic_fetch_add: return cqe_opcode::fetch_add;
+        case wqe_opcode::local_inv: return cqe_opcode::local_inv;
+        case wqe_opcode::bind_mw: return cqe_opcode::bind_mw;
+    }
+    return cqe_opcode::send;
+}
+
+ib_op wire_opcode(wqe_opcode op) {
+    switch (op) {
+        case wqe_opcode::rdma_write: return ib_op::rdma_write;
+        case wqe_opcode::rdma_write_with_imm: return ib_op::rdma_write_with_imm;
+        case wqe_opcode::send: return ib_op::send;
+        case wqe_opcode::send_with_imm: return ib_op::send_with_imm;
+        case wqe_opcode::send_with_inv: return ib_op::send_with_inv;
+        case wqe_opcode::rdma_read: return ib_op::rdma_read_request;
+        case wqe_opcode::atomic_cmp_swp: return ib_op::atomic_cmp_swp;
+        case wqe_opcode::atomic_fetch_add: return ib_op::atomic_fetch_add;
+        default: return ib_op::send;
+    }
+}
+
+wc_status nak_status(ib_nak n) {
+    switch (n) {
+        case ib_nak::rem_access: return wc_status::rem_access_err;
+        case ib_nak::inv_request: return wc_status::rem_inv_req_err;
+        case ib_nak::rem_op: return wc_status::rem_op_err;
+        default: return wc_status::bad_resp_err;
+    }
+}
+
+bool carries_local_payload(wqe_opcode op) {
+    return op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm || op == wqe_opcode::send ||
+           op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
+}
+
+}  // namespace
+
+requester::requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
+                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
+                     port& p)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_qpc(qpc),
+      m_fetcher(fetcher),
+      m_tpt(tpt_unit),
+      m_dma(dma),
+      m_cq(cq),
+      m_port(p),
+      m_queue("queue"),
+      m_stats(this->name()),
+      m_wqes(m_stats.counter("wqes", "WQEs", "send-queue WQEs whose message went on the wire")),
+      m_bytes(m_stats.counter("bytes", "bytes", "payload bytes of those messages (RDMA read: bytes asked for)")),
+      m_completed(m_stats.counter("completed", "WQEs", "send-queue WQEs completed (signaled or not)")),
+      m_errors(m_stats.counter("errors", "WQEs", "WQEs completed with an error status other than WR_FLUSH_ERR")),
+      m_flushed(m_stats.counter("flushed", "WQEs", "WQEs completed with WR_FLUSH_ERR because their QP was in the error state")),
+      m_rnr_retries(m_stats.counter("rnr_retries", "messages", "messages resent after a receiver-not-ready NAK")),
+      m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells", "doorbells for a QPN without a valid context")),
+      m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
+
+void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    m_qpc.lookup(qpn, [this, qpn, producer_index, now](qp_context* ctx) {
+        if (!ctx || ctx->state == qp_state::reset) {
+            ++m_bad_doorbells;
+            return;
+        }
+        ctx->sq_pi = producer_index;
+        m_qpc.mark_dirty(qpn);
+        sq_state& sq = m_sq[qpn];
+        if (sq.idle()) {
+            sq.ci = ctx->sq_ci;
+            sq.next_psn = ctx->next_psn;
+            sq.error = ctx->state == qp_state::err;
+        }
+        sq.type = ctx->type;
+        sq.send_cqn = ctx->send_cqn;
+        sq.pi = producer_index;
+        sq.last_doorbell = now;
+        kick(qpn);
+    });
+}
+
+void requester::kick(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    if (sq.fetching || sq.pi == sq.fetched() || sq.window.size() >= m_cfg.max_outstanding) return;
+    sq.fetching = true;
+    m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
+        sq_state& sq = m_sq[qpn];
+        sq.fetching = false;
+        if (!ctx) return;
+        if (ctx->state == qp_state::err) sq.error = true;
+        const bool flush = sq.error;
+        if (!flush && ctx->state != qp_state::rts) return;  // resumes on the next doorbell
+        const uint32_t pending = sq.pi - sq.fetched();
+        const uint64_t room = m_cfg.max_outstanding - sq.window.size();
+        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({pending, room, m_fetcher.max_batch()}));
+        if (n == 0) return;
+        const queue_desc q{ctx->sq_buf_table, ctx->sq_log_depth, ctx->sq_wqe_shift, ctx->page_shift, ctx->ptag};
+        const qp_context snapshot = *ctx;
+        const uint32_t first = sq.fetched();
+        sq.fetching = true;
+        m_fetcher.fetch(q, first, n, [this, qpn, first, snapshot, stride = 1u << q.wqe_shift](
+                                         bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+            sq_state& sq = m_sq[qpn];
+            sq.fetching = false;
+            if (!ok) {
+                // The WQE cannot be read: the QP goes to the error state, like a fatal local error.
+                sq.error = true;
+                enter_error(qpn);
+                return;
+            }
+            for (uint32_t i = 0; i < count; ++i) {
+                auto s = std::make_shared<wqe_slot>();
+                s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride);
+                s->index = first + i;
+                s->psn = sq.next_psn++;
+                s->doorbell_time = sq.last_doorbell;
+                sq.window.push_back(s);
+                if (sq.error) {
+                    s->status = wc_status::wr_flush_err;
+                    s->stage = wqe_stage::completed;
+                } else {
+                    start(qpn, snapshot, s);
+                }
+            }
+            save_indices(qpn);
+            retire(qpn);
+            kick(qpn);
+        });
+    });
+}
+
+void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
+    const wqe_opcode op = s->w.opcode;
+    const bool reliable = ctx.type == qp_type::rc;
+    const bool ud = ctx.type == qp_type::ud;
+    const bool is_send = op == wqe_opcode::send || op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
+    const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
+    if ((ud && !is_send) || (needs_rc && !reliable) || (!carries_local_payload(op) && !needs_rc)) {
+        // Operations this QP type cannot carry; local_inv and bind_mw are not executed by the
+        // requester (the driver and the TPT handle them) and complete as local operation errors.
+        complete(qpn, s, wc_status::loc_qp_op_err);
+        return;
+    }
+    if ((op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add) &&
+        (s->w.num_sge != 1 || s->w.sges[0].length != 8)) {
+        complete(qpn, s, wc_status::loc_len_err);
+        return;
+    }
+    translate_local(qpn, ctx, s, needs_rc);
+}
+
+void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s, bool scatter_target) {
+    uint64_t total = 0;
+    for (unsigned i = 0; i < s->w.num_sge; ++i) total += s->w.sges[i].length;
+    s->length = total;
+    if (total > (1ULL << 31)) {
+        complete(qpn, s, wc_status::loc_len_err);
+        return;
+    }
+    if (s->w.num_sge == 0 || total == 0) {
+        build_message(ctx, s);
+        s->stage = wqe_stage::ready;
+        drain(qpn);
+        return;
+    }
+    s->stage = wqe_stage::translating;
+    s->local.assign(s->w.num_sge, tpt_result{});
+    auto pending = std::make_shared<unsigned>(s->w.num_sge);
+    for (unsigned i = 0; i < s->w.num_sge; ++i) {
+        const sge& g = s->w.sges[i];
+        tpt_request req;
+        req.key = g.lkey;
+        req.pd = ctx.pd;
+        req.qpn = qpn;
+        req.addr = g.addr;
+        req.length = g.length;
+        req.rights = scatter_target ? access::local_write : 0;
+        m_tpt.translate(req, [this, qpn, ctx, s, i, pending, scatter_target](tpt_result r) {
+            s->local[i] = std::move(r);
+            if (--*pending > 0) return;
+            if (s->stage == wqe_stage::completed) return;  // flushed meanwhile
+            for (const auto& t : s->local)
+                if (!t.ok()) {
+                    complete(qpn, s, wc_status::loc_prot_err);
+                    return;
+                }
+            build_message(ctx, s);
+            if (scatter_target) {
+                s->stage = wqe_stage::ready;  // translations held until the response lands
+                drain(qpn);
+                return;
+            }
+            s->stage = wqe_stage::reading;
+            auto op = std::make_shared<dma_op>();
+            op->dir = dma_op::direction::read;
+            for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            op->ptag = s->local.front().ptag;
+            op->done = [this, qpn, s](dma_op& done) {
+                release(s);
+                if (s->stage == wqe_stage::completed) return;
+                if (!done.ok) {
+                    complete(qpn, s, wc_status::loc_prot_err);
+                    return;
+                }
+                s->msg->payload = std::move(done.data);
+                s->stage = wqe_stage::ready;
+                drain(qpn);
+            };
+            m_dma.submit(op);
+        });
+    }
+}
+
+void requester::build_message(const qp_context& ctx, slot_ptr s) {
+    auto m = std::make_shared<ib_message>();
+    m->op = wire_opcode(s->w.opcode);
+    m->src_lid = lid;
+    m->dst_lid = ctx.remote_lid;
+    m->src_qpn = ctx.qpn;
+    m->dst_qpn = ctx.remote_qpn;
+    m->psn = s->psn;
+    m->remote_addr = s->w.remote_addr;
+    m->rkey = s->w.rkey;
+    m->length = static_cast<uint32_t>(s->length);
+    m->imm = s->w.imm;
+    m->compare_add = s->w.compare_add;
+    m->swap = s->w.swap;
+    m->trace_id = (static_cast<uint64_t>(ctx.qpn) << 32) | s->index;
+    s->msg = std::move(m);
+}
+
+void requester::drain(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (sq.resend_after > now) {
+        m_queue.at(sq.resend_after, [this, qpn] { drain(qpn); });
+        return;
+    }
+    bool any_unreliable = false;
+    for (auto& s : sq.window) {
+        if (s->stage == wqe_stage::completed || s->stage == wqe_stage::sent || s->stage == wqe_stage::responded) continue;
+        if (s->stage != wqe_stage::ready) break;  // messages of a QP leave in WQE order
+        const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
+        m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
+        s->stage = wqe_stage::sent;
+        ++m_wqes;
+        m_bytes += s->length;
+        if (sq.type != qp_type::rc) {
+            s->stage = wqe_stage::completed;  // unreliable: done once on the wire
+            any_unreliable = true;
+        }
+    }
+    if (any_unreliable) retire(qpn);
+}
+
+void requester::on_response(ib_message_ptr msg) {
+    auto it = m_sq.find(msg->dst_qpn);
+    if (it == m_sq.end()) return;
+    const uint32_t qpn = msg->dst_qpn;
+    sq_state& sq = it->second;
+    slot_ptr s;
+    for (auto& c : sq.window)
+        if (c->psn == msg->psn && c->stage == wqe_stage::sent) s = c;
+    if (!s) return;  // flushed or already answered
+    switch (msg->op) {
+        case ib_op::ack: complete(qpn, s, wc_status::success); break;
+        case ib_op::nak:
+            if (msg->nak == ib_nak::rnr) {
+                // Receiver not ready: rewind to this message and send again later.
+                ++m_rnr_retries;
+                for (auto& c : sq.window)
+                    if (c->psn >= s->psn && c->stage == wqe_stage::sent) c->stage = wqe_stage::ready;
+                sq.resend_after = sc_core::sc_time_stamp() + to_time(m_cfg.rnr_delay);
+                drain(qpn);
+            } else {
+                complete(qpn, s, nak_status(msg->nak));
+            }
+            break;
+        case ib_op::rdma_read_response:
+        case ib_op::atomic_response: {
+            s->stage = wqe_stage::responded;
+            auto op = std::make_shared<dma_op>();
+            op->dir = dma_op::direction::write;
+            for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            op->data = msg->payload;
+            op->data.resize(op->length(), 0);
+            uint64_t offset = 0;
+            for (uint32_t i = 0; i < msg->packets(); ++i) {
+                op->pacing.push_back({offset, msg->arrivals[i]});
+                offset += msg->packet_payload(i);
+            }
+            op->done = [this, qpn, s](dma_op& done) {
+                complete(qpn, s, done.ok ? wc_status::success : wc_status::loc_prot_err);
+            };
+            m_dma.submit(op);
+            break;
+        }
+        default: break;
+    }
+}
+
+void requester::release(slot_ptr s) {
+    for (auto& t : s->local) m_tpt.release(t);
+    s->local.clear();
+}
+
+void requester::complete(uint32_t qpn, slot_ptr s, wc_status status) {
+    if (s->stage == wqe_stage::completed) return;
+    release(s);
+    s->status = status;
+    s->stage = wqe_stage::completed;
+    if (status != wc_status::success) enter_error(qpn);
+    retire(qpn);
+}
+
+void requester::enter_error(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    if (!sq.error) {
+        sq.error = true;
+        m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
+            if (!ctx) return;
+            ctx->state = qp_state::err;
+            m_qpc.mark_dirty(qpn);
+        });
+    }
+    for (auto& c : sq.window)
+        if (c->stage != wqe_stage::completed) {
+            release(c);
+            c->status = wc_status::wr_flush_err;
+            c->stage = wqe_stage::completed;
+        }
+}
+
+void requester::retire(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    const bool was_full = sq.window.size() >= m_cfg.max_outstanding;
+    bool any = false;
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!sq.window.empty() && sq.window.front()->stage == wqe_stage::completed) {
+        slot_ptr s = sq.window.front();
+        sq.window.pop_front();
+        ++sq.ci;
+        ++m_completed;
+        any = true;
+        if (s->status == wc_status::wr_flush_err)
+            ++m_flushed;
+        else if (s->status != wc_status::success)
+            ++m_errors;
+        m_latency.add(to_ps(now - s->doorbell_time));
+        if ((s->w.flags & wqe_flags::signaled) || s->status != wc_status::success) {
+            cqe c;
+            c.wr_id = s->w.wr_id;
+            c.byte_len = static_cast<uint32_t>(s->length);
+            c.qpn = qpn;
+            c.opcode = completion_opcode(s->w.opcode);
+            c.status = s->status;
+            m_cq.post(sq.send_cqn, c);
+        }
+    }
+    if (any) save_indices(qpn);
+    if (any && (was_full || sq.pi != sq.fetched())) kick(qpn);
+}
+
+void requester::save_indices(uint32_t qpn) {
+    const sq_state& sq = m_sq[qpn];
+    auto write = [this, qpn, ci = sq.ci, psn = sq.next_psn](qp_context* ctx) {
+        if (!ctx) return;
+        ctx->sq_ci = ci;
+        ctx->next_psn = psn;
+        m_qpc.mark_dirty(qpn);
+    };
+    if (qp_context* ctx = m_qpc.resident(qpn))
+        write(ctx);
+    else
+        m_qpc.lookup(qpn, write);
+}
+
+}  // namespace hcasim

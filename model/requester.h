@@ -1,0 +1,123 @@
+// The requester: executes send-queue WQEs. Per WQE the stages are
+//   doorbell -> QPC lookup -> WQE fetch -> local translation (TPT) -> payload DMA read ->
+//   send pipeline -> wire -> (RC) ACK or response -> response data DMA write -> CQE
+// and every WQE carries its stage explicitly (`wqe_stage`).
+//
+// What may run out of order: the translation and payload reads of several WQEs of one QP overlap,
+// and WQEs of different QPs interleave freely; what may not: messages of one QP leave on the wire
+// in WQE order, and their completions are written in WQE order. A QP has at most
+// `max_outstanding` WQEs between fetch and completion. After an error completion the QP is in the
+// error state and every later WQE completes with WR_FLUSH_ERR. A receiver-not-ready NAK rewinds
+// the QP to the refused message and sends again after `rnr_delay`.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <unordered_map>
+
+#include <systemc>
+
+#include "model/completion.h"
+#include "model/dma_engine.h"
+#include "model/port.h"
+#include "model/qpc_cache.h"
+#include "model/tpt.h"
+#include "model/wqe_fetcher.h"
+
+namespace hcasim {
+
+struct requester_config {
+    uint64_t wqe_cycles = 2;
+    uint64_t max_outstanding = 64;
+    time_ps rnr_delay{10000000};
+
+    template <class V>
+    void visit(V& v) {
+        v(wqe_cycles, p_count("wqe_cycles", "cycles", "cycles of the shared send pipeline per WQE (header build and scheduling)")
+                          .range(1, 1000).from("ConnectX-5 datasheet: up to 200 M messages/s, i.e. 2.5 cycles per message at 500 MHz"));
+        v(max_outstanding, p_count("max_outstanding", "WQEs", "WQEs of one QP between fetch and completion").range(1, 4096)
+                               .from("design estimate; bounds per-QP on-chip state"));
+        v(rnr_delay, p_time("rnr_delay", "wait before resending a message the responder refused as receiver-not-ready")
+                         .range(0, 1e15).from("IBA 1.4 Table 45: RNR timer encodings 0.01-655 ms; 10 us is a short setting"));
+    }
+};
+
+enum class wqe_stage : uint8_t { fetched, translating, reading, ready, sent, responded, completed };
+
+class requester : public sc_core::sc_module {
+public:
+    requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
+              qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
+              port& p);
+
+    void doorbell(uint32_t qpn, uint32_t producer_index);
+    void on_response(ib_message_ptr msg);
+
+    uint16_t lid = 0;
+
+private:
+    struct wqe_slot {
+        hca_if::send_wqe w;
+        uint32_t index = 0;
+        uint32_t psn = 0;
+        wqe_stage stage = wqe_stage::fetched;
+        hca_if::wc_status status = hca_if::wc_status::success;
+        ib_message_ptr msg;
+        std::vector<tpt_result> local;  // translations held until the data moved
+        uint64_t length = 0;
+        sc_core::sc_time doorbell_time;
+    };
+    using slot_ptr = std::shared_ptr<wqe_slot>;
+
+    // On-chip state of a QP with work in flight; when nothing is in flight it is resynchronised
+    // from the QP context (the driver may have reset the QP meanwhile).
+    struct sq_state {
+        bool fetching = false;
+        bool error = false;
+        hca_if::qp_type type = hca_if::qp_type::rc;
+        uint32_t send_cqn = 0;
+        uint32_t pi = 0;        // latest doorbell
+        uint32_t ci = 0;        // next WQE to complete
+        uint32_t next_psn = 0;
+        sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
+        std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
+        sc_core::sc_time last_doorbell;
+        uint32_t fetched() const { return ci + static_cast<uint32_t>(window.size()); }
+        bool idle() const { return window.empty() && !fetching; }
+    };
+
+    void kick(uint32_t qpn);
+    void start(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
+    void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s, bool scatter_target);
+    void build_message(const hca_if::qp_context& ctx, slot_ptr s);
+    void drain(uint32_t qpn);
+    void complete(uint32_t qpn, slot_ptr s, hca_if::wc_status status);
+    void retire(uint32_t qpn);
+    void save_indices(uint32_t qpn);
+    void release(slot_ptr s);
+    void enter_error(uint32_t qpn);
+
+    requester_config m_cfg;
+    const clock_domain& m_clk;
+    qpc_cache& m_qpc;
+    wqe_fetcher& m_fetcher;
+    tpt& m_tpt;
+    dma_engine& m_dma;
+    completion& m_cq;
+    port& m_port;
+    serial_resource m_pipeline;
+    callback_queue m_queue;
+    std::unordered_map<uint32_t, sq_state> m_sq;
+    stats_group m_stats;
+    uint64_t& m_wqes;
+    uint64_t& m_bytes;
+    uint64_t& m_completed;
+    uint64_t& m_errors;
+    uint64_t& m_flushed;
+    uint64_t& m_rnr_retries;
+    uint64_t& m_bad_doorbells;
+    histogram& m_latency;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,393 @@
+#include "model/responder.h"
+
+#include <algorithm>
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+responder::responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
+                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
+                     port& p)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_qpc(qpc),
+      m_fetcher(fetcher),
+      m_tpt(tpt_unit),
+      m_dma(dma),
+      m_cq(cq),
+      m_port(p),
+      m_queue("queue"),
+      m_stats(this->name()),
+      m_messages(m_stats.counter("messages", "messages", "requests admitted (in sequence, to a QP ready to receive)")),
+      m_bytes(m_stats.counter("bytes", "bytes", "payload bytes of admitted requests (read: bytes asked for)")),
+      m_naks(m_stats.counter("naks", "messages", "requests refused with a NAK other than receiver-not-ready")),
+      m_rnr_naks(m_stats.counter("rnr_naks", "messages", "sends refused because no receive WQE was posted")),
+      m_dropped(m_stats.counter("dropped", "messages", "requests for an unknown QP, a QP not ready to receive, or another LID")),
+      m_out_of_sequence(m_stats.counter("out_of_sequence", "messages", "requests dropped because their PSN was not the expected one")),
+      m_recv_wqes(m_stats.counter("recv_wqes", "WQEs", "receive WQEs consumed")),
+      m_latency(m_stats.latency("latency", "first packet arrived to reply handed to the port, per request")) {}
+
+void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
+    m_qpc.lookup(qpn, [this, qpn, producer_index](qp_context* ctx) {
+        if (!ctx) return;
+        ctx->rq_pi = producer_index;
+        m_qpc.mark_dirty(qpn);
+        rq_state& rq = m_rq[qpn];
+        if (rq.known) rq.pi = producer_index;
+    });
+}
+
+void responder::on_message(ib_message_ptr msg) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.message_cycles));
+    const sc_core::sc_time ready_at = begin + m_clk.cycles(m_cfg.message_cycles);
+    if (msg->dst_lid != lid) {
+        ++m_dropped;
+        return;
+    }
+    m_qpc.lookup(msg->dst_qpn, [this, msg, ready_at](qp_context* ctx) { admit(msg, ctx, ready_at); });
+}
+
+void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_time& ready_at) {
+    if (!ctx || (ctx->state != qp_state::rtr && ctx->state != qp_state::rts)) {
+        ++m_dropped;
+        return;
+    }
+    const uint32_t qpn = msg->dst_qpn;
+    rq_state& rq = m_rq[qpn];
+    if (!rq.known || rq.replies.empty()) {
+        rq.known = true;
+        rq.expected_psn = ctx->expected_psn;
+        rq.pi = ctx->rq_pi;
+        rq.ci = ctx->rq_ci;
+    }
+    if (msg->psn != rq.expected_psn) {
+        ++m_out_of_sequence;
+        return;
+    }
+    const bool needs_wqe = msg->op == ib_op::send || msg->op == ib_op::send_with_imm ||
+                           msg->op == ib_op::send_with_inv || msg->op == ib_op::rdma_write_with_imm;
+    if (needs_wqe && rq.ci == rq.pi) {
+        ++m_rnr_naks;
+        if (ctx->type == qp_type::rc) nak_now(msg, ib_nak::rnr, ready_at);
+        return;
+    }
+    ++m_messages;
+    m_bytes += msg->length;
+    auto r = std::make_shared<request>();
+    r->msg = msg;
+    r->ctx = *ctx;
+    r->ready_at = ready_at;
+    r->out = std::make_shared<reply>();
+    r->out->psn = msg->psn;
+    if (needs_wqe) {
+        r->rq_index = rq.ci++;
+        ++m_recv_wqes;
+    }
+    ++rq.expected_psn;
+    rq.replies.push_back(r->out);
+    save_indices(qpn);
+
+    switch (msg->op) {
+        case ib_op::rdma_write:
+        case ib_op::rdma_write_with_imm: rdma_write(r); break;
+        case ib_op::send:
+        case ib_op::send_with_imm:
+        case ib_op::send_with_inv: receive(r, cqe_opcode::recv); break;
+        case ib_op::rdma_read_request: rdma_read(r); break;
+        case ib_op::atomic_cmp_swp:
+        case ib_op::atomic_fetch_add: atomic(r); break;
+        default: answer(r, ib_op::nak, ib_nak::inv_request); break;
+    }
+}
+
+void responder::rdma_write(request_ptr r) {
+    const ib_message& m = *r->msg;
+    if (!(r->ctx.access & access::remote_write)) return answer(r, ib_op::nak, ib_nak::inv_request);
+    tpt_request req;
+    req.key = m.rkey;
+    req.pd = r->ctx.pd;
+    req.qpn = r->ctx.qpn;
+    req.addr = m.remote_addr;
+    req.length = m.length;
+    req.rights = access::remote_write;
+    req.remote = true;
+    m_tpt.translate(req, [this, r](tpt_result t) {
+        if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
+        auto finish = [this, r] {
+            if (r->msg->op != ib_op::rdma_write_with_imm) return answer(r, ib_op::ack);
+            fetch_recv_wqe(r, [this, r](const recv_wqe* w) {
+                if (!w) return answer(r, ib_op::nak, ib_nak::rem_op);
+                post_recv_cqe(r, cqe_opcode::recv_rdma_with_imm, wc_status::success, r->msg->length);
+                answer(r, ib_op::ack);
+            });
+        };
+        if (r->msg->length == 0) return finish();
+        auto op = std::make_shared<dma_op>();
+        op->dir = dma_op::direction::write;
+        op->segments = t.segments;
+        op->data = r->msg->payload;
+        op->ptag = t.ptag;
+        op->not_before = r->ready_at;
+        uint64_t offset = 0;
+        for (uint32_t i = 0; i < r->msg->packets(); ++i) {
+            op->pacing.push_back({offset, r->msg->arrivals[i]});
+            offset += r->msg->packet_payload(i);
+        }
+        op->done = [this, r, t, finish](dma_op& done) {
+            m_tpt.release(t);
+            if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
+            finish();
+        };
+        m_dma.submit(op);
+    });
+}
+
+void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*)> fn) {
+    const qp_context& c = r->ctx;
+    const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
+    m_fetcher.fetch(q, r->rq_index, 1, [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
+        if (!ok) return fn(nullptr);
+        recv_wqe w = recv_wqe::decode(bytes.data(), stride);
+        r->wr_id = w.wr_id;
+        fn(&w);
+    });
+}
+
+void responder::receive(request_ptr r, cqe_opcode opcode) {
+    fetch_recv_wqe(r, [this, r, opcode](const recv_wqe* fetched) {
+        if (!fetched) return answer(r, ib_op::nak, ib_nak::rem_op);
+        auto w = std::make_shared<recv_wqe>(*fetched);
+        const uint64_t length = r->msg->length;
+        // Scatter the payload over the SGEs in order; only the bytes that arrive need a translation.
+        std::vector<std::pair<const sge*, uint64_t>> parts;
+        uint64_t left = length;
+        for (unsigned i = 0; i < w->num_sge && left > 0; ++i) {
+            uint64_t n = std::min<uint64_t>(left, w->sges[i].length);
+            parts.push_back({&w->sges[i], n});
+            left -= n;
+        }
+        auto on_error = [this, r, opcode](wc_status status, ib_nak nak) {
+            post_recv_cqe(r, opcode, status, 0);
+            answer(r, ib_op::nak, nak);
+        };
+        if (left > 0) return on_error(wc_status::loc_len_err, ib_nak::inv_request);
+        auto results = std::make_shared<std::vector<tpt_result>>(parts.size());
+        auto pending = std::make_shared<size_t>(parts.size());
+        auto scatter = [this, r, opcode, w, results, on_error] {
+            for (const auto& t : *results)
+                if (!t.ok()) {
+                    for (const auto& h : *results) m_tpt.release(h);
+                    return on_error(wc_status::loc_prot_err, ib_nak::rem_op);
+                }
+            auto op = std::make_shared<dma_op>();
+            op->dir = dma_op::direction::write;
+            for (const auto& t : *results) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            op->data = r->msg->payload;
+            op->ptag = results->empty() ? 0 : results->front().ptag;
+            op->not_before = r->ready_at;
+            uint64_t offset = 0;
+            for (uint32_t i = 0; i < r->msg->packets(); ++i) {
+                op->pacing.push_back({offset, r->msg->arrivals[i]});
+                offset += r->msg->packet_payload(i);
+            }
+            op->done = [this, r, opcode, results, w](dma_op& done) {
+                for (const auto& h : *results) m_tpt.release(h);
+                if (!done.ok) {
+                    post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
+                    return answer(r, ib_op::nak, ib_nak::rem_op);
+                }
+                post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
+                answer(r, ib_op::ack);
+            };
+            m_dma.submit(op);
+        };
+        if (parts.empty()) return scatter();
+        for (size_t i = 0; i < parts.size(); ++i) {
+            tpt_request req;
+            req.key = parts[i].first->lkey;
+            req.pd = r->ctx.pd;
+            req.qpn = r->ctx.qpn;
+            req.addr = parts[i].first->addr;
+            req.length = parts[i].second;
+            req.rights = access::local_write;
+            m_tpt.translate(req, [results, pending, i, scatter, w](tpt_result t) {
+                (*results)[i] = std::move(t);
+                if (--*pending == 0) scatter();
+            });
+        }
+    });
+}
+
+void responder::rdma_read(request_ptr r) {
+    const ib_message& m = *r->msg;
+    if (!(r->ctx.access & access::remote_read)) return answer(r, ib_op::nak, ib_nak::inv_request);
+    tpt_request req;
+    req.key = m.rkey;
+    req.pd = r->ctx.pd;
+    req.qpn = r->ctx.qpn;
+    req.addr = m.remote_addr;
+    req.length = m.length;
+    req.rights = access::remote_read;
+    req.remote = true;
+    m_tpt.translate(req, [this, r](tpt_result t) {
+        if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
+        if (r->msg->length == 0) return answer(r, ib_op::rdma_read_response);
+        auto op = std::make_shared<dma_op>();
+        op->dir = dma_op::direction::read;
+        op->segments = t.segments;
+        op->ptag = t.ptag;
+        op->not_before = r->ready_at;
+        op->done = [this, r, t](dma_op& done) {
+            m_tpt.release(t);
+            if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
+            answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(done.data));
+        };
+        m_dma.submit(op);
+    });
+}
+
+void responder::atomic(request_ptr r) {
+    if (!(r->ctx.access & access::remote_atomic)) return answer(r, ib_op::nak, ib_nak::inv_request);
+    m_atomics.push_back(r);
+    if (!m_atomic_busy) run_next_atomic();
+}
+
+void responder::run_next_atomic() {
+    if (m_atomics.empty()) {
+        m_atomic_busy = false;
+        return;
+    }
+    m_atomic_busy = true;
+    request_ptr r = m_atomics.front();
+    m_atomics.pop_front();
+    auto next = [this] { run_next_atomic(); };
+    tpt_request req;
+    req.key = r->msg->rkey;
+    req.pd = r->ctx.pd;
+    req.qpn = r->ctx.qpn;
+    req.addr = r->msg->remote_addr;
+    req.length = 8;
+    req.rights = access::remote_atomic;
+    req.remote = true;
+    m_tpt.translate(req, [this, r, next](tpt_result t) {
+        if (!t.ok()) {
+            answer(r, ib_op::nak, t.fault == tpt_fault::alignment ? ib_nak::inv_request : ib_nak::rem_access);
+            return next();
+        }
+        auto rd = std::make_shared<dma_op>();
+        rd->dir = dma_op::direction::read;
+        rd->segments = t.segments;
+        rd->ptag = t.ptag;
+        rd->not_before = r->ready_at;
+        rd->done = [this, r, t, next](dma_op& got) {
+            if (!got.ok) {
+                m_tpt.release(t);
+                answer(r, ib_op::nak, ib_nak::rem_op);
+                return next();
+            }
+            const uint64_t original = get<uint64_t>(got.data.data());
+            const uint64_t updated = r->msg->op == ib_op::atomic_cmp_swp
+                                         ? (original == r->msg->compare_add ? r->msg->swap : original)
+                                         : original + r->msg->compare_add;
+            std::vector<uint8_t> result(8);
+            put<uint64_t>(result.data(), original);
+            auto wr = std::make_shared<dma_op>();
+            wr->dir = dma_op::direction::write;
+            wr->segments = t.segments;
+            wr->ptag = t.ptag;
+            wr->data.resize(8);
+            put<uint64_t>(wr->data.data(), updated);
+            wr->done = [this, r, t, next, result](dma_op& done) {
+                m_tpt.release(t);
+                if (!done.ok)
+                    answer(r, ib_op::nak, ib_nak::rem_op);
+                else
+                    answer(r, ib_op::atomic_response, ib_nak::none, result);
+                next();
+            };
+            m_dma.submit(wr);
+        };
+        m_dma.submit(rd);
+    });
+}
+
+ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
+    auto out = std::make_shared<ib_message>();
+    out->op = op;
+    out->src_lid = lid;
+    out->dst_lid = m.src_lid;
+    out->src_qpn = m.dst_qpn;
+    out->dst_qpn = m.src_qpn;
+    out->psn = m.psn;
+    out->trace_id = m.trace_id;
+    return out;
+}
+
+void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest) {
+    auto out = reply_to(*msg, ib_op::nak);
+    out->nak = nak;
+    m_port.send(out, earliest);
+}
+
+void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload) {
+    if (op == ib_op::nak) ++m_naks;
+    if (r->ctx.type == qp_type::rc) {
+        auto out = reply_to(*r->msg, op);
+        out->nak = nak;
+        out->length = static_cast<uint32_t>(payload.size());
+        out->payload = std::move(payload);
+        r->out->msg = std::move(out);
+    }
+    r->out->ready = true;
+    m_latency.add(to_ps(sc_core::sc_time_stamp() - r->msg->arrivals.front()));
+    send_ready(r->msg->dst_qpn);
+}
+
+void responder::send_ready(uint32_t qpn) {
+    rq_state& rq = m_rq[qpn];
+    while (!rq.replies.empty() && rq.replies.front()->ready) {
+        reply_ptr out = rq.replies.front();
+        rq.replies.pop_front();
+        if (out->msg) m_port.send(out->msg, sc_core::sc_time_stamp());
+    }
+}
+
+void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status, uint32_t byte_len) {
+    cqe c;
+    c.opcode = opcode;
+    c.status = status;
+    c.byte_len = byte_len;
+    c.qpn = r->ctx.qpn;
+    c.src_qp = r->msg->src_qpn;
+    const ib_op op = r->msg->op;
+    if (op == ib_op::send_with_imm || op == ib_op::rdma_write_with_imm) {
+        c.flags |= cqe_flags::with_imm;
+        c.imm = r->msg->imm;
+    } else if (op == ib_op::send_with_inv) {
+        c.flags |= cqe_flags::with_inv;
+        c.imm = r->msg->imm;
+    }
+    c.wr_id = r->wr_id;
+    m_cq.post(r->ctx.recv_cqn, c);
+}
+
+void responder::save_indices(uint32_t qpn) {
+    const rq_state& rq = m_rq[qpn];
+    auto write = [this, qpn, ci = rq.ci, psn = rq.expected_psn](qp_context* ctx) {
+        if (!ctx) return;
+        ctx->rq_ci = ci;
+        ctx->expected_psn = psn;
+        m_qpc.mark_dirty(qpn);
+    };
+    if (qp_context* ctx = m_qpc.resident(qpn))
+        write(ctx);
+    else
+        m_qpc.lookup(qpn, write);
+}
+
+}  // namespace hcasim

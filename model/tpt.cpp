@@ -1,0 +1,182 @@
+#include "model/tpt.h"
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+const char* to_string(tpt_fault f) {
+    switch (f) {
+        case tpt_fault::none: return "none";
+        case tpt_fault::bad_index: return "bad_index";
+        case tpt_fault::invalid_entry: return "invalid_entry";
+        case tpt_fault::key_mismatch: return "key_mismatch";
+        case tpt_fault::wrong_type: return "wrong_type";
+        case tpt_fault::pd_mismatch: return "pd_mismatch";
+        case tpt_fault::qp_mismatch: return "qp_mismatch";
+        case tpt_fault::rights: return "rights";
+        case tpt_fault::bounds: return "bounds";
+        case tpt_fault::alignment: return "alignment";
+        case tpt_fault::not_present: return "not_present";
+        case tpt_fault::dma_error: return "dma_error";
+    }
+    return "unknown";
+}
+
+tpt::tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk, dma_engine& dma)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_clk(clk),
+      m_queue("queue"),
+      m_stats(this->name()),
+      m_mpt("mpt_", m_stats, cfg.mpt_cache, clk, dma, m_queue),
+      m_mtt("mtt_", m_stats, cfg.mtt_cache, clk, dma, m_queue),
+      m_lookups(m_stats.counter("lookups", "lookups", "translations asked for (local and remote keys)")),
+      m_faults(m_stats.counter("faults", "lookups", "translations that found a page without a present translation (NIC page faults)")),
+      m_protection_errors(m_stats.counter("protection_errors", "lookups", "translations refused by a key, PD, type, rights or bounds check")),
+      m_invalidate_waits(m_stats.counter("invalidate_waits", "commands", "entry invalidations that had to wait for in-flight transfers")) {
+    for (int f = static_cast<int>(tpt_fault::bad_index); f <= static_cast<int>(tpt_fault::dma_error); ++f) {
+        std::string n = std::string("fault_") + to_string(static_cast<tpt_fault>(f));
+        m_fault_counts.push_back(&m_stats.counter(n, "lookups", "translations refused for this reason"));
+    }
+}
+
+void tpt::set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base, uint64_t mtt_entries) {
+    m_mpt.set_table(mpt_base, mpt_entries);
+    m_mtt_base = mtt_base;
+    m_mtt_entries = mtt_entries;
+}
+
+void tpt::fail(tpt_fault f, const callback& fn) {
+    if (f == tpt_fault::not_present)
+        ++m_faults;
+    else if (f != tpt_fault::dma_error)
+        ++m_protection_errors;
+    ++*m_fault_counts[static_cast<int>(f) - 1];
+    tpt_result r;
+    r.fault = f;
+    fn(std::move(r));
+}
+
+void tpt::translate(const tpt_request& req, callback fn) {
+    ++m_lookups;
+    if (req.length == 0) {
+        m_queue.after(m_clk.cycles(m_cfg.check_cycles), [fn] { fn(tpt_result{}); });
+        return;
+    }
+    const uint32_t index = key_index(req.key);
+    if (index == 0 || index >= m_mpt.table_entries()) {
+        m_queue.after(m_clk.cycles(m_cfg.check_cycles), [this, fn] { fail(tpt_fault::bad_index, fn); });
+        return;
+    }
+    m_mpt.lookup(index, [this, req, fn](mpt_entry* e) { check(req, e, fn); });
+}
+
+void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
+    if (!e) return fail(tpt_fault::dma_error, fn);
+    if (!e->valid) return fail(tpt_fault::invalid_entry, fn);
+    if (e->key_byte != key_byte(req.key)) return fail(tpt_fault::key_mismatch, fn);
+    const bool window = e->type != mpt_type::mr;
+    if (window && !req.remote) return fail(tpt_fault::wrong_type, fn);
+    if (e->pd != req.pd) return fail(tpt_fault::pd_mismatch, fn);
+    if (e->type == mpt_type::mw2 && e->qpn != req.qpn) return fail(tpt_fault::qp_mismatch, fn);
+    const uint8_t needed = req.rights & (access::local_write | access::remote_read | access::remote_write | access::remote_atomic);
+    if ((e->access & needed) != needed) return fail(tpt_fault::rights, fn);
+    if (req.remote && !window && !(e->access & (access::remote_read | access::remote_write | access::remote_atomic)))
+        return fail(tpt_fault::rights, fn);
+    const uint64_t last = req.addr + req.length - 1;
+    if (last < req.addr || req.addr < e->start || last > e->start + e->length - 1 || e->length == 0)
+        return fail(tpt_fault::bounds, fn);
+    if ((req.rights & access::remote_atomic) && (req.addr % 8 != 0)) return fail(tpt_fault::alignment, fn);
+
+    const uint32_t index = key_index(req.key);
+    const uint32_t ptag = e->ptag;
+    if (!window) {
+        translate_pages(req, *e, index, ptag, fn);
+        return;
+    }
+    // A window: translate through the region it is bound to.
+    m_mpt.lookup(e->parent, [this, req, index, ptag, fn](mpt_entry* region) {
+        if (!region) return fail(tpt_fault::dma_error, fn);
+        if (!region->valid) return fail(tpt_fault::invalid_entry, fn);
+        translate_pages(req, *region, index, ptag, fn);
+    });
+}
+
+void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint32_t hold,
+                          uint32_t ptag, callback fn) {
+    const uint64_t shift = region.page_shift;
+    const uint64_t first_page = (req.addr - region.page_base) >> shift;
+    const uint64_t last_page = (req.addr + req.length - 1 - region.page_base) >> shift;
+    const uint64_t count = last_page - first_page + 1;
+    if (region.mtt_index + first_page + count > m_mtt_entries || first_page + count > region.mtt_count)
+        return fail(tpt_fault::bounds, fn);
+    ++m_in_flight[hold];  // held from now on so an invalidation cannot overtake the fetch
+    m_mtt.fetch(m_mtt_base + 8 * (region.mtt_index + first_page), count,
+                [this, req, shift, hold, ptag, base = region.page_base, first_page, fn](bool ok, const std::vector<uint64_t>& words) {
+                    auto drop = [this, hold] {
+                        if (--m_in_flight[hold] == 0) finish_waiters(hold);
+                    };
+                    if (!ok) {
+                        drop();
+                        return fail(tpt_fault::dma_error, fn);
+                    }
+                    tpt_result r;
+                    r.mpt_index = hold;
+                    r.ptag = ptag;
+                    const uint64_t page = 1ULL << shift;
+                    uint64_t addr = req.addr, left = req.length;
+                    for (size_t i = 0; i < words.size(); ++i) {
+                        if (!mtt_present(words[i])) {
+                            drop();
+                            return fail(tpt_fault::not_present, fn);
+                        }
+                        const uint64_t page_va = base + ((first_page + i) << shift);
+                        const uint64_t in_page = addr - page_va;
+                        const uint64_t n = std::min(left, page - in_page);
+                        const uint64_t dma = (words[i] & ~(page - 1)) + in_page;
+                        if (!r.segments.empty() && r.segments.back().addr + r.segments.back().length == dma)
+                            r.segments.back().length += n;
+                        else
+                            r.segments.push_back({dma, n});
+                        addr += n;
+                        left -= n;
+                    }
+                    fn(std::move(r));
+                },
+                m_clk.cycles(m_cfg.check_cycles));
+}
+
+void tpt::release(const tpt_result& r) {
+    if (!r.ok() || r.mpt_index == 0) return;
+    auto it = m_in_flight.find(r.mpt_index);
+    if (it == m_in_flight.end() || it->second == 0) return;
+    if (--it->second == 0) finish_waiters(r.mpt_index);
+}
+
+void tpt::finish_waiters(uint32_t index) {
+    m_in_flight.erase(index);
+    auto it = m_waiting_invalidate.find(index);
+    if (it == m_waiting_invalidate.end()) return;
+    auto waiters = std::move(it->second);
+    m_waiting_invalidate.erase(it);
+    for (auto& w : waiters) m_queue.after(sc_core::SC_ZERO_TIME, std::move(w));
+}
+
+void tpt::invalidate_mpt(uint32_t index, std::function<void()> done) {
+    m_mpt.invalidate(index);
+    auto it = m_in_flight.find(index);
+    if (it != m_in_flight.end() && it->second > 0) {
+        ++m_invalidate_waits;
+        m_waiting_invalidate[index].push_back(std::move(done));
+        return;
+    }
+    m_queue.after(m_clk.cycles(m_cfg.check_cycles), std::move(done));
+}
+
+void tpt::invalidate_mtt(uint64_t first, uint64_t count) {
+    m_mtt.invalidate(m_mtt_base + 8 * first, count);
+}
+
+}  // namespace hcasim

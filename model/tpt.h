@@ -1,0 +1,117 @@
+// The Translation and Protection Table (seed 003's NIC MMU, with the IB spec's memory
+// protection of seed 000). A key is `index << 8 | key_byte`: the index selects the region/window
+// entry directly (the handle index), the key byte must match the entry's current one. The entry
+// gives type (region, window type 1 or 2), PD, bounds, access rights and where its translation
+// entries start; translation entries map each page of the region to a DMA address.
+//
+// Checks, in order (the first that fails names the fault):
+//   zero length -> success without a key check
+//   index inside the table -> valid entry -> key byte matches -> type allowed (L_Keys name regions
+//   only) -> PD matches (type 2 window: bound to this QP) -> rights held -> first and last byte
+//   inside the bounds, no 64-bit wrap -> every page's translation present.
+// A window translates through its region's translation entries (windows cover a byte range of a
+// region). Successful translations pin the entry until released, so invalidating it waits for
+// in-flight transfers (seed 003).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+#include <systemc>
+
+#include "model/context_cache.h"
+#include "model/word_cache.h"
+#include "tlm/hca_interface.h"
+
+namespace hcasim {
+
+enum class tpt_fault : uint8_t {
+    none, bad_index, invalid_entry, key_mismatch, wrong_type, pd_mismatch, qp_mismatch, rights,
+    bounds, alignment, not_present, dma_error,
+};
+const char* to_string(tpt_fault f);
+
+struct tpt_request {
+    uint32_t key = 0;
+    uint32_t pd = 0;
+    uint32_t qpn = 0;
+    uint64_t addr = 0;
+    uint64_t length = 0;
+    uint8_t rights = 0;   // hca_if::access bits needed; 0 = local read (always granted)
+    bool remote = false;  // an R_Key from a peer (windows allowed) rather than an L_Key
+};
+
+struct tpt_result {
+    tpt_fault fault = tpt_fault::none;
+    std::vector<dma_segment> segments;
+    uint32_t mpt_index = 0;  // entry to release when the transfer is done (0: nothing held)
+    uint32_t ptag = 0;
+    bool ok() const { return fault == tpt_fault::none; }
+};
+
+struct tpt_config {
+    struct mpt_cache_config : cache_geometry {
+        mpt_cache_config() { entries = 1024, ways = 4, hit_cycles = 2; }
+        template <class V>
+        void visit(V& v) {
+            cache_geometry::visit(v, "region/window entries", "design estimate for ConnectX-4/5-class HCAs");
+        }
+    } mpt_cache;
+    struct mtt_cache_config : cache_geometry {
+        mtt_cache_config() { entries = 4096, ways = 8, hit_cycles = 2; }
+        template <class V>
+        void visit(V& v) {
+            cache_geometry::visit(v, "translation entries (one per page)",
+                                  "design estimate; Kalia et al. ATC 2016 and Frey & Alonso ICDCS 2009 observe translation misses on large random-access regions");
+        }
+    } mtt_cache;
+    uint64_t check_cycles = 2;
+
+    template <class V>
+    void visit(V& v) {
+        v.group("mpt_cache", mpt_cache, "cache of region/window entries");
+        v.group("mtt_cache", mtt_cache, "cache of translation entries");
+        v(check_cycles, p_count("check_cycles", "cycles", "cycles for the key, PD, rights and bounds checks").range(0, 1000).from("design estimate"));
+    }
+};
+
+class tpt : public sc_core::sc_module {
+public:
+    using callback = std::function<void(tpt_result)>;
+
+    tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk, dma_engine& dma);
+
+    void set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base, uint64_t mtt_entries);
+    void translate(const tpt_request& req, callback fn);
+    // Ends a transfer that used a successful translation.
+    void release(const tpt_result& r);
+    // Drops a cached entry; `done` runs once no transfer that used it is in flight.
+    void invalidate_mpt(uint32_t index, std::function<void()> done);
+    void invalidate_mtt(uint64_t first, uint64_t count);
+
+private:
+    void check(const tpt_request& req, const hca_if::mpt_entry* e, callback fn);
+    void translate_pages(const tpt_request& req, const hca_if::mpt_entry& region, uint32_t hold,
+                         uint32_t ptag, callback fn);
+    void fail(tpt_fault f, const callback& fn);
+    void finish_waiters(uint32_t index);
+
+    tpt_config m_cfg;
+    const clock_domain& m_clk;
+    callback_queue m_queue;
+    stats_group m_stats;
+    context_cache<hca_if::mpt_entry> m_mpt;
+    word_cache m_mtt;
+    uint64_t m_mtt_base = 0, m_mtt_entries = 0;
+    std::unordered_map<uint32_t, uint32_t> m_in_flight;
+    std::unordered_map<uint32_t, std::vector<std::function<void()>>> m_waiting_invalidate;
+    uint64_t& m_lookups;
+    uint64_t& m_faults;
+    uint64_t& m_protection_errors;
+    uint64_t& m_invalidate_waits;
+    std::vector<uint64_t*> m_fault_counts;
+};
+
+}  // namespace hcasim
