@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
+#include <systemc>
+#include <tlm>
 
 #include "host/verbs.h"
 #include "sim/kernel.h"
@@ -38,7 +38,8 @@ struct host_iommu_config {
 
     template <class V>
     void visit(V& v) {
-        v(enabled, p_flag("enabled", "DMA addresses are IO virtual addresses translated by an IOMMU"));
+        v(enabled,
+          p_flag("enabled", "DMA addresses are IO virtual addresses translated by an IOMMU"));
     }
 };
 
@@ -53,17 +54,66 @@ struct host_cpu_config {
 
     template <class V>
     void visit(V& v) {
-        v(post_wr, p_time("post_wr", "user-space driver work to build one WQE and ring its doorbell")
-                       .from("Kalia et al., Design guidelines for high performance RDMA systems, ATC 2016 (tens of ns per post)"));
-        v(poll_cq, p_time("poll_cq", "one poll of a CQ by the user-space driver").from("Kalia et al., ATC 2016"));
-        v(syscall, p_time("syscall", "user->kernel transition and return for a verb that enters the kernel")
-                       .from("Mietke et al., Analysis of the memory registration process in the Mellanox InfiniBand software stack, Euro-Par 2006"));
-        v(pin_page, p_time("pin_page", "pinning one base page during registration (get_user_pages and accounting)")
-                        .from("Mietke et al., Euro-Par 2006: registration cost grows ~0.25 us per 4 KiB page"));
-        v(page_fault, p_time("page_fault", "a CPU minor page fault: allocate and zero a frame, map it")
-                          .from("Linux minor-fault cost on x86, ~1 us for a 4 KiB page incl. zeroing"));
-        v(mem_latency, p_time("mem_latency", "DRAM access latency seen by a DMA request at the root complex")
-                           .from("DDR4 loaded latency ~90 ns (Intel Memory Latency Checker on Xeon Scalable)"));
+        v(post_wr,
+          p_time("post_wr", "user-space driver work to build one WQE and ring its doorbell")
+              .from("Kalia et al., Design guidelines for high performance RDMA systems, ATC 2016 "
+                    "(tens of ns per post)"));
+        v(poll_cq, p_time("poll_cq", "one poll of a CQ by the user-space driver")
+                       .from("Kalia et al., ATC 2016"));
+        v(syscall,
+          p_time("syscall", "user->kernel transition and return for a verb that enters the kernel")
+              .from("Mietke et al., Analysis of the memory registration process in the Mellanox "
+                    "InfiniBand software stack, Euro-Par 2006"));
+        v(pin_page,
+          p_time("pin_page",
+                 "pinning one base page during registration (get_user_pages and accounting)")
+              .from(
+                  "Mietke et al., Euro-Par 2006: registration cost grows ~0.25 us per 4 KiB page"));
+        v(page_fault,
+          p_time("page_fault", "a CPU minor page fault: allocate and zero a frame, map it")
+              .from("Linux minor-fault cost on x86, ~1 us for a 4 KiB page incl. zeroing"));
+        v(mem_latency,
+          p_time("mem_latency", "DRAM access latency seen by a DMA request at the root complex")
+              .from("DDR4 loaded latency ~90 ns (Intel Memory Latency Checker on Xeon Scalable)"));
+    }
+};
+
+// The kernel driver's context tables, allocated at boot as physically contiguous, pinned kernel
+// memory; their sizes bound the number of QPs, CQs, regions/windows and translation entries.
+struct host_driver_config {
+    uint64_t log_qps = 16;
+    uint64_t log_cqs = 16;
+    uint64_t log_mpts = 20;
+    uint64_t log_mtts = 24;
+    time_ps cmd_timeout{1000000000};
+
+    template <class V>
+    void visit(V& v) {
+        v(log_qps,
+          p_count("log_qps", "log2 entries",
+                  "QP context table: 2^log_qps entries of 128 B (QPNs 0x40 and up)")
+              .range(7, 24)
+              .from("mlx5 firmware default log_max_qp = 16 (64 Ki QPs); 8 MiB of kernel memory"));
+        v(log_cqs, p_count("log_cqs", "log2 entries", "CQ context table: 2^log_cqs entries of 64 B")
+                       .range(1, 24)
+                       .from("mlx5 log_max_cq = 16 on ConnectX-4/5; 4 MiB of kernel memory"));
+        v(log_mpts,
+          p_count("log_mpts", "log2 entries",
+                  "region/window entry table: 2^log_mpts entries of 64 B (key indices)")
+              .range(1, 24)
+              .from("mlx4 default log_num_mpt = 20 (mthca/mlx4 module parameter); 64 MiB"));
+        v(log_mtts,
+          p_count("log_mtts", "log2 entries",
+                  "translation entry table: 2^log_mtts entries of 8 B (registrable pages)")
+              .range(1, 28)
+              .from("2^24 x 4 KiB = 64 GiB registrable, the default host memory; 128 MiB of kernel "
+                    "memory"));
+        v(cmd_timeout, p_time("cmd_timeout",
+                              "how long the driver waits for a command's completion record before "
+                              "failing the verb (ETIMEDOUT)")
+                           .range(1, 1e15)
+                           .from("mlx5 command timeout is 60 s; 1 ms of simulated time is ample "
+                                 "for a model that answers in microseconds"));
     }
 };
 
@@ -73,20 +123,42 @@ struct host_config {
     uint64_t hugepages_2m = 0;
     uint64_t hugepages_1g = 0;
     uint64_t memlock_limit = 0;  // 0 = unlimited
+    std::string placement = "scatter";
     host_swap_config swap;
     host_iommu_config iommu;
     host_cpu_config cpu;
+    host_driver_config driver;
 
     template <class V>
     void visit(V& v) {
-        v(memory, p_bytes("memory", "physical memory of the host").range(1 << 24, 1ULL << 52).from("scenario choice; memory use of the simulator grows only with touched frames"));
-        v(page_size, p_bytes("page_size", "base page size of the OS").range(4096, 65536).from("x86-64: 4 KiB"));
-        v(hugepages_2m, p_count("hugepages_2m", "pages", "2 MiB huge pages reserved at boot (nr_hugepages)").range(0, 1 << 24).from("seed 002"));
-        v(hugepages_1g, p_count("hugepages_1g", "pages", "1 GiB huge pages reserved at boot").range(0, 1 << 14).from("seed 002"));
-        v(memlock_limit, p_bytes("memlock_limit", "RLIMIT_MEMLOCK per process; 0 = unlimited (root); pinning past it fails with ENOMEM").from("setrlimit(2)"));
+        v(memory,
+          p_bytes("memory", "physical memory of the host")
+              .range(1 << 24, 1ULL << 52)
+              .from("scenario choice; memory use of the simulator grows only with touched frames"));
+        v(page_size, p_bytes("page_size", "base page size of the OS")
+                         .range(4096, 65536)
+                         .from("x86-64: 4 KiB"));
+        v(hugepages_2m,
+          p_count("hugepages_2m", "pages", "2 MiB huge pages reserved at boot (nr_hugepages)")
+              .range(0, 1 << 24)
+              .from("seed 002"));
+        v(hugepages_1g, p_count("hugepages_1g", "pages", "1 GiB huge pages reserved at boot")
+                            .range(0, 1 << 14)
+                            .from("seed 002"));
+        v(memlock_limit,
+          p_bytes(
+              "memlock_limit",
+              "RLIMIT_MEMLOCK per process; 0 = unlimited (root); pinning past it fails with ENOMEM")
+              .from("setrlimit(2)"));
+        v(placement,
+          p_choice("placement", {"scatter", "sequential"},
+                   "where base pages come from: seeded scattered frames (a long-running host) or "
+                   "the lowest free frame (a fresh one)")
+              .from("seed 002: virtually contiguous memory is rarely physically contiguous"));
         v.group("swap", swap, "swap device");
         v.group("iommu", iommu, "IOMMU between the PCIe link and memory");
         v.group("cpu", cpu, "CPU-side costs of the OS and driver");
+        v.group("driver", driver, "the HCA's kernel driver: context table sizes, command timeout");
     }
 };
 
@@ -94,15 +166,18 @@ struct host_config {
 struct pagemap_entry {
     bool present = false;
     bool swapped = false;
-    uint64_t pfn = 0;       // in base-page units, also inside a huge page
+    uint64_t pfn = 0;  // in base-page units, also inside a huge page
     uint32_t pin_count = 0;
-    uint64_t raw() const { return (present ? (1ULL << 63) : 0) | (swapped ? (1ULL << 62) : 0) | (pfn & ((1ULL << 55) - 1)); }
+    uint64_t raw() const {
+        return (present ? (1ULL << 63) : 0) | (swapped ? (1ULL << 62) : 0) |
+               (pfn & ((1ULL << 55) - 1));
+    }
 };
 
 class host_impl;
 
 class host : public sc_core::sc_module {
-public:
+  public:
     tlm_utils::simple_initiator_socket<host> mmio_out;  // CPU stores to device BARs
     tlm_utils::simple_target_socket<host> dma_in;       // device DMA (the root complex)
 
@@ -132,6 +207,7 @@ public:
     int dealloc_pd(uint32_t pd);
     int reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out);
     int dereg_mr(uint32_t handle);
+    int query_mr(uint32_t handle, mr_info& out);
     int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
@@ -149,8 +225,13 @@ public:
 
     // Statistics used by the scenario runner.
     uint64_t frames_free() const;
+    uint64_t frames_total() const;
+    // True once the driver has set up the HCA (verbs called earlier wait for it).
+    bool booted() const;
 
-private:
+  private:
+    void dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
     host_config m_cfg;
     uint16_t m_lid;
     std::unique_ptr<host_impl> m_impl;

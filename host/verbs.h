@@ -16,22 +16,22 @@ struct mr_attr {
     uint32_t pd = 0;
     uint64_t va = 0;
     uint64_t length = 0;
-    uint8_t access = 0;           // hca_if::access bits
-    bool has_iova = false;        // requested IOVA (what remote peers use); 0 = zero-based
+    uint8_t access = 0;     // hca_if::access bits
+    bool has_iova = false;  // requested IOVA (what remote peers use); 0 = zero-based
     uint64_t iova = 0;
-    bool pin = true;              // false: the driver-bug mode that skips pinning
+    bool pin = true;  // false: the driver-bug mode that skips pinning
 };
 
 struct mr_info {
-    uint32_t handle = 0;          // region/window table index
+    uint32_t handle = 0;  // region/window table index
     uint32_t lkey = 0;
-    uint32_t rkey = 0;            // 0 when no remote right was asked for
-    uint64_t va = 0;              // what the process registered
-    uint64_t iova = 0;            // the address requests name (== va unless iova was given)
+    uint32_t rkey = 0;  // 0 when no remote right was asked for
+    uint64_t va = 0;    // what the process registered
+    uint64_t iova = 0;  // the address requests name (== va unless iova was given)
     uint64_t length = 0;
     uint8_t access = 0;
     uint32_t pd = 0;
-    uint32_t pages = 0;           // translation entries written
+    uint32_t pages = 0;  // translation entries written
 };
 
 struct qp_attr {
@@ -43,12 +43,12 @@ struct qp_attr {
     uint32_t rq_depth = 128;
     uint32_t max_send_sge = 1;
     uint32_t max_recv_sge = 1;
-    uint8_t access = 0;           // remote rights incoming requests may use on this QP
+    uint8_t access = 0;  // remote rights incoming requests may use on this QP
 };
 
 struct qp_info {
     uint32_t qpn = 0;
-    uint32_t sq_depth = 0;        // may exceed the request (rounded up to a power of two)
+    uint32_t sq_depth = 0;  // may exceed the request (rounded up to a power of two)
     uint32_t rq_depth = 0;
 };
 
@@ -58,7 +58,7 @@ struct send_wr {
     std::vector<hca_if::sge> sges;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
-    uint32_t imm = 0;             // immediate data, or the R_Key to invalidate
+    uint32_t imm = 0;  // immediate data, or the R_Key to invalidate
     uint64_t compare_add = 0;
     uint64_t swap = 0;
     bool signaled = true;
@@ -77,7 +77,7 @@ struct work_completion {
     uint32_t imm = 0;
     uint32_t qpn = 0;
     uint32_t src_qp = 0;
-    uint8_t flags = 0;            // hca_if::cqe_flags
+    uint8_t flags = 0;  // hca_if::cqe_flags
 };
 
 // errno names as verbs programs see them ("EINVAL"); "" for 0.

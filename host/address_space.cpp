@@ -1,0 +1,282 @@
+#include "host/address_space.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace hcasim {
+
+namespace {
+uint64_t align_down(uint64_t v, uint64_t a) {
+    return v & ~(a - 1);
+}
+uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) & ~(a - 1);
+}
+}  // namespace
+
+address_space::address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem,
+                             uint64_t memlock_limit)
+    : m_pid(pid),
+      m_frames(frames),
+      m_mem(mem),
+      m_memlock_limit(memlock_limit),
+      m_base_shift(frames.page_shift()) {}
+
+address_space::~address_space() {
+    while (!m_vmas.empty()) munmap(m_vmas.begin()->first, m_vmas.begin()->second.length);
+}
+
+const std::pair<const uint64_t, address_space::vma>* address_space::find_vma(uint64_t va) const {
+    auto it = m_vmas.upper_bound(va);
+    if (it == m_vmas.begin()) return nullptr;
+    --it;
+    return va < it->first + it->second.length ? &*it : nullptr;
+}
+
+bool address_space::overlaps(uint64_t va, uint64_t length) const {
+    auto it = m_vmas.lower_bound(va + length);
+    if (it == m_vmas.begin()) return false;
+    --it;
+    return it->first + it->second.length > va;
+}
+
+std::optional<uint64_t> address_space::pick_va(uint64_t length, uint64_t align) const {
+    if (length > mmap_top) return std::nullopt;
+    uint64_t candidate = align_down(mmap_top - length, align);
+    for (;;) {
+        auto it = m_vmas.lower_bound(candidate + length);
+        if (it == m_vmas.begin()) return candidate;
+        --it;
+        if (it->first + it->second.length <= candidate) return candidate;
+        if (it->first < length) return std::nullopt;
+        candidate = align_down(it->first - length, align);
+    }
+}
+
+int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
+                        const std::vector<uint64_t>& frames, uint64_t& va_out) {
+    unsigned shift = m_base_shift;
+    if (hugepage == (1ULL << frame_allocator::shift_2m))
+        shift = frame_allocator::shift_2m;
+    else if (hugepage == (1ULL << frame_allocator::shift_1g))
+        shift = frame_allocator::shift_1g;
+    else if (hugepage != 0)
+        return EINVAL;
+    if (shift < m_base_shift) return EINVAL;
+    const uint64_t page = 1ULL << shift;
+    if (length == 0 || length > va_limit) return EINVAL;
+    const uint64_t len = align_up(length, page);
+    const uint64_t npages = len >> shift;
+    if (!frames.empty() && frames.size() != npages) return EINVAL;
+
+    uint64_t start = 0;
+    if (va) {
+        if (*va % page || *va > va_limit - len) return EINVAL;
+        if (overlaps(*va, len)) return EEXIST;
+        start = *va;
+    } else {
+        auto picked = pick_va(len, page);
+        if (!picked) return ENOMEM;
+        start = *picked;
+    }
+    const bool huge = shift != m_base_shift;
+    if (huge && frames.empty() && !m_frames.pool_reserve(shift, npages)) return ENOMEM;
+    m_vmas[start] = vma{len, shift};
+    if (!frames.empty()) {
+        if (int err = populate(start, npages, shift, frames)) {
+            m_vmas.erase(start);
+            return err;
+        }
+    }
+    va_out = start;
+    return 0;
+}
+
+int address_space::populate(uint64_t va, uint64_t npages, unsigned page_shift,
+                            const std::vector<uint64_t>& frames) {
+    const bool huge = page_shift != m_base_shift;
+    for (uint64_t i = 0; i < npages; ++i) {
+        uint64_t page_va = va + (i << page_shift);
+        frame_owner owner{frame_use::user, m_pid, page_va >> m_base_shift};
+        int err = huge ? m_frames.alloc_huge_specific(page_shift, frames[i], owner)
+                       : m_frames.alloc_specific(frames[i], owner);
+        if (err) {
+            for (uint64_t j = 0; j < i; ++j) unmap_page(va + (j << page_shift), page_shift);
+            return err;
+        }
+        m_mem.zero(frames[i] << m_base_shift, 1ULL << page_shift);
+        m_ptes[page_va] = pte{frames[i], false};
+    }
+    return 0;
+}
+
+void address_space::unmap_page(uint64_t page_va, unsigned page_shift) {
+    auto it = m_ptes.find(page_va);
+    if (it != m_ptes.end()) {
+        m_frames.release(it->second.pfn);
+        m_ptes.erase(it);
+    } else if (page_shift != m_base_shift) {
+        m_frames.pool_unreserve(page_shift, 1);
+    }
+}
+
+int address_space::munmap(uint64_t va, uint64_t length) {
+    const uint64_t base = 1ULL << m_base_shift;
+    if (va % base || length == 0 || length > va_limit) return EINVAL;
+    const uint64_t end = va + align_up(length, base);
+    std::vector<std::pair<uint64_t, vma>> hit;
+    for (auto it = m_vmas.begin(); it != m_vmas.end(); ++it) {
+        if (it->first < end && it->first + it->second.length > va) hit.push_back(*it);
+    }
+    for (const auto& [start, v] : hit) {
+        const uint64_t page = 1ULL << v.page_shift;
+        const uint64_t lo = std::max(va, start), hi = std::min(end, start + v.length);
+        if (lo % page || (hi % page && hi < start + v.length)) return EINVAL;
+    }
+    for (const auto& [start, v] : hit) {
+        const uint64_t lo = std::max(va, start);
+        const uint64_t hi = std::min(align_up(end, 1ULL << v.page_shift), start + v.length);
+        for (uint64_t p = lo; p < hi; p += 1ULL << v.page_shift) unmap_page(p, v.page_shift);
+        m_vmas.erase(start);
+        if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift};
+        if (hi < start + v.length) m_vmas[hi] = vma{start + v.length - hi, v.page_shift};
+    }
+    return 0;
+}
+
+bool address_space::mapped(uint64_t va, uint64_t length) const {
+    uint64_t at = va;
+    const uint64_t end = va + length;
+    while (at < end) {
+        const auto* v = find_vma(at);
+        if (!v) return false;
+        at = v->first + v->second.length;
+    }
+    return true;
+}
+
+unsigned address_space::page_shift_over(uint64_t va, uint64_t length) const {
+    unsigned shift = 63;
+    uint64_t at = va;
+    while (at < va + length) {
+        const auto* v = find_vma(at);
+        if (!v) break;
+        shift = std::min(shift, v->second.page_shift);
+        at = v->first + v->second.length;
+    }
+    return shift == 63 ? m_base_shift : shift;
+}
+
+int address_space::fault(uint64_t page_va, unsigned page_shift, bool reserved) {
+    frame_owner owner{frame_use::user, m_pid, page_va >> m_base_shift};
+    auto pfn = page_shift == m_base_shift ? m_frames.alloc(owner)
+                                          : m_frames.alloc_huge(page_shift, owner, reserved);
+    if (!pfn) return ENOMEM;
+    m_mem.zero(*pfn << m_base_shift, 1ULL << page_shift);
+    m_ptes[page_va] = pte{*pfn, false};
+    return 0;
+}
+
+int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
+    if (!mapped(va, length)) return EFAULT;
+    uint64_t at = va;
+    const uint64_t end = va + length;
+    while (at < end) {
+        const auto* v = find_vma(at);
+        const unsigned shift = v->second.page_shift;
+        const uint64_t page_va = align_down(at, 1ULL << shift);
+        if (!m_ptes.count(page_va)) {
+            if (int err = fault(page_va, shift, shift != m_base_shift)) return err;
+            ++faults;
+        }
+        at = page_va + (1ULL << shift);
+    }
+    return 0;
+}
+
+address_space::page_info address_space::lookup(uint64_t va) const {
+    page_info info;
+    const auto* v = find_vma(va);
+    if (!v) return info;
+    info.mapped = true;
+    info.page_shift = v->second.page_shift;
+    const uint64_t page_va = align_down(va, 1ULL << info.page_shift);
+    auto it = m_ptes.find(page_va);
+    if (it == m_ptes.end()) return info;
+    info.swapped = it->second.swapped;
+    info.present = !it->second.swapped;
+    if (info.present) info.pfn = it->second.pfn + ((va - page_va) >> m_base_shift);
+    return info;
+}
+
+std::optional<uint64_t> address_space::translate(uint64_t va) const {
+    page_info info = lookup(va);
+    if (!info.present) return std::nullopt;
+    return (info.pfn << m_base_shift) | (va & ((1ULL << m_base_shift) - 1));
+}
+
+template <class Fn>
+void address_space::for_each_piece(uint64_t va, uint64_t length, Fn&& fn) const {
+    const uint64_t base = 1ULL << m_base_shift;
+    uint64_t done = 0;
+    while (done < length) {
+        const uint64_t at = va + done;
+        const uint64_t n = std::min(length - done, base - (at % base));
+        fn(at, n, done);
+        done += n;
+    }
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> address_space::phys_ranges(uint64_t va,
+                                                                      uint64_t length) const {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    for_each_piece(va, length, [&](uint64_t at, uint64_t n, uint64_t) {
+        auto pa = translate(at);
+        if (!pa) return;
+        if (!out.empty() && out.back().first + out.back().second == *pa)
+            out.back().second += n;
+        else
+            out.emplace_back(*pa, n);
+    });
+    return out;
+}
+
+void address_space::read(uint64_t va, uint8_t* out, uint64_t length) const {
+    for_each_piece(va, length, [&](uint64_t at, uint64_t n, uint64_t done) {
+        auto pa = translate(at);
+        if (pa)
+            m_mem.read(*pa, out + done, n);
+        else
+            std::fill(out + done, out + done + n, 0);
+    });
+}
+
+void address_space::write(uint64_t va, const uint8_t* data, uint64_t length) {
+    for_each_piece(va, length, [&](uint64_t at, uint64_t n, uint64_t done) {
+        if (auto pa = translate(at)) m_mem.write(*pa, data + done, n);
+    });
+}
+
+int address_space::pin(uint64_t va, uint64_t length, std::vector<uint64_t>& pfns,
+                       uint64_t& faults) {
+    if (length == 0) return 0;
+    if (!mapped(va, length)) return EFAULT;
+    const uint64_t first = va >> m_base_shift, last = (va + length - 1) >> m_base_shift;
+    const uint64_t n = last - first + 1;
+    if (m_memlock_limit && (m_locked_pages + n) << m_base_shift > m_memlock_limit) return ENOMEM;
+    if (int err = touch(va, length, faults)) return err;
+    for (uint64_t vpn = first; vpn <= last; ++vpn) {
+        uint64_t pfn = lookup(vpn << m_base_shift).pfn;
+        m_frames.pin(pfn);
+        pfns.push_back(pfn);
+    }
+    m_locked_pages += n;
+    return 0;
+}
+
+void address_space::unpin(const std::vector<uint64_t>& pfns) {
+    for (uint64_t pfn : pfns) m_frames.unpin(pfn);
+    m_locked_pages -= std::min<uint64_t>(m_locked_pages, pfns.size());
+}
+
+}  // namespace hcasim

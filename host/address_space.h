@@ -1,0 +1,113 @@
+// One process's virtual memory: its mappings (mmap areas), its page table and its locked-memory
+// account. Pages are populated on first touch (demand paging: the fault allocates a frame from
+// the frame allocator and zeroes it); mappings made with an explicit frame list or backed by huge
+// pages follow seed 002: huge pages come from the pool reserved at boot, are promised to the
+// mapping at mmap time and taken at first touch. `pin` is the kernel's get_user_pages for
+// registration: it faults the range in for writing and raises every base page's pin count once,
+// charging the process's RLIMIT_MEMLOCK (seed 000: once per registration, overlaps included).
+//
+// The page table maps the start address of each mapping page (base or huge) to its frame;
+// pagemap reports frames in base-page units also inside a huge page (seed 002).
+// Abstracted: permissions (every mapping is read-write), file mappings, fork/COW, the shared zero
+// page (a read fault allocates a frame like a write fault), swap (fields kept for later).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "host/frame_allocator.h"
+#include "host/phys_mem.h"
+
+namespace hcasim {
+
+class address_space {
+  public:
+    // Where mmap places mappings without a requested address: downward from here, like Linux's
+    // top-down mmap base below the stack.
+    static constexpr uint64_t mmap_top = 0x7f0000000000ULL;
+    static constexpr uint64_t va_limit = 1ULL << 47;
+
+    struct page_info {
+        bool mapped = false;   // inside a mapping
+        bool present = false;  // backed by a frame
+        bool swapped = false;
+        uint64_t pfn = 0;  // base-page frame of the address (0 when not present)
+        unsigned page_shift = 0;
+    };
+
+    address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem, uint64_t memlock_limit);
+    ~address_space();
+    address_space(const address_space&) = delete;
+    address_space& operator=(const address_space&) = delete;
+
+    uint32_t pid() const { return m_pid; }
+
+    // `hugepage` is 0, 2 MiB or 1 GiB; `frames` (base-page frame numbers, one per page of the
+    // mapping, huge-aligned for huge pages) populates the mapping now. Returns 0 or an errno:
+    // EINVAL (bad length, alignment, hugepage size or frame count), EEXIST (a requested address
+    // overlaps a mapping), EBUSY (a frame in use), ENOMEM (no address space or huge pages).
+    int mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
+             const std::vector<uint64_t>& frames, uint64_t& va_out);
+    int munmap(uint64_t va, uint64_t length);
+
+    // True when every byte of the range lies in a mapping.
+    bool mapped(uint64_t va, uint64_t length) const;
+    // Smallest page shift among the mappings covering the range.
+    unsigned page_shift_over(uint64_t va, uint64_t length) const;
+    // The process touching the range: faults in every page not present. EFAULT when a byte is
+    // unmapped, ENOMEM when no frame is left; `faults` counts the pages faulted in.
+    int touch(uint64_t va, uint64_t length, uint64_t& faults);
+
+    page_info lookup(uint64_t va) const;
+    // Physical address of `va` when present.
+    std::optional<uint64_t> translate(uint64_t va) const;
+    // Physical byte ranges backing the present pages of the range, adjacent ones merged.
+    std::vector<std::pair<uint64_t, uint64_t>> phys_ranges(uint64_t va, uint64_t length) const;
+
+    // CPU reads and writes of present memory (touch first).
+    void read(uint64_t va, uint8_t* out, uint64_t length) const;
+    void write(uint64_t va, const uint8_t* data, uint64_t length);
+
+    // get_user_pages + pin: faults the range in, pins each base page once, appends the pinned
+    // frames to `pfns`. ENOMEM past the memlock limit, EFAULT on unmapped bytes.
+    int pin(uint64_t va, uint64_t length, std::vector<uint64_t>& pfns, uint64_t& faults);
+    void unpin(const std::vector<uint64_t>& pfns);
+
+    uint64_t locked_pages() const { return m_locked_pages; }
+    uint64_t resident_pages() const { return m_ptes.size(); }
+    size_t mappings() const { return m_vmas.size(); }
+
+  private:
+    struct vma {
+        uint64_t length = 0;
+        unsigned page_shift = 12;
+    };
+    struct pte {
+        uint64_t pfn = 0;  // first base-page frame of the mapping page
+        bool swapped = false;
+    };
+
+    const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
+    bool overlaps(uint64_t va, uint64_t length) const;
+    std::optional<uint64_t> pick_va(uint64_t length, uint64_t align) const;
+    int fault(uint64_t page_va, unsigned page_shift, bool reserved);
+    int populate(uint64_t va, uint64_t npages, unsigned page_shift,
+                 const std::vector<uint64_t>& frames);
+    void unmap_page(uint64_t page_va, unsigned page_shift);
+    template <class Fn>
+    void for_each_piece(uint64_t va, uint64_t length, Fn&& fn) const;
+
+    uint32_t m_pid;
+    frame_allocator& m_frames;
+    phys_mem& m_mem;
+    uint64_t m_memlock_limit;
+    unsigned m_base_shift;
+    std::map<uint64_t, vma> m_vmas;  // by start address
+    std::map<uint64_t, pte> m_ptes;  // by mapping-page start address
+    uint64_t m_locked_pages = 0;
+};
+
+}  // namespace hcasim

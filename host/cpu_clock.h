@@ -1,0 +1,34 @@
+// The CPU time a system call or verb spends, charged to the calling program's thread. A verb
+// accumulates its costs (host.cpu.*) as a lag; the lag either becomes the start delay of the MMIO
+// store that ends the work (so the store leaves when the CPU got there) or is waited out at the
+// end, one wait per verb rather than one per step. Every wake-up of a host thread counts one
+// kernel event. Outside a thread (elaboration, methods) time cannot pass and the lag is dropped.
+#pragma once
+
+#include <systemc>
+
+namespace hcasim {
+
+class cpu_clock {
+  public:
+    static bool in_thread();
+    // Blocks the calling thread until `ev` or `timeout`; counts the wake-up.
+    static void wait_for(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
+    static void wait_for(const sc_core::sc_event& ev);
+
+    void add(const sc_core::sc_time& t) { m_lag += t; }
+    void add(const sc_core::sc_time& t, uint64_t times) { m_lag += t * static_cast<double>(times); }
+    // Hands the lag over, e.g. as the annotated delay of a transaction the CPU starts now.
+    sc_core::sc_time take() {
+        sc_core::sc_time t = m_lag;
+        m_lag = sc_core::SC_ZERO_TIME;
+        return t;
+    }
+    // Waits out the lag.
+    void settle();
+
+  private:
+    sc_core::sc_time m_lag = sc_core::SC_ZERO_TIME;
+};
+
+}  // namespace hcasim

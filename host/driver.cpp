@@ -1,0 +1,766 @@
+#include "host/driver.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <random>
+
+#include "sim/log.h"
+
+namespace hcasim {
+
+namespace {
+using namespace hca_if;
+
+unsigned log2_ceil(uint64_t v) {
+    unsigned l = 0;
+    while ((1ULL << l) < v) ++l;
+    return l;
+}
+uint64_t align_down(uint64_t v, uint64_t a) {
+    return v & ~(a - 1);
+}
+uint64_t align_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) & ~(a - 1);
+}
+
+constexpr uint32_t k_max_cq_depth = 1u << 22;  // mlx5 log_max_cq_sz
+constexpr uint32_t k_max_wq_depth = 1u << 15;  // mlx5 log_max_qp_sz
+constexpr uint32_t k_first_qpn = 0x40;         // QPNs below are special in IB (QP0, QP1, ...)
+constexpr uint8_t k_remote_rights =
+    access::remote_write | access::remote_read | access::remote_atomic;
+
+bool is_recv(cqe_opcode op) {
+    return op == cqe_opcode::recv || op == cqe_opcode::recv_rdma_with_imm;
+}
+}  // namespace
+
+driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
+               phys_mem& mem, frame_allocator& frames, root_complex& rc, process_fn process,
+               mmio_fn mmio, stats_group& stats, uint64_t& page_faults)
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_lid(lid),
+      m_mem(mem),
+      m_frames(frames),
+      m_rc(rc),
+      m_process(std::move(process)),
+      m_mmio(std::move(mmio)),
+      m_page_shift(frames.page_shift()),
+      m_first_key_byte(static_cast<uint8_t>(std::mt19937_64(seed ^ 0x6b65795f62797465ULL)())),
+      m_pd_ids(std::make_unique<index_allocator>(1, 1u << 24, index_allocator::policy::rotating)),
+      m_page_faults(page_faults),
+      m_commands(stats.counter("commands", "commands", "commands the driver issued to the HCA")),
+      m_command_errors(stats.counter("command_errors", "commands",
+                                     "commands that completed with an error status or timed out")),
+      m_mmio_writes(stats.counter("mmio_writes", "writes", "8-byte stores to the HCA's BAR")),
+      m_doorbells(stats.counter("doorbells", "writes", "send and receive queue doorbells rung")),
+      m_registrations(stats.counter("registrations", "regions", "memory regions registered")),
+      m_deregistrations(stats.counter("deregistrations", "regions", "memory regions deregistered")),
+      m_registered_pages(stats.counter("registered_pages", "entries",
+                                       "translation entries written by registrations")),
+      m_wqes_posted(stats.counter("wqes_posted", "WQEs", "send and receive WQEs posted")),
+      m_cqes_polled(stats.counter("cqes_polled", "CQEs", "completions taken from CQs")),
+      m_reg_time(stats.latency("registration_time",
+                               "reg_mr: call to return, CPU costs and command round trips")),
+      m_cmd_time(stats.latency("command_time", "command: cmd_op store to completion seen")) {
+    SC_THREAD(boot);
+}
+
+driver::~driver() = default;
+
+// ---- boot and kernel memory --------------------------------------------------------------------
+
+template <class Entry>
+void driver::put_entry(const table& t, uint64_t index, const Entry& e) {
+    uint8_t bytes[Entry::size];
+    e.encode(bytes);
+    m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
+}
+
+std::optional<uint64_t> driver::kernel_alloc(uint64_t pages) {
+    auto pfn = m_frames.alloc_contiguous(pages, frame_owner{frame_use::kernel, 0, 0});
+    if (!pfn) return std::nullopt;
+    for (uint64_t i = 0; i < pages; ++i) m_frames.pin(*pfn + i);
+    m_kernel_pinned += pages;
+    m_mem.zero(*pfn << m_page_shift, pages << m_page_shift);
+    return pfn;
+}
+
+void driver::kernel_free(uint64_t pfn, uint64_t pages) {
+    if (pages == 0) return;
+    for (uint64_t i = 0; i < pages; ++i) m_frames.unpin(pfn + i);
+    m_kernel_pinned -= pages;
+    m_frames.release(pfn);
+}
+
+bool driver::alloc_table(table& t, unsigned log_entries, size_t entry_size) {
+    // A host too small for the configured table gets the largest that fits.
+    for (unsigned log = log_entries; log >= 1; --log) {
+        uint64_t bytes = (1ULL << log) * entry_size;
+        uint64_t pages = align_up(bytes, 1ULL << m_page_shift) >> m_page_shift;
+        if (auto pfn = kernel_alloc(pages)) {
+            t = table{*pfn << m_page_shift, log, pages};
+            if (log != log_entries)
+                HCASIM_LOG(
+                    name(), host,
+                    "table of 2^" << log_entries << " entries does not fit; using 2^" << log);
+            return true;
+        }
+    }
+    return false;
+}
+
+void driver::boot() {
+    const auto& d = m_cfg.driver;
+    bool ok = alloc_table(m_qpc, static_cast<unsigned>(d.log_qps), qp_context::size) &&
+              alloc_table(m_cqc, static_cast<unsigned>(d.log_cqs), cq_context::size) &&
+              alloc_table(m_mpt, static_cast<unsigned>(d.log_mpts), mpt_entry::size) &&
+              alloc_table(m_mtt, static_cast<unsigned>(d.log_mtts), mtt_entry_size);
+    auto record = ok ? kernel_alloc(1) : std::nullopt;
+    if (!record) {
+        HCASIM_LOG(name(), host, "boot failed: no contiguous kernel memory for the context tables");
+        m_boot_failed = true;
+        m_boot_done.notify(sc_core::SC_ZERO_TIME);
+        return;
+    }
+    m_cmd_record = *record << m_page_shift;
+    m_cqns = std::make_unique<index_allocator>(1, 1ULL << m_cqc.log_entries,
+                                               index_allocator::policy::rotating);
+    m_qpns = std::make_unique<index_allocator>(k_first_qpn, 1ULL << m_qpc.log_entries,
+                                               index_allocator::policy::rotating);
+    m_key_indices = std::make_unique<index_allocator>(1, 1ULL << m_mpt.log_entries,
+                                                      index_allocator::policy::lowest_free);
+    m_mtt_space = std::make_unique<range_allocator>(0, 1ULL << m_mtt.log_entries);
+
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    const std::pair<uint64_t, uint64_t> regs[] = {
+        {reg::qpc_base, m_qpc.base}, {reg::qpc_log_entries, m_qpc.log_entries},
+        {reg::cqc_base, m_cqc.base}, {reg::cqc_log_entries, m_cqc.log_entries},
+        {reg::mpt_base, m_mpt.base}, {reg::mpt_log_entries, m_mpt.log_entries},
+        {reg::mtt_base, m_mtt.base}, {reg::mtt_log_entries, m_mtt.log_entries},
+        {reg::port_lid, m_lid},
+    };
+    for (const auto& [offset, value] : regs) mmio(offset, value, delay);
+    m_booted = true;
+    m_boot_done.notify(sc_core::SC_ZERO_TIME);
+}
+
+int driver::wait_boot() {
+    if (!m_booted && !m_boot_failed) {
+        if (!cpu_clock::in_thread()) return EAGAIN;
+        cpu_clock::wait_for(m_boot_done);
+    }
+    return m_booted ? 0 : ENODEV;
+}
+
+// ---- MMIO and commands ----
+
+bool driver::mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
+    ++m_mmio_writes;
+    return m_mmio(offset, value, delay);
+}
+
+int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
+    if (!cpu_clock::in_thread()) return EAGAIN;
+    while (m_cmd_busy) cpu_clock::wait_for(m_cmd_free);
+    m_cmd_busy = true;
+    if (++m_token == 0) ++m_token;
+    const uint32_t token = m_token;
+    const uint8_t cleared[cmd_record_size] = {};
+    m_mem.write(m_cmd_record, cleared, cmd_record_size);
+
+    auto fired = std::make_shared<bool>(false);
+    sc_core::sc_event& done = m_cmd_done;
+    auto arm = [&] {
+        return m_rc.watch({{m_cmd_record, cmd_record_size}}, [fired, &done] {
+            *fired = true;
+            done.notify(sc_core::SC_ZERO_TIME);
+        });
+    };
+    root_complex::watch_id id = arm();
+    const sc_core::sc_time issued = sc_core::sc_time_stamp();
+    sc_core::sc_time delay = cpu.take();
+    const uint64_t op_word = static_cast<uint64_t>(op) | (static_cast<uint64_t>(token) << 16);
+    bool sent = mmio(reg::cmd_in0, in0, delay) && mmio(reg::cmd_in1, in1, delay) &&
+                mmio(reg::cmd_out, m_cmd_record, delay) && mmio(reg::cmd_op, op_word, delay);
+    const sc_core::sc_time deadline = issued + delay + to_time(m_cfg.driver.cmd_timeout);
+
+    int err = sent ? 0 : EIO;
+    while (sent) {
+        if (!*fired) {
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            if (now >= deadline) {
+                err = ETIMEDOUT;
+                break;
+            }
+            cpu_clock::wait_for(m_cmd_done, deadline - now);
+            continue;
+        }
+        uint8_t rec[cmd_record_size];
+        m_mem.read(m_cmd_record, rec, cmd_record_size);
+        if (get<uint32_t>(rec) == token) {
+            auto status = static_cast<cmd_status>(rec[4]);
+            err = status == cmd_status::ok ? 0 : status == cmd_status::bad_index ? EINVAL : EIO;
+            break;
+        }
+        *fired = false;  // a write that was not this command's completion: keep waiting
+        id = arm();
+    }
+    m_rc.unwatch(id);
+    ++m_commands;
+    if (err) {
+        ++m_command_errors;
+        HCASIM_LOG(name(), host, "command " << static_cast<int>(op) << " failed: errno " << err);
+    }
+    m_cmd_time.add(to_ps(sc_core::sc_time_stamp() - issued));
+    m_cmd_busy = false;
+    m_cmd_free.notify(sc_core::SC_ZERO_TIME);
+    return err;
+}
+
+int driver::enter_kernel(cpu_clock& cpu) {
+    if (int err = wait_boot()) return err;
+    cpu.add(to_time(m_cfg.cpu.syscall));
+    return 0;
+}
+
+int driver::leave(cpu_clock& cpu, int err) {
+    cpu.settle();
+    return err;
+}
+
+// ---- protection domains ----
+
+int driver::alloc_pd(uint32_t pid, uint32_t& pd) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto id = m_pd_ids->alloc();
+    int err = id ? 0 : ENOMEM;
+    if (id) {
+        pd = static_cast<uint32_t>(*id);
+        m_pds[pd] = pd_state{pid, 0};
+    }
+    return leave(cpu, err);
+}
+
+int driver::dealloc_pd(uint32_t pd) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_pds.find(pd);
+    int err = it == m_pds.end() ? EINVAL : it->second.members ? EBUSY : 0;
+    if (!err) {
+        m_pds.erase(it);
+        m_pd_ids->free(pd);
+    }
+    return leave(cpu, err);
+}
+
+// ---- memory regions ----
+
+int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto pd = m_pds.find(attr.pd);
+    if (pd == m_pds.end() || pd->second.pid != pid) return leave(cpu, EINVAL);
+    if (attr.length == 0) return leave(cpu, EINVAL);
+    if ((attr.access & (access::remote_write | access::remote_atomic)) &&
+        !(attr.access & access::local_write))
+        return leave(cpu, EINVAL);
+    address_space& as = m_process(pid);
+    if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length))
+        return leave(cpu, EFAULT);
+
+    const unsigned shift = as.page_shift_over(attr.va, attr.length);
+    const uint64_t page = 1ULL << shift;
+    const uint64_t first_page = align_down(attr.va, page);
+    const uint64_t npages = (align_up(attr.va + attr.length, page) - first_page) >> shift;
+    auto index = m_key_indices->alloc();
+    if (!index) return leave(cpu, ENOMEM);
+    auto mtt = m_mtt_space->alloc(npages);
+    if (!mtt) {
+        m_key_indices->free(*index);
+        return leave(cpu, ENOMEM);
+    }
+    mr_state st;
+    st.pid = pid;
+    st.mtt_index = *mtt;
+    uint64_t faults = 0;
+    int err = attr.pin ? as.pin(attr.va, attr.length, st.pinned, faults)
+                       : as.touch(attr.va, attr.length, faults);
+    m_page_faults += faults;
+    cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+    if (attr.pin) cpu.add(to_time(m_cfg.cpu.pin_page), npages);
+    auto rollback = [&](int e) {
+        as.unpin(st.pinned);
+        m_mtt_space->free(*mtt, npages);
+        m_key_indices->free(*index);
+        return leave(cpu, e);
+    };
+    if (err) return rollback(err);
+
+    for (uint64_t i = 0; i < npages; ++i) {
+        uint64_t pa = as.translate(first_page + i * page).value_or(0);
+        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size, mtt_encode(pa, true));
+    }
+    if ((err = command(cmd::invalidate_mtt, *mtt, npages, cpu))) return rollback(err);
+
+    auto last = m_last_key_byte.find(*index);
+    const uint8_t kb =
+        last == m_last_key_byte.end() ? m_first_key_byte : static_cast<uint8_t>(last->second + 1);
+    mpt_entry e;
+    e.valid = true;
+    e.type = mpt_type::mr;
+    e.key_byte = kb;
+    e.access = attr.access;
+    if (attr.has_iova && attr.iova == 0) e.access |= access::zero_based;
+    e.page_shift = static_cast<uint8_t>(shift);
+    e.pd = attr.pd;
+    e.start = attr.has_iova ? attr.iova : attr.va;
+    e.length = attr.length;
+    e.mtt_index = *mtt;
+    e.mtt_count = static_cast<uint32_t>(npages);
+    e.ptag = pid;
+    // The translation origin: `start` minus the offset of the first byte in its page, so that
+    // (address - page_base) >> page_shift selects the translation entry also for an IOVA.
+    e.page_base = e.start - (attr.va - first_page);
+    put_entry(m_mpt, *index, e);
+    if ((err = command(cmd::invalidate_mpt, *index, 0, cpu))) return rollback(err);
+    m_last_key_byte[*index] = kb;
+
+    mr_info& info = st.info;
+    info.handle = static_cast<uint32_t>(*index);
+    info.lkey = make_key(info.handle, kb);
+    info.rkey = (attr.access & k_remote_rights) ? info.lkey : 0;
+    info.va = attr.va;
+    info.iova = e.start;
+    info.length = attr.length;
+    info.access = attr.access;
+    info.pd = attr.pd;
+    info.pages = static_cast<uint32_t>(npages);
+    out = info;
+    m_mrs[info.handle] = std::move(st);
+    ++pd->second.members;
+    ++m_registrations;
+    m_registered_pages += npages;
+    leave(cpu, 0);
+    m_reg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    return 0;
+}
+
+int driver::dereg_mr(uint32_t handle) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_mrs.find(handle);
+    if (it == m_mrs.end()) return leave(cpu, EINVAL);
+    mr_state& st = it->second;
+    put_entry(m_mpt, handle, mpt_entry{});
+    int err = command(cmd::invalidate_mpt, handle, 0, cpu);
+    if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
+    m_process(st.pid).unpin(st.pinned);
+    m_mtt_space->free(st.mtt_index, st.info.pages);
+    m_key_indices->free(handle);
+    auto pd = m_pds.find(st.info.pd);
+    if (pd != m_pds.end()) --pd->second.members;
+    m_mrs.erase(it);
+    ++m_deregistrations;
+    return leave(cpu, err);
+}
+
+int driver::query_mr(uint32_t handle, mr_info& out) const {
+    auto it = m_mrs.find(handle);
+    if (it == m_mrs.end()) return EINVAL;
+    out = it->second.info;
+    return 0;
+}
+
+// ---- queue buffers ----
+
+int driver::make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cpu_clock& cpu) {
+    address_space& as = m_process(pid);
+    const uint64_t page = 1ULL << m_page_shift;
+    r.pid = pid;
+    r.log_depth = static_cast<uint8_t>(log2_ceil(std::max<uint32_t>(depth, 1)));
+    r.depth = 1u << r.log_depth;
+    r.stride = stride;
+    r.bytes = align_up(uint64_t{r.depth} * stride, page);
+    if (int err = as.mmap(r.bytes, std::nullopt, 0, {}, r.va)) return err;
+    // The user-space half zeroes the ring (faulting it in); the kernel half pins it.
+    uint64_t faults = 0;
+    int err = as.pin(r.va, r.bytes, r.pinned, faults);
+    m_page_faults += faults;
+    cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+    cpu.add(to_time(m_cfg.cpu.pin_page), r.pinned.size());
+    const uint64_t npages = r.bytes >> m_page_shift;
+    r.table_pages = align_up(npages * sizeof(uint64_t), page) >> m_page_shift;
+    auto table = err ? std::nullopt : kernel_alloc(r.table_pages);
+    if (!table) {
+        as.unpin(r.pinned);
+        as.munmap(r.va, r.bytes);
+        r.table_pages = 0;
+        return err ? err : ENOMEM;
+    }
+    r.table_pfn = *table;
+    for (uint64_t i = 0; i < npages; ++i)
+        m_mem.write_u64((r.table_pfn << m_page_shift) + i * sizeof(uint64_t),
+                        as.translate(r.va + i * page).value_or(0));
+    return 0;
+}
+
+void driver::free_ring(ring& r) {
+    address_space& as = m_process(r.pid);
+    as.unpin(r.pinned);
+    r.pinned.clear();
+    as.munmap(r.va, r.bytes);
+    kernel_free(r.table_pfn, r.table_pages);
+    r.table_pages = 0;
+}
+
+root_complex::byte_ranges driver::ring_ranges(const ring& r) const {
+    return m_process(r.pid).phys_ranges(r.va, r.bytes);
+}
+
+// ---- completion queues ----
+
+int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    if (depth == 0 || depth > k_max_cq_depth) return leave(cpu, EINVAL);
+    auto id = m_cqns->alloc();
+    if (!id) return leave(cpu, ENOMEM);
+    cq_state cq;
+    if (int err = make_ring(pid, depth, cqe::size, cq.buf, cpu)) {
+        m_cqns->free(*id);
+        return leave(cpu, err);
+    }
+    cq_context ctx;
+    ctx.log_depth = cq.buf.log_depth;
+    ctx.page_shift = static_cast<uint8_t>(m_page_shift);
+    ctx.valid = 1;
+    ctx.buf_table = cq.buf.table_pfn << m_page_shift;
+    ctx.cqn = static_cast<uint32_t>(*id);
+    put_entry(m_cqc, *id, ctx);
+    if (int err = command(cmd::flush_cqc, *id, 0, cpu)) {
+        free_ring(cq.buf);
+        m_cqns->free(*id);
+        return leave(cpu, err);
+    }
+    cqn = ctx.cqn;
+    m_cqs[cqn] = std::move(cq);
+    return leave(cpu, 0);
+}
+
+int driver::destroy_cq(uint32_t cqn) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_cqs.find(cqn);
+    if (it == m_cqs.end()) return leave(cpu, EINVAL);
+    if (it->second.users) return leave(cpu, EBUSY);
+    int err = command(cmd::flush_cqc, cqn, 0, cpu);
+    m_mem.zero(m_cqc.base + uint64_t{cqn} * cq_context::size, cq_context::size);
+    free_ring(it->second.buf);
+    m_cqs.erase(it);
+    m_cqns->free(cqn);
+    return leave(cpu, err);
+}
+
+// ---- queue pairs ----
+
+int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto pd = m_pds.find(attr.pd);
+    auto scq = m_cqs.find(attr.send_cqn), rcq = m_cqs.find(attr.recv_cqn);
+    if (pd == m_pds.end() || pd->second.pid != pid || scq == m_cqs.end() || rcq == m_cqs.end() ||
+        scq->second.buf.pid != pid || rcq->second.buf.pid != pid)
+        return leave(cpu, EINVAL);
+    if (attr.type != qp_type::rc && attr.type != qp_type::uc && attr.type != qp_type::ud)
+        return leave(cpu, EINVAL);
+    if (attr.max_send_sge > 16 || attr.max_recv_sge > 16 || attr.sq_depth > k_max_wq_depth ||
+        attr.rq_depth > k_max_wq_depth)
+        return leave(cpu, EINVAL);
+    auto id = m_qpns->alloc();
+    if (!id) return leave(cpu, ENOMEM);
+    qp_state_t qp;
+    qp.attr = attr;
+    qp.pid = pid;
+    int err = make_ring(pid, attr.sq_depth,
+                        static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge)), qp.sq, cpu);
+    if (!err) {
+        err = make_ring(pid, attr.rq_depth,
+                        static_cast<uint32_t>(recv_wqe::stride_for(attr.max_recv_sge)), qp.rq, cpu);
+        if (err) free_ring(qp.sq);
+    }
+    if (err) {
+        m_qpns->free(*id);
+        return leave(cpu, err);
+    }
+    qp_context ctx;
+    ctx.state = qp_state::reset;
+    ctx.type = attr.type;
+    ctx.access = attr.access;
+    ctx.page_shift = static_cast<uint8_t>(m_page_shift);
+    ctx.pd = attr.pd;
+    ctx.send_cqn = attr.send_cqn;
+    ctx.recv_cqn = attr.recv_cqn;
+    ctx.sq_log_depth = qp.sq.log_depth;
+    ctx.rq_log_depth = qp.rq.log_depth;
+    ctx.sq_wqe_shift = static_cast<uint8_t>(log2_ceil(qp.sq.stride));
+    ctx.rq_wqe_shift = static_cast<uint8_t>(log2_ceil(qp.rq.stride));
+    ctx.sq_buf_table = qp.sq.table_pfn << m_page_shift;
+    ctx.rq_buf_table = qp.rq.table_pfn << m_page_shift;
+    ctx.ptag = pid;
+    ctx.qpn = static_cast<uint32_t>(*id);
+    write_qpc(ctx);
+    if ((err = command(cmd::flush_qpc, *id, 0, cpu))) {
+        free_ring(qp.sq);
+        free_ring(qp.rq);
+        m_qpns->free(*id);
+        return leave(cpu, err);
+    }
+    ++scq->second.users;
+    ++rcq->second.users;
+    ++pd->second.members;
+    out.qpn = ctx.qpn;
+    out.sq_depth = qp.sq.depth;
+    out.rq_depth = qp.rq.depth;
+    m_qps[ctx.qpn] = std::move(qp);
+    return leave(cpu, 0);
+}
+
+void driver::write_qpc(const qp_context& ctx) {
+    put_entry(m_qpc, ctx.qpn, ctx);
+}
+
+int driver::read_qpc(uint32_t qpn, qp_context& ctx, cpu_clock& cpu) {
+    if (int err = command(cmd::flush_qpc, qpn, 0, cpu)) return err;
+    uint8_t bytes[qp_context::size];
+    m_mem.read(m_qpc.base + uint64_t{qpn} * qp_context::size, bytes, sizeof bytes);
+    ctx = qp_context::decode(bytes);
+    return 0;
+}
+
+int driver::destroy_qp(uint32_t qpn) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) return leave(cpu, EINVAL);
+    qp_state_t& qp = it->second;
+    int err = command(cmd::flush_qpc, qpn, 0, cpu);
+    m_mem.zero(m_qpc.base + uint64_t{qpn} * qp_context::size, qp_context::size);
+    free_ring(qp.sq);
+    free_ring(qp.rq);
+    for (uint32_t cqn : {qp.attr.send_cqn, qp.attr.recv_cqn}) {
+        auto cq = m_cqs.find(cqn);
+        if (cq != m_cqs.end()) --cq->second.users;
+    }
+    auto pd = m_pds.find(qp.attr.pd);
+    if (pd != m_pds.end()) --pd->second.members;
+    m_qps.erase(it);
+    m_qpns->free(qpn);
+    return leave(cpu, err);
+}
+
+bool driver::legal_transition(qp_state from, qp_state to) {
+    if (to == qp_state::reset || to == qp_state::err) return true;
+    switch (from) {
+        case qp_state::reset:
+            return to == qp_state::init;
+        case qp_state::init:
+            return to == qp_state::init || to == qp_state::rtr;
+        case qp_state::rtr:
+            return to == qp_state::rts;
+        case qp_state::rts:
+            return to == qp_state::rts || to == qp_state::sqd;
+        case qp_state::sqd:
+            return to == qp_state::sqd || to == qp_state::rts;
+        case qp_state::sqe:
+            return to == qp_state::rts;
+        case qp_state::err:
+            return false;
+    }
+    return false;
+}
+
+int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) return leave(cpu, EINVAL);
+    qp_state_t& qp = it->second;
+    qp_context ctx;
+    int err = read_qpc(qpn, ctx, cpu);
+    if (!err && !legal_transition(ctx.state, state)) err = EINVAL;
+    if (!err) {
+        ctx.state = state;
+        if (state == qp_state::rtr) {
+            ctx.remote_qpn = remote_qpn;
+            ctx.remote_lid = remote_lid;
+        }
+        if (state == qp_state::reset) {
+            ctx.sq_ci = ctx.rq_ci = ctx.sq_pi = ctx.rq_pi = 0;
+            ctx.next_psn = ctx.expected_psn = 0;
+            qp.sq.pi = qp.sq.ci = qp.rq.pi = qp.rq.ci = 0;
+            qp.sq_wrs.clear();
+        }
+        write_qpc(ctx);
+        qp.state = state;
+    }
+    return leave(cpu, err);
+}
+
+int driver::query_qp(uint32_t qpn, qp_state& state) {
+    cpu_clock cpu;
+    if (int err = enter_kernel(cpu)) return err;
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) return leave(cpu, EINVAL);
+    qp_context ctx;
+    int err = read_qpc(qpn, ctx, cpu);
+    if (!err) state = it->second.state = ctx.state;
+    return leave(cpu, err);
+}
+
+// ---- data path ----
+
+int driver::post_send(uint32_t qpn, const send_wr& wr) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) return EINVAL;
+    qp_state_t& qp = it->second;
+    if (qp.state != qp_state::rts || wr.sges.size() > qp.attr.max_send_sge) return EINVAL;
+    ring& sq = qp.sq;
+    if (sq.pi - sq.ci >= sq.depth) return ENOMEM;
+    send_wqe w;
+    w.opcode = wr.opcode;
+    w.flags = wr.signaled ? wqe_flags::signaled : 0;
+    w.num_sge = static_cast<uint8_t>(wr.sges.size());
+    w.imm = wr.imm;
+    w.wr_id = wr.wr_id;
+    w.remote_addr = wr.remote_addr;
+    w.rkey = wr.rkey;
+    w.compare_add = wr.compare_add;
+    w.swap = wr.swap;
+    std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
+    std::vector<uint8_t> bytes(sq.stride);
+    w.encode(bytes.data());
+    m_process(qp.pid).write(sq.va + uint64_t{sq.pi & (sq.depth - 1)} * sq.stride, bytes.data(),
+                            bytes.size());
+    ++sq.pi;
+    qp.sq_wrs.push_back(outstanding_wr{wr.wr_id, wr.signaled});
+    ++m_wqes_posted;
+    ++m_doorbells;
+    cpu_clock cpu;
+    sc_core::sc_time delay = to_time(m_cfg.cpu.post_wr);
+    cpu.add(delay);
+    mmio(reg::sq_doorbell, doorbell_word{qpn, sq.pi}.encode(), delay);
+    return leave(cpu, 0);
+}
+
+int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
+    auto it = m_qps.find(qpn);
+    if (it == m_qps.end()) return EINVAL;
+    qp_state_t& qp = it->second;
+    if (qp.state == qp_state::reset || wr.sges.size() > qp.attr.max_recv_sge) return EINVAL;
+    ring& rq = qp.rq;
+    if (rq.pi - rq.ci >= rq.depth) return ENOMEM;
+    recv_wqe w;
+    w.wr_id = wr.wr_id;
+    w.num_sge = static_cast<uint8_t>(wr.sges.size());
+    std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
+    std::vector<uint8_t> bytes(rq.stride);
+    w.encode(bytes.data());
+    m_process(qp.pid).write(rq.va + uint64_t{rq.pi & (rq.depth - 1)} * rq.stride, bytes.data(),
+                            bytes.size());
+    ++rq.pi;
+    ++m_wqes_posted;
+    ++m_doorbells;
+    cpu_clock cpu;
+    sc_core::sc_time delay = to_time(m_cfg.cpu.post_wr);
+    cpu.add(delay);
+    mmio(reg::rq_doorbell, doorbell_word{qpn, rq.pi}.encode(), delay);
+    return leave(cpu, 0);
+}
+
+void driver::retire(const cqe& c) {
+    auto it = m_qps.find(c.qpn);
+    if (it == m_qps.end()) return;
+    qp_state_t& qp = it->second;
+    if (is_recv(c.opcode)) {
+        if (qp.rq.ci != qp.rq.pi) ++qp.rq.ci;
+        return;
+    }
+    // A successful completion belongs to the oldest signaled WQE; an error completion (which the
+    // HCA also reports for unsignaled WQEs) to the oldest WQE with its wr_id.
+    auto& wrs = qp.sq_wrs;
+    auto match = wrs.end();
+    if (c.status == wc_status::success)
+        match = std::find_if(wrs.begin(), wrs.end(),
+                             [](const outstanding_wr& w) { return w.signaled; });
+    else
+        match = std::find_if(wrs.begin(), wrs.end(),
+                             [&](const outstanding_wr& w) { return w.wr_id == c.wr_id; });
+    if (match == wrs.end()) match = wrs.begin();
+    if (match == wrs.end()) return;
+    const auto n = static_cast<uint32_t>(match - wrs.begin()) + 1;
+    wrs.erase(wrs.begin(), match + 1);
+    qp.sq.ci += n;
+}
+
+int driver::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
+    auto it = m_cqs.find(cqn);
+    if (it == m_cqs.end() || max < 0) return EINVAL;
+    ring& r = it->second.buf;
+    address_space& as = m_process(r.pid);
+    for (int n = 0; n < max; ++n) {
+        uint8_t bytes[cqe::size];
+        as.read(r.va + uint64_t{r.ci & (r.depth - 1)} * cqe::size, bytes, sizeof bytes);
+        cqe c = cqe::decode(bytes);
+        if (c.owner != cqe::owner_for(r.ci, r.log_depth)) break;
+        ++r.ci;
+        retire(c);
+        ++m_cqes_polled;
+        work_completion wc;
+        wc.wr_id = c.wr_id;
+        wc.status = c.status;
+        wc.opcode = c.opcode;
+        wc.byte_len = c.byte_len;
+        wc.imm = c.imm;
+        wc.qpn = c.qpn;
+        wc.src_qp = c.src_qp;
+        wc.flags = c.flags;
+        out.push_back(wc);
+    }
+    cpu_clock cpu;
+    cpu.add(to_time(m_cfg.cpu.poll_cq));
+    return leave(cpu, 0);
+}
+
+std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
+                                             const sc_core::sc_time& timeout) {
+    std::vector<work_completion> out;
+    auto it = m_cqs.find(cqn);
+    if (it == m_cqs.end() || count <= 0) return out;
+    const sc_core::sc_time deadline = sc_core::sc_time_stamp() + timeout;
+    struct wake {
+        bool fired = false;
+        sc_core::sc_event ev;
+    };
+    // The watcher is armed before each poll, so a CQE written while the poll runs still wakes us.
+    for (;;) {
+        auto w = std::make_shared<wake>();
+        auto id = m_rc.watch(ring_ranges(it->second.buf), [w] {
+            w->fired = true;
+            w->ev.notify(sc_core::SC_ZERO_TIME);
+        });
+        poll_cq(cqn, count - static_cast<int>(out.size()), out);
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const bool done =
+            static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
+        if (!done && !w->fired) cpu_clock::wait_for(w->ev, deadline - now);
+        if (!w->fired) m_rc.unwatch(id);
+        if (done || m_cqs.find(cqn) == m_cqs.end()) break;
+        it = m_cqs.find(cqn);
+    }
+    return out;
+}
+
+}  // namespace hcasim

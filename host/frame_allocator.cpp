@@ -1,0 +1,286 @@
+#include "host/frame_allocator.h"
+
+#include <algorithm>
+#include <cerrno>
+
+namespace hcasim {
+
+namespace {
+unsigned log2_floor(uint64_t v) {
+    return 63 - static_cast<unsigned>(__builtin_clzll(v));
+}
+unsigned log2_ceil(uint64_t v) {
+    return v <= 1 ? 0 : log2_floor(v - 1) + 1;
+}
+}  // namespace
+
+frame_allocator::frame_allocator(uint64_t memory, uint64_t page_size, uint64_t seed,
+                                 frame_placement placement)
+    : m_page_size(page_size),
+      m_page_shift(log2_floor(page_size)),
+      m_nframes(memory / page_size),
+      m_max_order(shift_1g > m_page_shift ? shift_1g - m_page_shift : 0),
+      m_placement(placement),
+      m_rng(seed),
+      m_free(m_max_order + 1) {
+    free_range(0, m_nframes);
+}
+
+// ---- buddy core
+// ----------------------------------------------------------------------------------
+
+bool frame_allocator::find_free_block(uint64_t pfn, uint64_t& start, unsigned& order) const {
+    for (unsigned k = 0; k <= m_max_order; ++k) {
+        uint64_t s = pfn & ~((1ULL << k) - 1);
+        if (m_free[k].count(s)) {
+            start = s;
+            order = k;
+            return true;
+        }
+    }
+    return false;
+}
+
+uint64_t frame_allocator::take_block(uint64_t start, unsigned order, unsigned want,
+                                     uint64_t target) {
+    m_free[order].erase(start);
+    m_free_count -= 1ULL << order;
+    while (order > want) {
+        --order;
+        uint64_t half = 1ULL << order;
+        uint64_t upper = start + half;
+        if (target >= upper) {
+            m_free[order].insert(start);
+            start = upper;
+        } else {
+            m_free[order].insert(upper);
+        }
+        m_free_count += half;
+    }
+    return start;
+}
+
+void frame_allocator::free_block(uint64_t start, unsigned order) {
+    m_free_count += 1ULL << order;
+    while (order < m_max_order) {
+        uint64_t buddy = start ^ (1ULL << order);
+        auto it = m_free[order].find(buddy);
+        if (it == m_free[order].end()) break;
+        m_free[order].erase(it);
+        start = std::min(start, buddy);
+        ++order;
+    }
+    m_free[order].insert(start);
+}
+
+void frame_allocator::free_range(uint64_t start, uint64_t count) {
+    while (count > 0) {
+        unsigned order = std::min(log2_floor(count), m_max_order);
+        while (order > 0 && (start & ((1ULL << order) - 1))) --order;
+        free_block(start, order);
+        start += 1ULL << order;
+        count -= 1ULL << order;
+    }
+}
+
+std::optional<uint64_t> frame_allocator::alloc_top(unsigned order) {
+    for (unsigned k = order; k <= m_max_order; ++k) {
+        if (m_free[k].empty()) continue;
+        uint64_t start = *m_free[k].rbegin();
+        uint64_t top = start + (1ULL << k) - (1ULL << order);
+        return take_block(start, k, order, top);
+    }
+    return std::nullopt;
+}
+
+uint64_t frame_allocator::scatter_target() {
+    if (m_placement == frame_placement::sequential) return 0;
+    return m_rng() % m_nframes;
+}
+
+// ---- allocations
+// ---------------------------------------------------------------------------------
+
+void frame_allocator::record(uint64_t start, uint64_t count, const frame_owner& owner, source from,
+                             unsigned pool_shift) {
+    m_extents[start] = extent{count, owner, from, pool_shift};
+}
+
+std::optional<uint64_t> frame_allocator::alloc(const frame_owner& owner) {
+    if (m_free_count == 0) return std::nullopt;
+    uint64_t target = scatter_target();
+    uint64_t start = 0;
+    unsigned order = 0;
+    if (!find_free_block(target, start, order)) {
+        // The first free block above the target, else (wrapping) the lowest one.
+        std::optional<uint64_t> above, lowest;
+        for (unsigned k = 0; k <= m_max_order; ++k) {
+            if (m_free[k].empty()) continue;
+            auto it = m_free[k].lower_bound(target);
+            if (it != m_free[k].end() && (!above || *it < *above)) above = *it, order = k;
+            if (!lowest || *m_free[k].begin() < *lowest) lowest = *m_free[k].begin();
+        }
+        start = above ? *above : *lowest;
+        if (!above) find_free_block(start, start, order);
+        target = start;
+    }
+    uint64_t pfn = take_block(start, order, 0, target);
+    record(pfn, 1, owner, source::buddy);
+    return pfn;
+}
+
+int frame_allocator::alloc_specific(uint64_t pfn, const frame_owner& owner) {
+    if (pfn >= m_nframes) return EINVAL;
+    uint64_t start = 0;
+    unsigned order = 0;
+    if (!find_free_block(pfn, start, order)) return EBUSY;
+    take_block(start, order, 0, pfn);
+    record(pfn, 1, owner, source::buddy);
+    return 0;
+}
+
+std::optional<uint64_t> frame_allocator::alloc_contiguous(uint64_t pages,
+                                                          const frame_owner& owner) {
+    if (pages == 0) return std::nullopt;
+    unsigned order = log2_ceil(pages);
+    if (order > m_max_order) return std::nullopt;
+    auto start = alloc_top(order);
+    if (!start) return std::nullopt;
+    free_range(*start + pages, (1ULL << order) - pages);
+    record(*start, pages, owner, source::buddy);
+    return start;
+}
+
+const frame_allocator::extent* frame_allocator::find_extent(uint64_t pfn, uint64_t* start) const {
+    auto it = m_extents.upper_bound(pfn);
+    if (it == m_extents.begin()) return nullptr;
+    --it;
+    if (pfn >= it->first + it->second.count) return nullptr;
+    if (start) *start = it->first;
+    return &it->second;
+}
+
+bool frame_allocator::any_pinned(uint64_t start, uint64_t count) const {
+    auto it = m_pins.lower_bound(start);
+    return it != m_pins.end() && it->first < start + count;
+}
+
+void frame_allocator::free_extent(uint64_t start) {
+    auto it = m_extents.find(start);
+    extent e = it->second;
+    m_extents.erase(it);
+    if (e.from == source::pool) {
+        auto& p = pool_of(e.pool_shift);
+        p.free.insert(start);
+        ++p.counters.free;
+    } else {
+        free_range(start, e.count);
+    }
+}
+
+void frame_allocator::release(uint64_t pfn) {
+    uint64_t start = 0;
+    const extent* e = find_extent(pfn, &start);
+    if (!e) return;
+    if (any_pinned(start, e->count)) {
+        m_extents[start].owner = frame_owner{frame_use::orphan, 0, 0};
+        return;
+    }
+    free_extent(start);
+}
+
+// ---- huge page pools
+// -----------------------------------------------------------------------------
+
+frame_allocator::huge_pool& frame_allocator::pool_of(unsigned shift) {
+    return shift == shift_1g ? m_pool_1g : m_pool_2m;
+}
+
+huge_pool_counters frame_allocator::pool(unsigned shift) const {
+    return (shift == shift_1g ? m_pool_1g : m_pool_2m).counters;
+}
+
+uint64_t frame_allocator::fill_pool(unsigned shift, uint64_t count) {
+    if (shift <= m_page_shift) return 0;
+    auto& p = pool_of(shift);
+    uint64_t got = 0;
+    for (; got < count; ++got) {
+        auto start = alloc_top(pool_order(shift));
+        if (!start) break;
+        p.free.insert(*start);
+        m_pool_pages[*start] = shift;
+        ++p.counters.nr;
+        ++p.counters.free;
+    }
+    return got;
+}
+
+bool frame_allocator::pool_reserve(unsigned shift, uint64_t count) {
+    auto& c = pool_of(shift).counters;
+    if (c.free - c.resv < count) return false;
+    c.resv += count;
+    return true;
+}
+
+void frame_allocator::pool_unreserve(unsigned shift, uint64_t count) {
+    auto& c = pool_of(shift).counters;
+    c.resv -= std::min(c.resv, count);
+}
+
+std::optional<uint64_t> frame_allocator::alloc_huge(unsigned shift, const frame_owner& owner,
+                                                    bool reserved) {
+    auto& p = pool_of(shift);
+    if (p.free.empty() || (!reserved && p.counters.free <= p.counters.resv)) return std::nullopt;
+    uint64_t start = *p.free.begin();
+    p.free.erase(p.free.begin());
+    --p.counters.free;
+    if (reserved) pool_unreserve(shift, 1);
+    record(start, 1ULL << pool_order(shift), owner, source::pool, shift);
+    return start;
+}
+
+int frame_allocator::alloc_huge_specific(unsigned shift, uint64_t pfn, const frame_owner& owner) {
+    if (pfn >= m_nframes || (pfn & ((1ULL << pool_order(shift)) - 1))) return EINVAL;
+    auto& p = pool_of(shift);
+    auto it = p.free.find(pfn);
+    if (it == p.free.end() || p.counters.free <= p.counters.resv) return EBUSY;
+    p.free.erase(it);
+    --p.counters.free;
+    record(pfn, 1ULL << pool_order(shift), owner, source::pool, shift);
+    return 0;
+}
+
+// ---- owners and pins
+// -----------------------------------------------------------------------------
+
+frame_owner frame_allocator::owner(uint64_t pfn) const {
+    if (const extent* e = find_extent(pfn)) return e->owner;
+    auto it = m_pool_pages.upper_bound(pfn);
+    if (it != m_pool_pages.begin()) {
+        --it;
+        if (pfn < it->first + (1ULL << pool_order(it->second)))
+            return frame_owner{frame_use::hugepool, 0, 0};
+    }
+    return frame_owner{};
+}
+
+void frame_allocator::pin(uint64_t pfn) {
+    ++m_pins[pfn];
+}
+
+void frame_allocator::unpin(uint64_t pfn) {
+    auto it = m_pins.find(pfn);
+    if (it == m_pins.end()) return;
+    if (--it->second > 0) return;
+    m_pins.erase(it);
+    uint64_t start = 0;
+    const extent* e = find_extent(pfn, &start);
+    if (e && e->owner.use == frame_use::orphan && !any_pinned(start, e->count)) free_extent(start);
+}
+
+uint32_t frame_allocator::pin_count(uint64_t pfn) const {
+    auto it = m_pins.find(pfn);
+    return it == m_pins.end() ? 0 : it->second;
+}
+
+}  // namespace hcasim

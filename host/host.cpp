@@ -1,0 +1,128 @@
+#include "host/host.h"
+
+#include <cerrno>
+
+#include "host/cpu_clock.h"
+#include "host/host_impl.h"
+
+namespace hcasim {
+
+host::host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid)
+    : sc_core::sc_module(name), mmio_out("mmio_out"), dma_in("dma_in"), m_cfg(cfg), m_lid(lid) {
+    dma_in.register_b_transport(this, &host::dma_transport);
+    m_impl = std::make_unique<host_impl>(*this, cfg, seed, lid);
+}
+
+host::~host() = default;
+
+void host::dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    m_impl->m_rc->b_transport(gp, delay);
+}
+
+uint32_t host::process_id(const std::string& name) {
+    return m_impl->process_id(name);
+}
+
+int host::mmap(uint32_t pid, uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
+               const std::vector<uint64_t>& frames, uint64_t& va_out) {
+    cpu_clock cpu;
+    cpu.add(to_time(m_cfg.cpu.syscall));
+    int err = m_impl->process(pid).mmap(length, va, hugepage, frames, va_out);
+    cpu.settle();
+    return err;
+}
+
+int host::munmap(uint32_t pid, uint64_t va, uint64_t length) {
+    cpu_clock cpu;
+    cpu.add(to_time(m_cfg.cpu.syscall));
+    int err = m_impl->process(pid).munmap(va, length);
+    cpu.settle();
+    return err;
+}
+
+int host::write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data) {
+    if (int err = m_impl->touch(pid, va, data.size())) return err;
+    m_impl->process(pid).write(va, data.data(), data.size());
+    return 0;
+}
+
+int host::read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out) {
+    if (int err = m_impl->touch(pid, va, length)) return err;
+    out.resize(length);
+    m_impl->process(pid).read(va, out.data(), length);
+    return 0;
+}
+
+pagemap_entry host::pagemap(uint32_t pid, uint64_t va) {
+    address_space::page_info info = m_impl->process(pid).lookup(va);
+    pagemap_entry e;
+    e.present = info.present;
+    e.swapped = info.swapped;
+    e.pfn = info.pfn;
+    e.pin_count = info.present ? m_impl->m_frames.pin_count(info.pfn) : 0;
+    return e;
+}
+
+void host::watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn) {
+    m_impl->m_rc->watch(m_impl->process(pid).phys_ranges(va, length), std::move(fn));
+}
+
+int host::alloc_pd(uint32_t pid, uint32_t& pd) {
+    return m_impl->m_driver->alloc_pd(pid, pd);
+}
+int host::dealloc_pd(uint32_t pd) {
+    return m_impl->m_driver->dealloc_pd(pd);
+}
+int host::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
+    return m_impl->m_driver->reg_mr(pid, attr, out);
+}
+int host::dereg_mr(uint32_t handle) {
+    return m_impl->m_driver->dereg_mr(handle);
+}
+int host::query_mr(uint32_t handle, mr_info& out) {
+    return m_impl->m_driver->query_mr(handle, out);
+}
+int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
+    return m_impl->m_driver->create_cq(pid, depth, cqn);
+}
+int host::destroy_cq(uint32_t cqn) {
+    return m_impl->m_driver->destroy_cq(cqn);
+}
+int host::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
+    return m_impl->m_driver->create_qp(pid, attr, out);
+}
+int host::destroy_qp(uint32_t qpn) {
+    return m_impl->m_driver->destroy_qp(qpn);
+}
+int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn,
+                    uint16_t remote_lid) {
+    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid);
+}
+int host::query_qp(uint32_t qpn, hca_if::qp_state& state) {
+    return m_impl->m_driver->query_qp(qpn, state);
+}
+int host::post_send(uint32_t qpn, const send_wr& wr) {
+    return m_impl->m_driver->post_send(qpn, wr);
+}
+int host::post_recv(uint32_t qpn, const recv_wr& wr) {
+    return m_impl->m_driver->post_recv(qpn, wr);
+}
+int host::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
+    return m_impl->m_driver->poll_cq(cqn, max, out);
+}
+std::vector<work_completion> host::wait_cq(uint32_t cqn, int count,
+                                           const sc_core::sc_time& timeout) {
+    return m_impl->m_driver->wait_cq(cqn, count, timeout);
+}
+
+uint64_t host::frames_free() const {
+    return m_impl->m_frames.frames_free();
+}
+uint64_t host::frames_total() const {
+    return m_impl->m_frames.frames_total();
+}
+bool host::booted() const {
+    return m_impl->m_driver->booted();
+}
+
+}  // namespace hcasim

@@ -1,0 +1,49 @@
+// What a host is made of, behind host's pimpl: physical memory, the frame allocator with its huge
+// page pools (filled at construction, i.e. at boot), one address space per process, the root
+// complex serving the HCA's DMA, and the driver. host.cpp forwards the public API here; this
+// class owns the host's stats group (named after the host module) and the OS-level counters.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "host/address_space.h"
+#include "host/driver.h"
+#include "host/frame_allocator.h"
+#include "host/host.h"
+#include "host/phys_mem.h"
+#include "host/root_complex.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+class host_impl {
+  public:
+    host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_t lid);
+    ~host_impl();
+
+    uint32_t process_id(const std::string& name);
+    // The process's address space, created on first use of its id.
+    address_space& process(uint32_t pid);
+    // The process touching its memory: faults pages in, counts and charges the faults.
+    int touch(uint32_t pid, uint64_t va, uint64_t length);
+    bool mmio_store(uint64_t offset, uint64_t value, sc_core::sc_time& delay);
+
+    host& m_host;
+    host_config m_cfg;
+    stats_group m_stats;
+    uint64_t& m_page_faults;
+    uint64_t& m_nic_page_faults;
+    uint64_t& m_swap_outs;
+    uint64_t& m_swap_ins;
+    phys_mem m_mem;
+    frame_allocator m_frames;
+    std::map<std::string, uint32_t> m_pids;
+    std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
+    std::unique_ptr<root_complex> m_rc;
+    std::unique_ptr<driver> m_driver;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,42 @@
+#include "host/range_allocator.h"
+
+#include <iterator>
+
+namespace hcasim {
+
+range_allocator::range_allocator(uint64_t first, uint64_t count) {
+    if (count) free(first, count);
+}
+
+std::optional<uint64_t> range_allocator::alloc(uint64_t count) {
+    if (count == 0) return std::nullopt;
+    for (auto it = m_free.begin(); it != m_free.end(); ++it) {
+        if (it->second < count) continue;
+        uint64_t start = it->first, len = it->second;
+        m_free.erase(it);
+        if (len > count) m_free[start + count] = len - count;
+        m_free_total -= count;
+        return start;
+    }
+    return std::nullopt;
+}
+
+void range_allocator::free(uint64_t start, uint64_t count) {
+    if (count == 0) return;
+    m_free_total += count;
+    auto next = m_free.lower_bound(start);
+    if (next != m_free.end() && next->first == start + count) {
+        count += next->second;
+        next = m_free.erase(next);
+    }
+    if (next != m_free.begin()) {
+        auto prev = std::prev(next);
+        if (prev->first + prev->second == start) {
+            prev->second += count;
+            return;
+        }
+    }
+    m_free[start] = count;
+}
+
+}  // namespace hcasim

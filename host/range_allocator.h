@@ -1,0 +1,25 @@
+// First-fit allocation of contiguous runs of table entries: the driver's translation entries
+// (one run per region, `count` entries, never split). Free runs are kept coalesced in an
+// ordered map, so the structure stays small whatever the table size (2^24 entries by default).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+
+namespace hcasim {
+
+class range_allocator {
+  public:
+    range_allocator(uint64_t first, uint64_t count);
+
+    std::optional<uint64_t> alloc(uint64_t count);
+    void free(uint64_t start, uint64_t count);
+    uint64_t free_entries() const { return m_free_total; }
+
+  private:
+    std::map<uint64_t, uint64_t> m_free;  // start -> length
+    uint64_t m_free_total = 0;
+};
+
+}  // namespace hcasim

@@ -1,0 +1,122 @@
+#include "host/root_complex.h"
+
+#include <algorithm>
+
+namespace hcasim {
+
+root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
+                           const frame_allocator& frames, const sc_core::sc_time& mem_latency,
+                           stats_group& stats)
+    : sc_core::sc_module(name),
+      m_notify("notify"),
+      m_mem(mem),
+      m_frames(frames),
+      m_mem_latency(mem_latency),
+      m_reads(stats.counter("dma_reads", "requests", "DMA reads served by the root complex")),
+      m_writes(stats.counter("dma_writes", "requests", "DMA writes served by the root complex")),
+      m_read_bytes(stats.counter("dma_read_bytes", "bytes", "bytes the HCA read from host memory")),
+      m_write_bytes(
+          stats.counter("dma_write_bytes", "bytes", "bytes the HCA wrote to host memory")),
+      m_errors(stats.counter("dma_errors", "requests",
+                             "DMA requests answered with an error response (beyond memory, "
+                             "unsupported command, byte enables or streaming)")),
+      m_stale_dma(stats.counter("stale_dma", "requests",
+                                "DMA that reached a frame the OS no longer gives to the mapping it "
+                                "was registered for (here: a free frame)")),
+      m_wakeups(stats.counter("watch_wakeups", "wakeups",
+                              "watchers fired by a DMA write (software noticing DMA)")) {}
+
+void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    const uint64_t addr = gp.get_address();
+    const uint64_t len = gp.get_data_length();
+    if (gp.get_byte_enable_ptr()) {
+        gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
+    } else if (gp.get_streaming_width() < len) {
+        gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+    } else if (!m_mem.contains(addr, len)) {
+        gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+    } else if (gp.is_read()) {
+        ++m_reads;
+        m_read_bytes += len;
+        if (reaches_free_frame(addr, len)) ++m_stale_dma;
+        m_mem.read(addr, gp.get_data_ptr(), len);
+        delay += m_mem_latency;
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    } else if (gp.is_write()) {
+        ++m_writes;
+        m_write_bytes += len;
+        if (reaches_free_frame(addr, len)) ++m_stale_dma;
+        m_mem.write(addr, gp.get_data_ptr(), len);
+        notify_write(addr, len, sc_core::sc_time_stamp() + delay);
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    } else {
+        gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    }
+    if (!gp.is_response_ok()) ++m_errors;
+}
+
+bool root_complex::reaches_free_frame(uint64_t addr, uint64_t len) const {
+    const unsigned shift = m_frames.page_shift();
+    if (len == 0) return false;
+    for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
+        if (m_frames.owner(pfn).use == frame_use::free) return true;
+    }
+    return false;
+}
+
+root_complex::watch_id root_complex::watch(const byte_ranges& ranges, std::function<void()> fn) {
+    byte_ranges kept;
+    for (const auto& r : ranges) {
+        if (r.second > 0) kept.push_back(r);
+    }
+    if (kept.empty()) return 0;
+    const watch_id id = m_next_id++;
+    for (const auto& [a, n] : kept) {
+        for (uint64_t f = a / phys_mem::frame_bytes; f <= (a + n - 1) / phys_mem::frame_bytes; ++f)
+            m_by_frame[f].push_back(id);
+    }
+    m_watchers[id] = watcher{std::move(kept), std::move(fn)};
+    return id;
+}
+
+void root_complex::unwatch(watch_id id) {
+    auto it = m_watchers.find(id);
+    if (it == m_watchers.end()) return;
+    for (const auto& [a, n] : it->second.ranges) {
+        for (uint64_t f = a / phys_mem::frame_bytes; f <= (a + n - 1) / phys_mem::frame_bytes;
+             ++f) {
+            auto bucket = m_by_frame.find(f);
+            if (bucket == m_by_frame.end()) continue;
+            auto& ids = bucket->second;
+            ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
+            if (ids.empty()) m_by_frame.erase(bucket);
+        }
+    }
+    m_watchers.erase(it);
+}
+
+void root_complex::notify_write(uint64_t addr, uint64_t len, const sc_core::sc_time& visible) {
+    if (m_by_frame.empty() || len == 0) return;
+    std::vector<watch_id> fired;
+    for (uint64_t f = addr / phys_mem::frame_bytes; f <= (addr + len - 1) / phys_mem::frame_bytes;
+         ++f) {
+        auto bucket = m_by_frame.find(f);
+        if (bucket == m_by_frame.end()) continue;
+        for (watch_id id : bucket->second) {
+            const auto& w = m_watchers.at(id);
+            bool hit = std::any_of(w.ranges.begin(), w.ranges.end(), [&](const auto& r) {
+                return r.first < addr + len && addr < r.first + r.second;
+            });
+            if (hit && std::find(fired.begin(), fired.end(), id) == fired.end())
+                fired.push_back(id);
+        }
+    }
+    for (watch_id id : fired) {
+        std::function<void()> fn = std::move(m_watchers.at(id).fn);
+        unwatch(id);
+        ++m_wakeups;
+        m_notify.at(visible, std::move(fn));
+    }
+}
+
+}  // namespace hcasim

@@ -1,0 +1,74 @@
+// The root complex in front of host memory: the target of the HCA's DMA. With the IOMMU disabled
+// a DMA address is a physical address, so a read or write goes straight to physical memory;
+// addresses beyond memory get TLM_ADDRESS_ERROR_RESPONSE. Reads add the DRAM latency
+// (host.cpu.mem_latency) to the annotated delay; writes become visible at now + delay.
+//
+// Watchers are how software notices DMA without polling every cycle: a one-shot watcher covers
+// physical byte ranges, and the first DMA write overlapping them calls its function at the time
+// the write becomes visible (through a callback_queue, so one kernel event per distinct time).
+// wait_cq, the command interface and perftest's latency loop (polling a buffer's last byte) use it.
+//
+// DMA that reaches a frame the OS has freed counts as stale_dma (seed 001: the hazard of a frame
+// that changed hands under a device that still holds its address).
+// Abstracted: IOMMU/IOTLB (host.iommu), DMA ordering rules, DRAM bandwidth and bank conflicts.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <systemc>
+#include <tlm>
+
+#include "host/frame_allocator.h"
+#include "host/phys_mem.h"
+#include "sim/kernel.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+class root_complex : public sc_core::sc_module {
+  public:
+    using watch_id = uint64_t;
+    using byte_ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // {address, length}
+
+    root_complex(sc_core::sc_module_name name, phys_mem& mem, const frame_allocator& frames,
+                 const sc_core::sc_time& mem_latency, stats_group& stats);
+
+    // The dma_in socket's b_transport.
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
+    // One-shot watcher over physical byte ranges; returns an id for unwatch (0 if no range).
+    watch_id watch(const byte_ranges& ranges, std::function<void()> fn);
+    void unwatch(watch_id id);
+    size_t watchers() const { return m_watchers.size(); }
+
+  private:
+    struct watcher {
+        byte_ranges ranges;
+        std::function<void()> fn;
+    };
+    void notify_write(uint64_t addr, uint64_t len, const sc_core::sc_time& visible);
+    bool reaches_free_frame(uint64_t addr, uint64_t len) const;
+
+    callback_queue m_notify;
+    phys_mem& m_mem;
+    const frame_allocator& m_frames;
+    sc_core::sc_time m_mem_latency;
+    std::map<watch_id, watcher> m_watchers;
+    std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
+    watch_id m_next_id = 1;
+
+    uint64_t& m_reads;
+    uint64_t& m_writes;
+    uint64_t& m_read_bytes;
+    uint64_t& m_write_bytes;
+    uint64_t& m_errors;
+    uint64_t& m_stale_dma;
+    uint64_t& m_wakeups;
+};
+
+}  // namespace hcasim
