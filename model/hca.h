@@ -62,6 +62,7 @@ public:
     tlm_utils::simple_target_socket<doorbell>& bar_in() { return m_doorbell.bar_in; }
     tlm_utils::simple_initiator_socket<dma_engine>& dma_out() { return m_dma.dma_out; }
     port& ib_port() { return m_port; }
+    dma_engine& dma() { return m_dma; }
     const hca_config& config() const { return m_cfg; }
 
 private:

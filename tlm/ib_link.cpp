@@ -59,13 +59,14 @@ uint32_t ib_link::header_bytes(ib_op op, bool first, bool last) {
     return h;
 }
 
-ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu)
+ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu,
+                 const std::string& stats_path)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_ps_per_byte(8e12 / (gbps * 1e9)),
       m_mtu(mtu),
       m_deliver("deliver"),
-      m_stats(this->name()),
+      m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
       m_packets(m_stats.counter("packets", "packets", "packets sent in both directions")),
       m_bytes(m_stats.counter("bytes", "bytes", "bytes on the wire in both directions, headers included")),
       m_payload(m_stats.counter("payload_bytes", "bytes", "payload bytes in both directions")),

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -75,7 +76,9 @@ class ib_link : public sc_core::sc_module {
 public:
     using receiver = std::function<void(ib_message_ptr)>;
 
-    ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu);
+    // `stats_path` names the counters (default: the module's name).
+    ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu,
+            const std::string& stats_path = "");
 
     // End 0 and end 1; each port attaches the function that receives what the other end sends.
     void attach(int end, receiver rx) { m_rx[end] = std::move(rx); }

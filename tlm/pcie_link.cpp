@@ -16,7 +16,7 @@ double pcie_config::bytes_per_second() const {
     return gts[std::clamp<uint64_t>(gen, 1, 5)] * encoding / 8.0 * static_cast<double>(lanes);
 }
 
-pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg)
+pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const std::string& stats_path)
     : sc_core::sc_module(name),
       dma_in("dma_in"),
       dma_out("dma_out"),
@@ -24,7 +24,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg)
       mmio_out("mmio_out"),
       m_cfg(cfg),
       m_ps_per_byte(1e12 / cfg.bytes_per_second()),
-      m_stats(this->name()),
+      m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
       m_up_bytes(m_stats.counter("up_bytes", "bytes", "bytes sent HCA->host on the link, TLP overhead included")),
       m_down_bytes(m_stats.counter("down_bytes", "bytes", "bytes sent host->HCA on the link, TLP overhead included")),
       m_up_payload(m_stats.counter("up_payload_bytes", "bytes", "data payload HCA->host (DMA write data, read requests carry none)")),

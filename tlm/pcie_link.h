@@ -77,7 +77,9 @@ public:
     tlm_utils::simple_target_socket<pcie_link> mmio_in;      // from the host CPU
     tlm_utils::simple_initiator_socket<pcie_link> mmio_out;  // to the HCA's BAR
 
-    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg);
+    // `stats_path` names the counters (default: the module's name); a node files them under its
+    // HCA ("a.hca.pcie"), the device whose link it is.
+    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const std::string& stats_path = "");
 
     const pcie_config& config() const { return m_cfg; }
     // Serialization time of `bytes` link bytes.

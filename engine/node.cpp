@@ -1,0 +1,17 @@
+#include "engine/node.h"
+
+namespace hcasim {
+
+node::node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid)
+    : sc_core::sc_module(name),
+      m_lid(lid),
+      m_host("host", cfg.host, seed, lid),
+      m_pcie("pcie", cfg.pcie, std::string(this->name()) + ".hca.pcie"),
+      m_hca("hca", cfg.hca, cfg.pcie.mrrs) {
+    m_host.mmio_out.bind(m_pcie.mmio_in);
+    m_pcie.mmio_out.bind(m_hca.bar_in());
+    m_hca.dma_out().bind(m_pcie.dma_in);
+    m_pcie.dma_out.bind(m_host.dma_in);
+}
+
+}  // namespace hcasim

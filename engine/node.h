@@ -1,0 +1,34 @@
+// One simulated machine: a host, an HCA and the PCIe link between them, wired socket to socket.
+// Names follow the scenario: node "a" has modules a.host, a.hca (its units a.hca.<unit>) and the
+// link, whose counters are filed under a.hca.pcie.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <systemc>
+
+#include "engine/scenario.h"
+#include "host/host.h"
+#include "model/hca.h"
+#include "tlm/pcie_link.h"
+
+namespace hcasim {
+
+class node : public sc_core::sc_module {
+public:
+    node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid);
+
+    hcasim::host& host() { return m_host; }
+    hcasim::hca& hca() { return m_hca; }
+    pcie_link& pcie() { return m_pcie; }
+    uint16_t lid() const { return m_lid; }
+
+private:
+    uint16_t m_lid;
+    hcasim::host m_host;
+    pcie_link m_pcie;
+    hcasim::hca m_hca;
+};
+
+}  // namespace hcasim

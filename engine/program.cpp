@@ -1,0 +1,618 @@
+#include "engine/program.h"
+
+#include <cerrno>
+
+#include "engine/report.h"
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+namespace {
+
+uint64_t u64_or(const json& a, const char* key, uint64_t dflt) {
+    if (!a.contains(key)) return dflt;
+    auto v = to_u64(a[key]);
+    return v ? *v : dflt;
+}
+
+std::string str_or(const json& a, const char* key, const std::string& dflt) {
+    return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : dflt;
+}
+
+bool bool_or(const json& a, const char* key, bool dflt) {
+    return a.contains(key) && a[key].is_boolean() ? a[key].get<bool>() : dflt;
+}
+
+uint8_t access_bits(const json& list) {
+    uint8_t bits = 0;
+    if (!list.is_array()) return bits;
+    for (const auto& n : list) {
+        uint8_t b = 0;
+        if (n.is_string() && access_from_name(n.get<std::string>(), b)) bits |= b;
+    }
+    return bits;
+}
+
+json access_names(uint8_t bits) {
+    static const std::pair<uint8_t, const char*> names[] = {
+        {access::local_write, "local_write"}, {access::remote_write, "remote_write"},
+        {access::remote_read, "remote_read"}, {access::remote_atomic, "remote_atomic"},
+        {access::mw_bind, "mw_bind"},         {access::zero_based, "zero_based"},
+        {access::on_demand, "on_demand"}};
+    json out = json::array();
+    for (const auto& [b, n] : names)
+        if (bits & b) out.push_back(n);
+    return out;
+}
+
+bool parse_state(const std::string& s, qp_state& out) {
+    static const std::pair<const char*, qp_state> states[] = {
+        {"RESET", qp_state::reset}, {"INIT", qp_state::init}, {"RTR", qp_state::rtr},
+        {"RTS", qp_state::rts},     {"SQD", qp_state::sqd},   {"SQE", qp_state::sqe}, {"ERR", qp_state::err}};
+    for (const auto& [n, st] : states)
+        if (s == n) {
+            out = st;
+            return true;
+        }
+    return false;
+}
+
+bool parse_opcode(const std::string& s, wqe_opcode& out) {
+    static const std::pair<const char*, wqe_opcode> ops[] = {
+        {"send", wqe_opcode::send},
+        {"send_with_imm", wqe_opcode::send_with_imm},
+        {"send_with_inv", wqe_opcode::send_with_inv},
+        {"rdma_write", wqe_opcode::rdma_write},
+        {"rdma_write_with_imm", wqe_opcode::rdma_write_with_imm},
+        {"rdma_read", wqe_opcode::rdma_read},
+        {"atomic_cmp_swp", wqe_opcode::atomic_cmp_swp},
+        {"atomic_fetch_add", wqe_opcode::atomic_fetch_add},
+        {"local_inv", wqe_opcode::local_inv},
+        {"bind_mw", wqe_opcode::bind_mw}};
+    for (const auto& [n, op] : ops)
+        if (s == n) {
+            out = op;
+            return true;
+        }
+    return false;
+}
+
+json completion_json(const work_completion& wc) {
+    json j = json::object();
+    j["status"] = to_string(wc.status);
+    j["opcode"] = to_string(wc.opcode);
+    j["byte_len"] = wc.byte_len;
+    j["wr_id"] = wc.wr_id;
+    j["qp_num"] = wc.qpn;
+    j["src_qp"] = wc.src_qp;
+    if (wc.flags & cqe_flags::with_imm) j["imm"] = wc.imm;
+    if (wc.flags & cqe_flags::with_inv) j["invalidated_rkey"] = wc.imm;
+    return j;
+}
+
+}  // namespace
+
+json step_result::to_json() const {
+    json j = json::object();
+    j["index"] = index;
+    j["op"] = op;
+    j["node"] = node;
+    j["outcome"] = outcome;
+    if (err) j["errno"] = errno_name(err);
+    if (!fields.empty()) j["fields"] = fields;
+    if (!completions.empty()) j["completions"] = completions;
+    j["expectation_met"] = met;
+    if (!problems.empty()) j["problems"] = problems;
+    return j;
+}
+
+program_runner::program_runner(world& w, std::function<json()> stats_now)
+    : m_world(w), m_stats_now(std::move(stats_now)) {}
+
+bool program_runner::all_met() const {
+    for (const auto& r : m_results)
+        if (!r.met) return false;
+    return true;
+}
+
+void program_runner::run(const std::vector<step_spec>& steps) {
+    for (const step_spec& s : steps) {
+        step_result r;
+        r.index = s.index;
+        r.op = s.op;
+        r.node = s.node;
+        const json args = substitute(s.args, m_vars);
+        const json expect = substitute(s.expect, m_vars);
+        execute(s, args, r);
+        check(s, expect, r);
+        if (s.save.is_object()) {
+            for (auto it = s.save.begin(); it != s.save.end(); ++it) {
+                const std::string field = it.value().get<std::string>();
+                if (r.fields.contains(field)) {
+                    m_vars[it.key()] = r.fields[field];
+                } else {
+                    r.met = false;
+                    r.problems.push_back("cannot save \"" + field + "\": the step returned no such field");
+                }
+            }
+        }
+        if (!r.met) {
+            for (const auto& p : r.problems)
+                HCASIM_LOG("program", host, "step " << s.index << " (" << s.op << "): " << p);
+        }
+        m_results.push_back(std::move(r));
+    }
+}
+
+std::pair<std::string, std::string> program_runner::split_ref(const std::string& node, const std::string& ref) const {
+    auto dot = ref.find('.');
+    if (dot != std::string::npos && m_world.has(ref.substr(0, dot))) return {ref.substr(0, dot), ref.substr(dot + 1)};
+    return {node, ref};
+}
+
+uint64_t program_runner::address_of(const std::string& n, const json& a, step_result& r, uint32_t* pid) {
+    if (a.contains("buf")) {
+        auto [bn, name] = split_ref(n, a["buf"].get<std::string>());
+        auto& bufs = m_world.resources(bn).bufs;
+        auto it = bufs.find(name);
+        if (it == bufs.end()) {
+            r.err = EINVAL;
+            return 0;
+        }
+        if (pid) *pid = it->second.pid;
+        return it->second.va + u64_or(a, "offset", 0);
+    }
+    return u64_or(a, "va", 0);
+}
+
+void program_runner::execute(const step_spec& s, const json& a, step_result& r) {
+    const std::string& n = s.node;
+    host& h = m_world.at(n).host();
+    node_resources& res = m_world.resources(n);
+    const uint32_t pid = h.process_id(s.process);
+    const std::string name = str_or(a, "name", "");
+    auto lookup_pd = [&](const json& ref, uint32_t& pd) {
+        auto [rn, rname] = split_ref(n, ref.get<std::string>());
+        auto it = m_world.resources(rn).pds.find(rname);
+        if (it == m_world.resources(rn).pds.end()) return false;
+        pd = it->second;
+        return true;
+    };
+    const std::string& op = s.op;
+    if (op == "alloc_pd") {
+        uint32_t pd = 0;
+        r.err = h.alloc_pd(pid, pd);
+        if (!r.err) {
+            res.pds[name] = pd;
+            r.fields["pd"] = pd;
+        }
+    } else if (op == "dealloc_pd") {
+        uint32_t pd = 0;
+        r.err = lookup_pd(a["pd"], pd) ? h.dealloc_pd(pd) : EINVAL;
+        if (!r.err) res.pds.erase(a["pd"].get<std::string>());
+    } else if (op == "mmap") {
+        op_mmap(n, pid, a, r);
+    } else if (op == "munmap") {
+        auto it = res.bufs.find(a["buf"].get<std::string>());
+        if (it == res.bufs.end()) {
+            r.err = EINVAL;
+        } else {
+            r.err = h.munmap(it->second.pid, it->second.va, it->second.length);
+            if (!r.err) res.bufs.erase(it);
+        }
+    } else if (op == "write_mem" || op == "check_mem") {
+        op_mem(s, pid, a, r, op == "check_mem");
+    } else if (op == "pagemap") {
+        uint32_t owner = pid;
+        uint64_t va = address_of(n, a, r, &owner);
+        pagemap_entry e = h.pagemap(owner, va);
+        r.fields["present"] = e.present;
+        r.fields["swapped"] = e.swapped;
+        r.fields["pfn"] = e.pfn;
+        r.fields["pin_count"] = e.pin_count;
+        r.fields["raw"] = hex(e.raw());
+    } else if (op == "reg_mr") {
+        op_reg_mr(n, pid, a, r);
+    } else if (op == "dereg_mr") {
+        auto it = res.mrs.find(a["mr"].get<std::string>());
+        if (it == res.mrs.end()) {
+            r.err = EINVAL;
+        } else {
+            r.err = h.dereg_mr(it->second.info.handle);
+            if (!r.err) res.mrs.erase(it);
+        }
+    } else if (op == "create_cq") {
+        uint32_t cqn = 0;
+        r.err = h.create_cq(pid, static_cast<uint32_t>(u64_or(a, "depth", 128)), cqn);
+        if (!r.err) {
+            res.cqs[name] = cqn;
+            r.fields["cqn"] = cqn;
+        }
+    } else if (op == "destroy_cq") {
+        auto it = res.cqs.find(a["cq"].get<std::string>());
+        r.err = it == res.cqs.end() ? EINVAL : h.destroy_cq(it->second);
+        if (!r.err) res.cqs.erase(it);
+    } else if (op == "create_qp") {
+        op_create_qp(n, pid, a, r);
+    } else if (op == "destroy_qp") {
+        auto it = res.qps.find(a["qp"].get<std::string>());
+        r.err = it == res.qps.end() ? EINVAL : h.destroy_qp(it->second.info.qpn);
+        if (!r.err) res.qps.erase(it);
+    } else if (op == "connect") {
+        op_connect(a, r);
+    } else if (op == "modify_qp") {
+        op_modify_qp(n, a, r);
+    } else if (op == "query_qp") {
+        auto it = res.qps.find(a["qp"].get<std::string>());
+        qp_state st = qp_state::reset;
+        r.err = it == res.qps.end() ? EINVAL : h.query_qp(it->second.info.qpn, st);
+        if (!r.err) r.fields["state"] = to_string(st);
+    } else if (op == "post_send") {
+        op_post_send(n, a, r);
+    } else if (op == "post_recv") {
+        op_post_recv(n, a, r);
+    } else if (op == "poll_cq") {
+        op_poll_cq(n, a, r);
+    } else if (op == "check_stats") {
+        json stats = m_stats_now();
+        for (const auto& e : a.value("expect", json::array())) {
+            std::string problem;
+            if (!check_stat_expectation(stats, e, problem)) {
+                r.met = false;
+                r.problems.push_back(problem);
+            }
+        }
+    } else if (op == "wait") {
+        auto ps = parse_time_ps(a["time"]);
+        if (ps) {
+            ++kernel_events();
+            sc_core::wait(ps_time(*ps));
+        }
+    } else {
+        // Verbs not executed by this version of the model: an honest errno, never a silent no-op.
+        r.err = ENOSYS;
+        r.problems.push_back("op \"" + op + "\" is not implemented by this version of hcasim");
+    }
+    if (r.err) r.outcome = "error";
+}
+
+void program_runner::op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r) {
+    host& h = m_world.at(n).host();
+    std::optional<uint64_t> va;
+    if (a.contains("va")) va = to_u64(a["va"]);
+    uint64_t huge = a.contains("hugepage") ? u64_or(a, "hugepage", 0) : 0;
+    std::vector<uint64_t> frames;
+    for (const auto& f : a.value("frames", json::array()))
+        if (auto v = to_u64(f)) frames.push_back(*v);
+    uint64_t out = 0;
+    const uint64_t length = u64_or(a, "length", 0);
+    r.err = h.mmap(pid, length, va, huge, frames, out);
+    if (!r.err) {
+        m_world.resources(n).bufs[a["name"].get<std::string>()] = buf_record{pid, out, length};
+        r.fields["va"] = out;
+    }
+}
+
+void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check) {
+    const std::string& n = s.node;
+    uint32_t owner = pid;
+    const uint64_t va = address_of(n, a, r, &owner);
+    if (r.err) return;
+    host& h = m_world.at(n).host();
+    std::vector<uint8_t> expected;
+    if (a.contains("data")) {
+        auto bytes = parse_hex(a["data"].get<std::string>());
+        if (!bytes) {
+            r.err = EINVAL;
+            return;
+        }
+        expected = *bytes;
+    } else if (a.contains("pattern")) {
+        const json& p = a["pattern"];
+        expected = pattern_bytes(u64_or(p, "seed", 0), u64_or(p, "length", 0));
+    } else if (check && a.contains("same_as")) {
+        const json& ref = a["same_as"];
+        const std::string rn = str_or(ref, "node", n);
+        auto& bufs = m_world.resources(rn).bufs;
+        auto it = bufs.find(ref["buf"].get<std::string>());
+        if (it == bufs.end()) {
+            r.err = EINVAL;
+            return;
+        }
+        r.err = m_world.at(rn).host().read_mem(it->second.pid, it->second.va + u64_or(ref, "offset", 0),
+                                               u64_or(ref, "length", 0), expected);
+        if (r.err) return;
+    }
+    if (!check) {
+        r.err = h.write_mem(owner, va, expected);
+        r.fields["length"] = expected.size();
+        return;
+    }
+    std::vector<uint8_t> actual;
+    r.err = h.read_mem(owner, va, expected.size(), actual);
+    if (r.err) return;
+    const bool match = actual == expected;
+    r.fields["match"] = match;
+    r.fields["length"] = expected.size();
+    if (!match) {
+        size_t first = 0;
+        while (first < actual.size() && actual[first] == expected[first]) ++first;
+        r.fields["first_difference"] = first;
+        const size_t show = std::min<size_t>(16, expected.size() - first);
+        r.fields["expected_bytes"] = to_hex({expected.begin() + first, expected.begin() + first + show});
+        r.fields["actual_bytes"] = to_hex({actual.begin() + first, actual.begin() + first + show});
+    }
+}
+
+void program_runner::op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r) {
+    host& h = m_world.at(n).host();
+    node_resources& res = m_world.resources(n);
+    mr_attr attr;
+    auto pd = res.pds.find(split_ref(n, a["pd"].get<std::string>()).second);
+    attr.pd = pd == res.pds.end() ? 0 : pd->second;
+    uint32_t owner = pid;
+    attr.va = address_of(n, a, r, &owner);
+    if (r.err) return;
+    if (a.contains("length")) {
+        attr.length = u64_or(a, "length", 0);
+    } else if (a.contains("buf")) {
+        const auto& b = res.bufs[a["buf"].get<std::string>()];
+        attr.length = b.length - (attr.va - b.va);
+    }
+    attr.access = access_bits(a.value("access", json::array()));
+    if (a.contains("iova")) {
+        attr.has_iova = true;
+        attr.iova = u64_or(a, "iova", 0);
+    }
+    attr.pin = bool_or(a, "pin", true);
+    mr_info info;
+    r.err = h.reg_mr(owner, attr, info);
+    if (r.err) return;
+    res.mrs[a["name"].get<std::string>()] = mr_record{info, owner};
+    r.fields["lkey"] = info.lkey;
+    r.fields["rkey"] = info.rkey;
+    r.fields["key_index"] = key_index(info.lkey);
+    r.fields["key_byte"] = key_byte(info.lkey);
+    r.fields["va"] = info.va;
+    r.fields["iova"] = info.iova;
+    r.fields["length"] = info.length;
+    r.fields["pd"] = info.pd;
+    r.fields["access"] = access_names(info.access);
+    r.fields["pages"] = info.pages;
+}
+
+void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r) {
+    host& h = m_world.at(n).host();
+    node_resources& res = m_world.resources(n);
+    qp_attr attr;
+    auto pd = res.pds.find(a["pd"].get<std::string>());
+    attr.pd = pd == res.pds.end() ? 0 : pd->second;
+    const std::string type = str_or(a, "type", "RC");
+    attr.type = type == "UC" ? qp_type::uc : type == "UD" ? qp_type::ud : qp_type::rc;
+    auto cq_of = [&](const char* key) -> uint32_t {
+        auto it = res.cqs.find(str_or(a, key, ""));
+        return it == res.cqs.end() ? 0 : it->second;
+    };
+    attr.send_cqn = cq_of("send_cq");
+    attr.recv_cqn = a.contains("recv_cq") ? cq_of("recv_cq") : attr.send_cqn;
+    attr.sq_depth = static_cast<uint32_t>(u64_or(a, "sq_depth", 128));
+    attr.rq_depth = static_cast<uint32_t>(u64_or(a, "rq_depth", 128));
+    attr.max_send_sge = static_cast<uint32_t>(u64_or(a, "max_send_sge", 1));
+    attr.max_recv_sge = static_cast<uint32_t>(u64_or(a, "max_recv_sge", 1));
+    attr.access = access_bits(a.value("access", json::array()));
+    qp_info info;
+    r.err = h.create_qp(pid, attr, info);
+    if (r.err) return;
+    qp_record rec;
+    rec.info = info;
+    rec.pid = pid;
+    rec.send_cqn = attr.send_cqn;
+    rec.recv_cqn = attr.recv_cqn;
+    res.qps[a["name"].get<std::string>()] = rec;
+    r.fields["qpn"] = info.qpn;
+    r.fields["sq_depth"] = info.sq_depth;
+    r.fields["rq_depth"] = info.rq_depth;
+}
+
+void program_runner::op_connect(const json& a, step_result& r) {
+    const auto& refs = a["qps"];
+    std::string nodes[2], names[2];
+    qp_record* q[2] = {nullptr, nullptr};
+    for (int i = 0; i < 2; ++i) {
+        const std::string ref = refs[i].get<std::string>();
+        auto dot = ref.find('.');
+        nodes[i] = ref.substr(0, dot);
+        names[i] = ref.substr(dot + 1);
+        auto& qps = m_world.resources(nodes[i]).qps;
+        auto it = qps.find(names[i]);
+        if (it == qps.end()) {
+            r.err = EINVAL;
+            return;
+        }
+        q[i] = &it->second;
+    }
+    for (int i = 0; i < 2; ++i) {
+        q[i]->peer_node = nodes[1 - i];
+        q[i]->peer_qpn = q[1 - i]->info.qpn;
+        q[i]->peer_lid = m_world.at(nodes[1 - i]).lid();
+    }
+    for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+        for (int i = 0; i < 2 && !r.err; ++i)
+            r.err = m_world.at(nodes[i]).host().modify_qp(q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid);
+}
+
+void program_runner::op_modify_qp(const std::string& n, const json& a, step_result& r) {
+    auto& qps = m_world.resources(n).qps;
+    auto it = qps.find(a["qp"].get<std::string>());
+    qp_state st;
+    if (it == qps.end() || !parse_state(str_or(a, "state", ""), st)) {
+        r.err = EINVAL;
+        return;
+    }
+    r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn, it->second.peer_lid);
+}
+
+bool program_runner::build_sges(const std::string& n, const json& list, std::vector<sge>& out, step_result& r) {
+    for (const auto& e : list) {
+        sge g;
+        g.length = static_cast<uint32_t>(u64_or(e, "length", 0));
+        if (e.contains("mr")) {
+            auto [rn, name] = split_ref(n, e["mr"].get<std::string>());
+            auto& mrs = m_world.resources(rn).mrs;
+            auto it = mrs.find(name);
+            if (it == mrs.end()) {
+                r.err = EINVAL;
+                return false;
+            }
+            g.lkey = it->second.info.lkey;
+            g.addr = it->second.info.iova + u64_or(e, "offset", 0);
+            if (!e.contains("length")) g.length = static_cast<uint32_t>(it->second.info.length - u64_or(e, "offset", 0));
+        } else {
+            g.lkey = static_cast<uint32_t>(u64_or(e, "lkey", 0));
+            g.addr = u64_or(e, "addr", 0);
+        }
+        out.push_back(g);
+    }
+    return true;
+}
+
+void program_runner::op_post_send(const std::string& n, const json& a, step_result& r) {
+    auto& qps = m_world.resources(n).qps;
+    auto it = qps.find(a["qp"].get<std::string>());
+    if (it == qps.end()) {
+        r.err = EINVAL;
+        return;
+    }
+    const json& w = a["wr"];
+    send_wr wr;
+    wr.wr_id = u64_or(w, "id", 0);
+    if (!parse_opcode(str_or(w, "opcode", "send"), wr.opcode)) {
+        r.err = EINVAL;
+        return;
+    }
+    if (!build_sges(n, w.value("sge", json::array()), wr.sges, r)) return;
+    if (w.contains("remote")) {
+        const json& rem = w["remote"];
+        if (rem.contains("mr")) {
+            auto [rn, name] = split_ref(n, rem["mr"].get<std::string>());
+            auto& mrs = m_world.resources(rn).mrs;
+            auto m = mrs.find(name);
+            if (m == mrs.end()) {
+                r.err = EINVAL;
+                return;
+            }
+            wr.rkey = m->second.info.rkey ? m->second.info.rkey : m->second.info.lkey;
+            wr.remote_addr = m->second.info.iova + u64_or(rem, "offset", 0);
+        } else if (rem.contains("mw")) {
+            r.err = ENOSYS;
+            r.problems.push_back("memory windows are not implemented by this version of hcasim");
+            return;
+        } else {
+            wr.rkey = static_cast<uint32_t>(u64_or(rem, "rkey", 0));
+            wr.remote_addr = u64_or(rem, "addr", 0);
+        }
+    }
+    wr.imm = static_cast<uint32_t>(u64_or(w, "imm", u64_or(w, "invalidate", 0)));
+    if (wr.opcode == wqe_opcode::atomic_fetch_add) {
+        wr.compare_add = u64_or(w, "add", 0);
+    } else {
+        wr.compare_add = u64_or(w, "compare", 0);
+        wr.swap = u64_or(w, "swap", 0);
+    }
+    wr.signaled = bool_or(w, "signaled", true);
+    r.err = m_world.at(n).host().post_send(it->second.info.qpn, wr);
+}
+
+void program_runner::op_post_recv(const std::string& n, const json& a, step_result& r) {
+    auto& qps = m_world.resources(n).qps;
+    auto it = qps.find(a["qp"].get<std::string>());
+    if (it == qps.end()) {
+        r.err = EINVAL;
+        return;
+    }
+    const json& w = a["wr"];
+    recv_wr wr;
+    wr.wr_id = u64_or(w, "id", 0);
+    if (!build_sges(n, w.value("sge", json::array()), wr.sges, r)) return;
+    r.err = m_world.at(n).host().post_recv(it->second.info.qpn, wr);
+}
+
+void program_runner::op_poll_cq(const std::string& n, const json& a, step_result& r) {
+    auto& cqs = m_world.resources(n).cqs;
+    auto it = cqs.find(a["cq"].get<std::string>());
+    if (it == cqs.end()) {
+        r.err = EINVAL;
+        return;
+    }
+    const int count = static_cast<int>(u64_or(a, "count", 1));
+    const uint64_t timeout_ps = a.contains("timeout") ? parse_time_ps(a["timeout"]).value_or(1000000000ULL) : 1000000000ULL;
+    std::vector<work_completion> got = m_world.at(n).host().wait_cq(it->second, count, ps_time(timeout_ps));
+    for (const auto& wc : got) r.completions.push_back(completion_json(wc));
+    if (!got.empty()) r.fields = r.completions.back();
+    r.fields["count"] = got.size();
+    if (static_cast<int>(got.size()) < count) {
+        r.outcome = "timeout";
+        r.err = ETIMEDOUT;
+        return;
+    }
+    for (const auto& wc : got)
+        if (wc.status != wc_status::success) r.outcome = "status";
+}
+
+void program_runner::check(const step_spec& s, const json& expect, step_result& r) {
+    json e = expect.is_object() ? expect : json::object();
+    auto fail = [&](const std::string& why) {
+        r.met = false;
+        r.problems.push_back(why);
+    };
+    const bool wants_error = e.contains("error");
+    if (wants_error) {
+        if (!r.err)
+            fail("expected error " + e["error"].dump() + ", the step succeeded");
+        else if (!matches(errno_name(r.err), e["error"]))
+            fail("expected error " + e["error"].dump() + ", got " + errno_name(r.err));
+    } else if (r.err && !(s.op == "poll_cq" && r.err == ETIMEDOUT && e.contains("count"))) {
+        const bool ok_expected = !e.contains("ok") || e["ok"] == true;
+        if (ok_expected) fail("failed with " + errno_name(r.err) + (r.problems.empty() ? "" : ""));
+    } else if (e.contains("ok") && e["ok"] == false && !r.err) {
+        fail("expected the step to fail, it succeeded");
+    }
+    if (s.op == "poll_cq") {
+        if (!e.contains("status")) e["status"] = "SUCCESS";
+        for (const auto& c : r.completions)
+            for (auto it = e.begin(); it != e.end(); ++it) {
+                if (it.key() == "ok" || it.key() == "error" || it.key() == "count") continue;
+                if (!c.contains(it.key())) {
+                    fail("completion has no field \"" + it.key() + "\" (expected " + it.value().dump() + ")");
+                } else if (!matches(c[it.key()], it.value())) {
+                    fail("completion wr_id " + c["wr_id"].dump() + ": " + it.key() + " is " + c[it.key()].dump() +
+                         ", expected " + it.value().dump());
+                }
+            }
+        if (e.contains("count") && !matches(r.fields["count"], e["count"]))
+            fail("got " + r.fields["count"].dump() + " completions, expected " + e["count"].dump());
+        return;
+    }
+    if (s.op == "check_mem") {
+        const json want = e.contains("match") ? e["match"] : json(true);
+        if (!r.err && !matches(r.fields.value("match", json(false)), want)) {
+            std::string why = want == true ? "memory differs" : "memory matches, expected a difference";
+            if (r.fields.contains("first_difference"))
+                why += " at offset " + r.fields["first_difference"].dump() + ": expected " +
+                       r.fields["expected_bytes"].get<std::string>() + ", found " + r.fields["actual_bytes"].get<std::string>();
+            fail(why);
+        }
+    }
+    for (auto it = e.begin(); it != e.end(); ++it) {
+        const std::string& k = it.key();
+        if (k == "ok" || k == "error" || k == "match") continue;
+        if (!r.fields.contains(k))
+            fail("the step returned no field \"" + k + "\"");
+        else if (!matches(r.fields[k], it.value()))
+            fail(k + " is " + r.fields[k].dump() + ", expected " + it.value().dump());
+    }
+}
+
+}  // namespace hcasim

@@ -1,0 +1,144 @@
+#include "engine/report.h"
+
+#include <cstdio>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+
+#include "engine/values.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+std::optional<json> stat_at(const json& stats, const std::string& path) {
+    const json* node = &stats;
+    size_t start = 0;
+    while (start <= path.size()) {
+        size_t dot = path.find('.', start);
+        std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        if (node->is_object()) {
+            auto it = node->find(part);
+            if (it == node->end()) return std::nullopt;
+            node = &*it;
+        } else if (node->is_array()) {
+            auto idx = parse_u64(json(part));
+            if (!idx || *idx >= node->size()) return std::nullopt;
+            node = &(*node)[*idx];
+        } else {
+            return std::nullopt;
+        }
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    return *node;
+}
+
+bool check_stat_expectation(const json& stats, const json& e, std::string& problem) {
+    const std::string path = e.value("stat", "");
+    auto v = stat_at(stats, path);
+    if (!v) {
+        problem = "stat " + path + " does not exist";
+        return false;
+    }
+    auto number = [](const json& j) -> std::optional<double> {
+        if (j.is_number()) return j.get<double>();
+        if (j.is_boolean()) return j.get<bool>() ? 1.0 : 0.0;
+        if (auto u = to_u64(j)) return static_cast<double>(*u);
+        return std::nullopt;
+    };
+    if (e.contains("eq") && !matches(*v, e["eq"])) {
+        problem = "stat " + path + " is " + v->dump() + ", expected " + e["eq"].dump();
+        return false;
+    }
+    for (const char* bound : {"min", "max"}) {
+        if (!e.contains(bound)) continue;
+        auto have = number(*v), want = number(e[bound]);
+        if (!have || !want) {
+            problem = "stat " + path + " is " + v->dump() + ", not comparable with " + bound + " " + e[bound].dump();
+            return false;
+        }
+        bool ok = std::string(bound) == "min" ? *have >= *want : *have <= *want;
+        if (!ok) {
+            problem = "stat " + path + " is " + v->dump() + ", expected " + bound + " " + e[bound].dump();
+            return false;
+        }
+    }
+    return true;
+}
+
+json collect_unit_stats() {
+    json all = stats_registry::instance().to_json();
+    json out = json::object();
+    out["nodes"] = json::object();
+    out["fabric"] = json::object();
+    for (auto it = all.begin(); it != all.end(); ++it) {
+        if (it.key() == "fabric")
+            out["fabric"] = it.value();
+        else
+            out["nodes"][it.key()] = it.value();
+    }
+    return out;
+}
+
+namespace {
+std::string fixed(double v, int digits) {
+    std::ostringstream os;
+    os << std::fixed << std::setprecision(digits) << v;
+    return os.str();
+}
+const char* k_rule = "---------------------------------------------------------------------------------------\n";
+}  // namespace
+
+void print_summary(const json& stats, std::ostream& os) {
+    for (const auto& w : stats.value("workloads", json::array())) {
+        os << k_rule;
+        os << " " << w.value("type", "") << "   " << w.value("description", "") << "\n";
+        if (w.contains("error")) os << " error: " << w["error"].get<std::string>() << "\n";
+        const bool lat = w.value("type", "").find("_lat") != std::string::npos;
+        std::vector<json> rows = w.contains("sizes") ? std::vector<json>(w["sizes"].begin(), w["sizes"].end())
+                                                     : std::vector<json>{w};
+        if (lat) {
+            os << " #bytes     #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    99% percentile[usec]   99.9% percentile[usec]\n";
+            for (const auto& r : rows) {
+                const json l = r.value("lat_ns", json::object());
+                auto us = [&](const char* k) { return fixed(l.value(k, 0.0) / 1000.0, 2); };
+                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15) << r.value("iters", 0)
+                   << std::setw(15) << us("min") << std::setw(13) << us("max") << std::setw(17) << us("p50")
+                   << std::setw(15) << us("avg") << std::setw(23) << us("p99") << us("p999") << "\n";
+            }
+        } else {
+            os << " #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
+            for (const auto& r : rows)
+                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15) << r.value("iters", 0)
+                   << std::setw(21) << fixed(r.value("gbps", 0.0), 2) << fixed(r.value("mops", 0.0), 6) << "\n";
+        }
+    }
+    if (!stats.value("workloads", json::array()).empty()) os << k_rule;
+    os << "simulated " << fixed(stats.value("sim_time_ns", 0.0) / 1000.0, 3) << " us in " << fixed(stats.value("wall_time_s", 0.0), 3)
+       << " s wall, " << stats.value("events", 0) << " kernel events\n";
+    for (auto it = stats["nodes"].begin(); it != stats["nodes"].end(); ++it) {
+        const json& n = it.value();
+        auto get = [&](const std::string& path) {
+            auto v = stat_at(n, path);
+            return v ? *v : json(nullptr);
+        };
+        os << "node " << it.key() << ": doorbells " << get("hca.doorbell.count").dump() << ", WQEs "
+           << get("hca.wqe_fetcher.wqes").dump() << ", QPC hit rate " << fixed(get("hca.qpc_cache.hit_rate").is_number() ? get("hca.qpc_cache.hit_rate").get<double>() : 0.0, 3)
+           << ", TPT lookups " << get("hca.tpt.lookups").dump() << " (protection errors " << get("hca.tpt.protection_errors").dump()
+           << "), DMA read/write " << get("hca.dma.read_bytes").dump() << "/" << get("hca.dma.write_bytes").dump()
+           << " B, PCIe up/down util " << fixed(get("hca.pcie.up_utilization").is_number() ? get("hca.pcie.up_utilization").get<double>() : 0.0, 3) << "/"
+           << fixed(get("hca.pcie.down_utilization").is_number() ? get("hca.pcie.down_utilization").get<double>() : 0.0, 3)
+           << ", pinned pages " << get("host.pinned_pages").dump() << "\n";
+    }
+    for (const auto& step : stats.value("program", json::array()))
+        if (!step.value("expectation_met", true)) {
+            os << "step " << step["index"].dump() << " (" << step["op"].get<std::string>() << " on " << step["node"].get<std::string>()
+               << "): expectation not met";
+            for (const auto& p : step.value("problems", json::array())) os << "; " << p.get<std::string>();
+            os << "\n";
+        }
+    for (const auto& e : stats.value("expect", json::array()))
+        if (!e.value("ok", true)) os << "expect: " << e.value("problem", "") << "\n";
+}
+
+}  // namespace hcasim

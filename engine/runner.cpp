@@ -1,0 +1,154 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "engine/runner.h"
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <system_error>
+
+#include <systemc>
+
+#include "engine/program.h"
+#include "engine/report.h"
+#include "engine/workloads.h"
+#include "engine/world.h"
+#include "sim/kernel.h"
+#include "sim/version.h"
+
+namespace hcasim {
+
+namespace {
+
+// The one simulated thread that plays the scenario: program steps in order, then the workloads,
+// each in its own thread, then stops the simulation.
+class scenario_player : public sc_core::sc_module {
+public:
+    SC_HAS_PROCESS(scenario_player);
+    scenario_player(sc_core::sc_module_name name, world& w, const scenario& s, std::function<json()> stats_now)
+        : sc_core::sc_module(name), m_world(w), m_spec(s), m_program(w, std::move(stats_now)) {
+        SC_THREAD(play);
+        for (const workload_spec& ws : s.workloads) {
+            m_workload_results.push_back(json::object());
+            sc_core::sc_spawn_options opts;
+            opts.dont_initialize();
+            opts.set_sensitivity(&m_program_done);
+            size_t i = m_workload_results.size() - 1;
+            sc_core::sc_spawn([this, &ws, i] { run_one(ws, i); }, sc_core::sc_gen_unique_name("workload"), &opts);
+        }
+    }
+
+    const program_runner& program() const { return m_program; }
+    const std::vector<json>& workloads() const { return m_workload_results; }
+    bool finished() const { return m_finished; }
+
+private:
+    void play() {
+        m_program.run(m_spec.program);
+        m_pending = m_spec.workloads.size();
+        if (m_pending == 0) return finish();
+        m_program_done.notify(sc_core::SC_ZERO_TIME);
+    }
+    void run_one(const workload_spec& ws, size_t i) {
+        m_workload_results[i] = run_workload(m_world, ws, m_spec.seed + i);
+        if (--m_pending == 0) finish();
+    }
+    void finish() {
+        m_finished = true;
+        sc_core::sc_stop();
+    }
+
+    world& m_world;
+    const scenario& m_spec;
+    program_runner m_program;
+    sc_core::sc_event m_program_done;
+    std::vector<json> m_workload_results;
+    size_t m_pending = 0;
+    bool m_finished = false;
+};
+
+}  // namespace
+
+int run_scenario(const scenario& s, const run_options& opts) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+    world w(s);
+    auto snapshot = [&s] {
+        json j = json::object();
+        j["sim_time_ns"] = sc_core::sc_time_stamp().to_seconds() * 1e9;
+        j["seed"] = s.seed;
+        json units = collect_unit_stats();
+        j["nodes"] = units["nodes"];
+        j["fabric"] = units["fabric"];
+        return j;
+    };
+    scenario_player player("scenario", w, s, snapshot);
+    if (s.stop_ps)
+        sc_core::sc_start(ps_time(*s.stop_ps));
+    else
+        sc_core::sc_start();
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+
+    json stats = json::object();
+    stats["hcasim_version"] = HCASIM_VERSION;
+    stats["scenario"] = s.name;
+    stats["sim_time_ns"] = sc_core::sc_time_stamp().to_seconds() * 1e9;
+    stats["wall_time_s"] = wall;
+    stats["events"] = kernel_events();
+    stats["seed"] = s.seed;
+    stats["completed"] = player.finished();
+    stats["config"] = s.resolved_config();
+    json program = json::array();
+    for (const auto& r : player.program().results()) program.push_back(r.to_json());
+    stats["program"] = program;
+    stats["workloads"] = player.workloads();
+    json units = collect_unit_stats();
+    stats["nodes"] = units["nodes"];
+    stats["fabric"] = units["fabric"];
+
+    bool ok = player.program().all_met() && player.finished();
+    for (const auto& wl : player.workloads())
+        if (wl.contains("error") || wl.value("data_check", "ok") != "ok") ok = false;
+    json expects = json::array();
+    for (const expectation& e : s.expect) {
+        json spec = json::object();
+        spec["stat"] = e.stat;
+        if (!e.min.is_null()) spec["min"] = e.min;
+        if (!e.max.is_null()) spec["max"] = e.max;
+        if (!e.eq.is_null()) spec["eq"] = e.eq;
+        std::string problem;
+        const bool held = check_stat_expectation(stats, spec, problem);
+        ok = ok && held;
+        json row = spec;
+        auto v = stat_at(stats, e.stat);
+        row["value"] = v ? *v : json(nullptr);
+        row["ok"] = held;
+        if (!held) row["problem"] = problem;
+        expects.push_back(row);
+    }
+    stats["expect"] = expects;
+    stats["ok"] = ok;
+
+    const std::string dir = opts.out_dir.empty() ? "out/" + s.name : opts.out_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    std::ofstream f(dir + "/stats.json");
+    if (!f) {
+        std::cerr << "hcasim: cannot write " << dir << "/stats.json\n";
+        return 3;
+    }
+    f << stats.dump(2) << "\n";
+    if (!opts.quiet) {
+        print_summary(stats, std::cout);
+        std::cout << "stats: " << dir << "/stats.json\n";
+    }
+    if (!ok) {
+        if (opts.quiet) print_summary(stats, std::cerr);
+        if (!player.finished())
+            std::cerr << s.file << ": the scenario did not finish before " << (s.stop_ps ? "its stop time" : "the simulation ran out of events") << "\n";
+    }
+    return ok ? 0 : 1;
+}
+
+}  // namespace hcasim

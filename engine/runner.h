@@ -1,0 +1,21 @@
+// Runs a loaded scenario: builds the nodes and links, executes the program steps in order in
+// one simulated thread, then starts the workloads, and writes stats.json and the summary.
+#pragma once
+
+#include <string>
+
+#include "engine/scenario.h"
+
+namespace hcasim {
+
+struct run_options {
+    std::string out_dir;  // default: out/<scenario name>
+    bool vcd = false;
+    bool trace = false;
+    bool quiet = false;
+};
+
+// Returns the exit code: 0 every expectation held, 1 one failed, 3 internal error.
+int run_scenario(const scenario& s, const run_options& opts);
+
+}  // namespace hcasim

@@ -1,0 +1,472 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
+#include "engine/workloads.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <memory>
+
+#include "sim/stats.h"
+#include "sim/units.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+namespace {
+
+const sc_core::sc_time k_stall = sc_core::sc_time(100, sc_core::SC_MS);  // no progress for this long = stalled
+
+uint64_t arg_u64(const json& a, const char* key, uint64_t dflt) {
+    if (!a.contains(key)) return dflt;
+    auto v = to_u64(a[key]);
+    return v ? *v : dflt;
+}
+
+struct workload_error {
+    std::string what;
+};
+
+void require(int err, const std::string& what) {
+    if (err) throw workload_error{what + " failed with " + errno_name(err)};
+}
+
+// One end of a perftest connection.
+struct side {
+    std::string node;
+    host* h = nullptr;
+    uint32_t pid = 0;
+    uint32_t pd = 0;
+    uint64_t va = 0;
+    uint64_t length = 0;
+    mr_info mr;
+    uint32_t cq = 0;
+    std::vector<qp_info> qps;
+};
+
+struct params {
+    std::string type;
+    uint64_t size = 0, iters = 0, qps = 1, tx_depth = 128, mr_size = 0, page_size = 4096;
+    bool random = false;
+    uint64_t slot_bytes = 0;  // per-QP share of the buffer
+};
+
+void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s) {
+    s.node = node;
+    s.h = &w.at(node).host();
+    s.pid = s.h->process_id(process);
+    require(s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
+    s.length = p.slot_bytes * p.qps;
+    const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
+    require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va), node + ": mmap of " + format_size(s.length));
+    require(s.h->write_mem(s.pid, s.va, pattern_bytes(fill_seed, s.length)), node + ": filling the buffer");
+    mr_attr attr;
+    attr.pd = s.pd;
+    attr.va = s.va;
+    attr.length = s.length;
+    attr.access = access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
+    require(s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
+    const uint32_t depth = static_cast<uint32_t>(std::max<uint64_t>(p.tx_depth * p.qps, 64));
+    require(s.h->create_cq(s.pid, std::min<uint32_t>(depth * 2, 65536), s.cq), node + ": create_cq");
+    for (uint64_t q = 0; q < p.qps; ++q) {
+        qp_attr qa;
+        qa.pd = s.pd;
+        qa.type = qp_type::rc;
+        qa.send_cqn = s.cq;
+        qa.recv_cqn = s.cq;
+        qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
+        qa.rq_depth = static_cast<uint32_t>(p.tx_depth);
+        qa.access = access::remote_write | access::remote_read | access::remote_atomic;
+        qp_info info;
+        require(s.h->create_qp(s.pid, qa, info), node + ": create_qp");
+        s.qps.push_back(info);
+    }
+}
+
+void connect(side& a, side& b) {
+    for (size_t q = 0; q < a.qps.size(); ++q)
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts}) {
+            require(a.h->modify_qp(a.qps[q].qpn, st, b.qps[q].qpn, b.h->lid()), a.node + ": modify_qp");
+            require(b.h->modify_qp(b.qps[q].qpn, st, a.qps[q].qpn, a.h->lid()), b.node + ": modify_qp");
+        }
+}
+
+uint64_t now_ps() { return to_ps(sc_core::sc_time_stamp()); }
+
+struct splitmix {
+    uint64_t x;
+    uint64_t next() {
+        uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+        return z ^ (z >> 31);
+    }
+};
+
+bool is_atomic(const std::string& t) { return t.rfind("ib_atomic", 0) == 0; }
+bool is_read(const std::string& t) { return t.rfind("ib_read", 0) == 0; }
+bool is_send(const std::string& t) { return t.rfind("ib_send", 0) == 0; }
+
+send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset, uint64_t wr_id, bool signaled) {
+    send_wr wr;
+    wr.wr_id = wr_id;
+    wr.signaled = signaled;
+    const uint64_t base = q * p.slot_bytes + offset;
+    if (is_atomic(p.type)) {
+        wr.opcode = wqe_opcode::atomic_fetch_add;
+        wr.compare_add = 1;
+    } else if (is_read(p.type)) {
+        wr.opcode = wqe_opcode::rdma_read;
+    } else if (is_send(p.type)) {
+        wr.opcode = wqe_opcode::send;
+    } else {
+        wr.opcode = wqe_opcode::rdma_write;
+    }
+    wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey, local.mr.iova + base});
+    wr.remote_addr = remote.mr.iova + base;
+    wr.rkey = remote.mr.rkey;
+    return wr;
+}
+
+void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
+    const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
+    recv_wr r;
+    r.wr_id = (q << 40) | seq;
+    r.sges.push_back(sge{static_cast<uint32_t>(p.size), s.mr.lkey, s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
+    require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
+}
+
+// Waits for at least one completion, then takes what else is there.
+std::vector<work_completion> reap(side& s, int max) {
+    std::vector<work_completion> wcs = s.h->wait_cq(s.cq, 1, k_stall);
+    if (wcs.empty()) throw workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() + " (stalled)"};
+    std::vector<work_completion> more;
+    s.h->poll_cq(s.cq, max, more);
+    wcs.insert(wcs.end(), more.begin(), more.end());
+    for (const auto& wc : wcs)
+        if (wc.status != wc_status::success)
+            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) + " with status " + to_string(wc.status)};
+    return wcs;
+}
+
+// Bytes of the last message each QP moved are the same on both ends (functional check).
+bool data_landed(const params& p, side& client, side& server, const std::vector<uint64_t>& last_offset) {
+    for (uint64_t q = 0; q < p.qps; ++q) {
+        std::vector<uint8_t> a, b;
+        const uint64_t off = q * p.slot_bytes + last_offset[q];
+        const uint64_t len = is_atomic(p.type) ? 0 : p.size;
+        if (client.h->read_mem(client.pid, client.va + off, len, a) || server.h->read_mem(server.pid, server.va + off, len, b)) return false;
+        if (a != b) return false;
+    }
+    return true;
+}
+
+json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
+    const uint64_t cq_mod = std::min<uint64_t>(100, p.tx_depth);
+    const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
+    splitmix rng{seed};
+    std::vector<uint64_t> posted(p.qps, 0), completed(p.qps, 0), last_offset(p.qps, 0);
+    std::vector<std::vector<uint64_t>> post_time(p.qps);
+    const bool send = is_send(p.type);
+    bool server_done = !send;
+    sc_core::sc_event server_finished;
+    if (send) {
+        // The server keeps receive WQEs posted and reposts one per completion, as ib_send_bw does.
+        sc_core::sc_spawn([&] {
+            std::vector<uint64_t> recvd(p.qps, 0), reposted(p.qps, 0);
+            for (uint64_t q = 0; q < p.qps; ++q)
+                for (; reposted[q] < std::min(p.tx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
+            uint64_t total = 0;
+            while (total < p.iters * p.qps) {
+                for (const auto& wc : reap(server, 64)) {
+                    const uint64_t q = wc.wr_id >> 40;
+                    ++recvd[q];
+                    ++total;
+                    if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
+                }
+            }
+            server_done = true;
+            server_finished.notify();
+        });
+    }
+    const uint64_t start = now_ps();
+    uint64_t done_total = 0;
+    while (done_total < p.iters * p.qps) {
+        for (uint64_t q = 0; q < p.qps; ++q) {
+            while (posted[q] < p.iters && posted[q] - completed[q] < p.tx_depth) {
+                const uint64_t seq = posted[q];
+                const uint64_t slot = p.random ? rng.next() % slots : seq % slots;
+                const bool signaled = (seq + 1) % cq_mod == 0 || seq + 1 == p.iters;
+                last_offset[q] = slot * p.size;
+                if (signaled) post_time[q].push_back(now_ps());
+                require(client.h->post_send(client.qps[q].qpn, make_wr(p, client, server, q, slot * p.size, (q << 40) | seq, signaled)),
+                        client.node + ": post_send");
+                ++posted[q];
+            }
+        }
+        for (const auto& wc : reap(client, 64)) {
+            const uint64_t q = wc.wr_id >> 40;
+            const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
+            const uint64_t before = completed[q];
+            completed[q] = seq + 1;
+            done_total += completed[q] - before;
+            const size_t k = seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
+            lat.add(now_ps() - post_time[q][k]);
+        }
+    }
+    const uint64_t end = now_ps();
+    if (!server_done) sc_core::wait(server_finished);
+    const double seconds = static_cast<double>(end - start) * 1e-12;
+    const double ops = static_cast<double>(p.iters * p.qps);
+    const uint64_t bytes = (is_atomic(p.type) ? 8 : p.size) * p.iters * p.qps;
+    json r = json::object();
+    r["size"] = p.size;
+    r["iters"] = p.iters;
+    r["bytes"] = bytes;
+    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? ops / seconds / 1e6 : 0.0;
+    r["lat_ns"] = lat.to_json_ns();
+    r["lat_ns"]["what"] = "post to completion of signaled WQEs";
+    r["data_check"] = data_landed(p, client, server, last_offset) ? "ok" : "mismatch";
+    return r;
+}
+
+// Waits until the last byte of [va, va+len) of `s` equals `value` (a process polling its memory).
+void wait_for_byte(side& s, uint64_t va, uint8_t value) {
+    while (true) {
+        std::vector<uint8_t> b;
+        require(s.h->read_mem(s.pid, va, 1, b), s.node + ": polling the buffer");
+        if (b[0] == value) return;
+        sc_core::sc_event landed;
+        bool fired = false;
+        s.h->watch(s.pid, va, 1, [&] {
+            fired = true;
+            landed.notify();
+        });
+        ++kernel_events();
+        sc_core::wait(k_stall, landed);
+        if (!fired) throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
+    }
+}
+
+json run_lat(const params& p, side& client, side& server, histogram& lat) {
+    // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes into.
+    const uint64_t n = p.size;
+    const bool pingpong = !is_read(p.type) && !is_atomic(p.type);
+    const bool send = is_send(p.type);
+    auto wr_to = [&](side& from, side& to, uint64_t wr_id) {
+        send_wr wr;
+        wr.wr_id = wr_id;
+        wr.opcode = is_atomic(p.type) ? wqe_opcode::atomic_fetch_add
+                    : is_read(p.type) ? wqe_opcode::rdma_read
+                    : send            ? wqe_opcode::send
+                                      : wqe_opcode::rdma_write;
+        wr.compare_add = 1;
+        const uint64_t len = is_atomic(p.type) ? 8 : n;
+        if (is_read(p.type) || is_atomic(p.type))
+            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova + n});  // response lands in the receive half
+        else
+            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova});
+        wr.remote_addr = to.mr.iova + (pingpong ? n : 0);
+        wr.rkey = to.mr.rkey;
+        return wr;
+    };
+    auto recv_into = [&](side& s, uint64_t id) {
+        recv_wr r;
+        r.wr_id = id;
+        r.sges.push_back(sge{static_cast<uint32_t>(n), s.mr.lkey, s.mr.iova + n});
+        require(s.h->post_recv(s.qps[0].qpn, r), s.node + ": post_recv");
+    };
+    if (send) {
+        recv_into(server, 0);
+        recv_into(client, 0);
+    }
+    const uint64_t start = now_ps();
+    for (uint64_t i = 0; i < p.iters; ++i) {
+        const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
+        const uint64_t t0 = now_ps();
+        if (pingpong) {
+            require(client.h->write_mem(client.pid, client.va + n - 1, {tag}), "tagging the client buffer");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node + ": post_send");
+            if (send) {
+                reap(server, 1);  // the receive
+                recv_into(server, i + 1);
+            } else {
+                wait_for_byte(server, server.va + 2 * n - 1, tag);
+            }
+            require(server.h->write_mem(server.pid, server.va + n - 1, {tag}), "tagging the server buffer");
+            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)), server.node + ": post_send");
+            if (send) {
+                // The client's send completion and the reply's receive.
+                int got = 0;
+                while (got < 2) got += static_cast<int>(reap(client, 2).size());
+                recv_into(client, i + 1);
+                reap(server, 1);  // the server's send completion
+            } else {
+                wait_for_byte(client, client.va + 2 * n - 1, tag);
+                reap(client, 4);
+                reap(server, 4);
+            }
+            lat.add((now_ps() - t0) / 2);
+        } else {
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node + ": post_send");
+            reap(client, 1);
+            lat.add(now_ps() - t0);
+        }
+    }
+    const uint64_t end = now_ps();
+    const double seconds = static_cast<double>(end - start) * 1e-12;
+    const uint64_t per = is_atomic(p.type) ? 8 : n;
+    json r = json::object();
+    r["size"] = per;
+    r["iters"] = p.iters;
+    r["bytes"] = per * p.iters;
+    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(per * p.iters) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? static_cast<double>(p.iters) / seconds / 1e6 : 0.0;
+    r["lat_ns"] = lat.to_json_ns();
+    r["lat_ns"]["what"] = pingpong ? "half round trip (perftest)" : "post to completion (perftest)";
+    // Functional check: the last message's bytes are where the keys say.
+    std::vector<uint8_t> a, b;
+    bool ok = true;
+    if (is_atomic(p.type)) {
+        ok = !server.h->read_mem(server.pid, server.va, 8, b);
+        std::vector<uint8_t> orig = pattern_bytes(1, 8);
+        uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
+        ok = ok && after == before + p.iters;
+    } else if (is_read(p.type)) {
+        ok = !client.h->read_mem(client.pid, client.va + n, n, a) && !server.h->read_mem(server.pid, server.va, n, b) && a == b;
+    } else {
+        ok = !client.h->read_mem(client.pid, client.va, n, a) && !server.h->read_mem(server.pid, server.va + n, n, b) && a == b;
+    }
+    r["data_check"] = ok ? "ok" : "mismatch";
+    return r;
+}
+
+json run_dma(world& w, const workload_spec& spec) {
+    const json& a = spec.args;
+    const std::string node_name = a.value("node", "a");
+    node& nd = w.at(node_name);
+    host& h = nd.host();
+    const uint64_t size = arg_u64(a, "size", 65536), count = arg_u64(a, "count", 100);
+    const bool write = a.value("op", "read") == "write";
+    const uint32_t pid = h.process_id("dma_workload");
+    uint64_t va = 0;
+    require(h.mmap(pid, size, std::nullopt, 0, {}, va), node_name + ": mmap");
+    require(h.write_mem(pid, va, pattern_bytes(7, size)), node_name + ": filling the buffer");
+    std::vector<dma_segment> segments;
+    for (uint64_t off = 0; off < size;) {
+        const uint64_t in_page = std::min<uint64_t>(size - off, 4096 - (va + off) % 4096);
+        const uint64_t pa = h.pagemap(pid, va + off).pfn * 4096 + (va + off) % 4096;
+        if (!segments.empty() && segments.back().addr + segments.back().length == pa)
+            segments.back().length += in_page;
+        else
+            segments.push_back({pa, in_page});
+        off += in_page;
+    }
+    uint64_t remaining = count;
+    bool all_ok = true;
+    sc_core::sc_event finished;
+    const uint64_t start = now_ps();
+    uint64_t end = start;
+    std::vector<uint8_t> last_read;
+    for (uint64_t i = 0; i < count; ++i) {
+        auto op = std::make_shared<dma_op>();
+        op->dir = write ? dma_op::direction::write : dma_op::direction::read;
+        op->segments = segments;
+        if (write) op->data = pattern_bytes(7, size);
+        op->done = [&](dma_op& d) {
+            all_ok = all_ok && d.ok;
+            end = now_ps();
+            if (!write) last_read = d.data;
+            if (--remaining == 0) finished.notify();
+        };
+        nd.hca().dma().submit(op);
+    }
+    ++kernel_events();
+    sc_core::wait(finished);
+    std::vector<uint8_t> now;
+    require(h.read_mem(pid, va, size, now), node_name + ": reading the buffer back");
+    const double seconds = static_cast<double>(end - start) * 1e-12;
+    json r = json::object();
+    r["size"] = size;
+    r["iters"] = count;
+    r["bytes"] = size * count;
+    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(size * count) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0.0;
+    r["lat_ns"] = json{{"what", "not measured for dma: transfers are issued back to back"}};
+    r["data_check"] = all_ok && now == pattern_bytes(7, size) && (write || last_read == now) ? "ok" : "mismatch";
+    return r;
+}
+
+}  // namespace
+
+json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
+    json out = json::object();
+    out["type"] = spec.type;
+    const uint64_t events_before = kernel_events();
+    try {
+        if (spec.type == "dma") {
+            const json& a = spec.args;
+            out["description"] = "DMA " + a.value("op", std::string("read")) + " on node " + a.value("node", std::string("a"));
+            json r = run_dma(w, spec);
+            for (auto it = r.begin(); it != r.end(); ++it) out[it.key()] = it.value();
+        } else {
+            const json& a = spec.args;
+            params p;
+            p.type = spec.type;
+            const bool lat = spec.type.find("_lat") != std::string::npos;
+            p.iters = arg_u64(a, "iters", 1000);
+            p.qps = lat ? 1 : std::max<uint64_t>(1, arg_u64(a, "qps", 1));
+            p.tx_depth = std::max<uint64_t>(1, arg_u64(a, "tx_depth", lat ? 1 : 128));
+            p.page_size = arg_u64(a, "page_size", 4096);
+            // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
+            p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+            std::vector<uint64_t> sizes;
+            if (a.value("all_sizes", false)) {
+                for (uint64_t s = 2; s <= (1ULL << 23); s <<= 1) sizes.push_back(s);
+            } else {
+                sizes.push_back(arg_u64(a, "size", lat ? 2 : 65536));
+            }
+            if (is_atomic(p.type)) sizes = {8};
+            const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
+            const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+            p.size = largest;
+            p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
+            p.slot_bytes = lat ? 2 * largest : p.mr_size;
+            if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
+            out["description"] = cn + " -> " + sn + ", RC, " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
+                                 ", tx_depth " + std::to_string(p.tx_depth) + (p.random ? ", random offsets" : "");
+            const std::string process = "perftest" + std::to_string(spec.index);
+            side client, server;
+            setup(w, cn, process, p, seed * 2 + 1, client);
+            setup(w, sn, process, p, 1, server);
+            connect(client, server);
+            json rows = json::array();
+            for (uint64_t size : sizes) {
+                params ps = p;
+                ps.size = size;
+                histogram lat_hist;
+                rows.push_back(lat ? run_lat(ps, client, server, lat_hist) : run_bw(ps, client, server, seed + size, lat_hist));
+            }
+            out["client"] = cn;
+            out["server"] = sn;
+            out["qps"] = p.qps;
+            for (auto it = rows.back().begin(); it != rows.back().end(); ++it) out[it.key()] = it.value();
+            if (rows.size() > 1) out["sizes"] = rows;
+            bool ok = true;
+            for (const auto& r : rows) ok = ok && r["data_check"] == "ok";
+            out["data_check"] = ok ? "ok" : "mismatch";
+        }
+    } catch (const workload_error& e) {
+        out["error"] = e.what;
+    }
+    const uint64_t events = kernel_events() - events_before;
+    out["events"] = events;
+    const uint64_t ops = out.value("iters", uint64_t{0}) * out.value("qps", uint64_t{1});
+    out["events_per_op"] = ops ? static_cast<double>(events) / static_cast<double>(ops) : 0.0;
+    return out;
+}
+
+}  // namespace hcasim
