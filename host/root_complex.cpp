@@ -40,14 +40,34 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         m_read_bytes += len;
         if (reaches_free_frame(addr, len)) ++m_stale_dma;
         m_mem.read(addr, gp.get_data_ptr(), len);
+        const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+        for (const auto& [key, w] : m_pending) {
+            if (key.first > arrival) break;
+            const uint64_t lo = std::max(addr, w.addr);
+            const uint64_t hi = std::min(addr + len, w.addr + w.data.size());
+            if (lo < hi)
+                std::copy(w.data.begin() + (lo - w.addr), w.data.begin() + (hi - w.addr),
+                          gp.get_data_ptr() + (lo - addr));
+        }
         delay += m_mem_latency;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else if (gp.is_write()) {
         ++m_writes;
         m_write_bytes += len;
         if (reaches_free_frame(addr, len)) ++m_stale_dma;
-        m_mem.write(addr, gp.get_data_ptr(), len);
-        notify_write(addr, len, sc_core::sc_time_stamp() + delay);
+        if (delay == sc_core::SC_ZERO_TIME) {
+            land(addr, gp.get_data_ptr(), len);
+        } else {
+            const pending_key key{sc_core::sc_time_stamp() + delay, m_pending_seq++};
+            const uint8_t* p = gp.get_data_ptr();
+            m_pending[key] = pending_write{addr, std::vector<uint8_t>(p, p + len)};
+            m_notify.at(key.first, [this, key] {
+                auto it = m_pending.find(key);
+                pending_write w = std::move(it->second);
+                m_pending.erase(it);
+                land(w.addr, w.data.data(), w.data.size());
+            });
+        }
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else {
         gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
@@ -95,7 +115,12 @@ void root_complex::unwatch(watch_id id) {
     m_watchers.erase(it);
 }
 
-void root_complex::notify_write(uint64_t addr, uint64_t len, const sc_core::sc_time& visible) {
+void root_complex::land(uint64_t addr, const uint8_t* data, uint64_t len) {
+    m_mem.write(addr, data, len);
+    notify_write(addr, len);
+}
+
+void root_complex::notify_write(uint64_t addr, uint64_t len) {
     if (m_by_frame.empty() || len == 0) return;
     std::vector<watch_id> fired;
     for (uint64_t f = addr / phys_mem::frame_bytes; f <= (addr + len - 1) / phys_mem::frame_bytes;
@@ -115,7 +140,7 @@ void root_complex::notify_write(uint64_t addr, uint64_t len, const sc_core::sc_t
         std::function<void()> fn = std::move(m_watchers.at(id).fn);
         unwatch(id);
         ++m_wakeups;
-        m_notify.at(visible, std::move(fn));
+        m_notify.at(sc_core::sc_time_stamp(), std::move(fn));
     }
 }
 

@@ -1,7 +1,10 @@
 // The root complex in front of host memory: the target of the HCA's DMA. With the IOMMU disabled
 // a DMA address is a physical address, so a read or write goes straight to physical memory;
 // addresses beyond memory get TLM_ADDRESS_ERROR_RESPONSE. Reads add the DRAM latency
-// (host.cpu.mem_latency) to the annotated delay; writes become visible at now + delay.
+// (host.cpu.mem_latency) to the annotated delay. A write lands in memory when it arrives, at
+// now + delay: until then it waits in a pending list, so a CPU polling memory does not see data
+// still on the link; a DMA read arriving after a pending write sees it (PCIe ordering: reads do
+// not pass posted writes).
 //
 // Watchers are how software notices DMA without polling every cycle: a one-shot watcher covers
 // physical byte ranges, and the first DMA write overlapping them calls its function at the time
@@ -51,13 +54,21 @@ class root_complex : public sc_core::sc_module {
         byte_ranges ranges;
         std::function<void()> fn;
     };
-    void notify_write(uint64_t addr, uint64_t len, const sc_core::sc_time& visible);
+    struct pending_write {
+        uint64_t addr = 0;
+        std::vector<uint8_t> data;
+    };
+    using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // arrival, sequence
+    void land(uint64_t addr, const uint8_t* data, uint64_t len);
+    void notify_write(uint64_t addr, uint64_t len);
     bool reaches_free_frame(uint64_t addr, uint64_t len) const;
 
     callback_queue m_notify;
     phys_mem& m_mem;
     const frame_allocator& m_frames;
     sc_core::sc_time m_mem_latency;
+    std::map<pending_key, pending_write> m_pending;
+    uint64_t m_pending_seq = 0;
     std::map<watch_id, watcher> m_watchers;
     std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
     watch_id m_next_id = 1;

@@ -1,0 +1,466 @@
+// Bench for the host's driver without the HCA: a stub target on mmio_out records BAR stores and
+// answers commands by DMA-writing the completion record through the host's dma_in socket, and
+// reads and writes host memory by DMA the way the HCA would, to check boot, the context tables,
+// the region and translation entries, WQEs in the rings, doorbells, CQE polling and pin counts.
+// One sc_start: every threaded check runs in one SC_THREAD.
+#include <gtest/gtest.h>
+
+#include <tlm_utils/simple_initiator_socket.h>
+#include <tlm_utils/simple_target_socket.h>
+#include <cerrno>
+#include <map>
+#include <systemc>
+#include <tlm>
+#include <vector>
+
+#include "host/driver.h"
+#include "host/host.h"
+#include "sim/stats.h"
+#include "tlm/hca_interface.h"
+
+using namespace hcasim;
+using namespace hcasim::hca_if;
+using sc_core::SC_NS;
+using sc_core::sc_time;
+using sc_core::SC_US;
+
+namespace {
+
+struct command_seen {
+    cmd op;
+    uint32_t token;
+    uint64_t in0, in1;
+};
+
+// What the HCA looks like from the host: BAR0 and a DMA port.
+struct stub_hca : sc_core::sc_module {
+    tlm_utils::simple_target_socket<stub_hca> bar{"bar"};
+    tlm_utils::simple_initiator_socket<stub_hca> dma{"dma"};
+    std::map<uint64_t, uint64_t> regs;
+    std::vector<command_seen> commands;
+    std::vector<doorbell_word> sq_doorbells, rq_doorbells;
+    sc_time command_latency = sc_time(2, SC_US);
+    bool mute = false;  // drop commands (to see the driver time out)
+
+    explicit stub_hca(sc_core::sc_module_name n) : sc_core::sc_module(n) {
+        bar.register_b_transport(this, &stub_hca::store);
+    }
+
+    void store(tlm::tlm_generic_payload& gp, sc_time& delay) {
+        const uint64_t off = gp.get_address();
+        if (!gp.is_write() || gp.get_data_length() != 8 || off % 8) {
+            gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+            return;
+        }
+        const uint64_t v = get<uint64_t>(gp.get_data_ptr());
+        regs[off] = v;
+        doorbell_word db;
+        if (off == reg::sq_doorbell && doorbell_word::decode(v, db)) sq_doorbells.push_back(db);
+        if (off == reg::rq_doorbell && doorbell_word::decode(v, db)) rq_doorbells.push_back(db);
+        if (off == reg::cmd_op && !mute) {
+            command_seen c{static_cast<cmd>(v & 0xff), static_cast<uint32_t>(v >> 16),
+                           regs[reg::cmd_in0], regs[reg::cmd_in1]};
+            commands.push_back(c);
+            uint8_t rec[cmd_record_size] = {};
+            put<uint32_t>(rec, c.token);
+            rec[4] = static_cast<uint8_t>(cmd_status::ok);
+            sc_time d = delay + command_latency;
+            dma_write(regs[reg::cmd_out], rec, sizeof rec, d);
+        }
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    }
+
+    tlm::tlm_response_status dma_write(uint64_t addr, const uint8_t* data, size_t len, sc_time& d) {
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(addr);
+        gp.set_data_ptr(const_cast<uint8_t*>(data));
+        gp.set_data_length(static_cast<unsigned>(len));
+        gp.set_streaming_width(static_cast<unsigned>(len));
+        dma->b_transport(gp, d);
+        return gp.get_response_status();
+    }
+    std::vector<uint8_t> dma_read(uint64_t addr, size_t len) {
+        std::vector<uint8_t> out(len);
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_READ_COMMAND);
+        gp.set_address(addr);
+        gp.set_data_ptr(out.data());
+        gp.set_data_length(static_cast<unsigned>(len));
+        gp.set_streaming_width(static_cast<unsigned>(len));
+        sc_time d = sc_core::SC_ZERO_TIME;
+        dma->b_transport(gp, d);
+        return out;
+    }
+    uint64_t dma_u64(uint64_t addr) { return get<uint64_t>(dma_read(addr, 8).data()); }
+    size_t count(cmd op) const {
+        size_t n = 0;
+        for (const auto& c : commands) n += c.op == op;
+        return n;
+    }
+};
+
+host_config bench_config() {
+    host_config cfg;
+    cfg.memory = 1ULL << 30;
+    cfg.driver.log_qps = 8;
+    cfg.driver.log_cqs = 6;
+    cfg.driver.log_mpts = 10;
+    cfg.driver.log_mtts = 12;
+    cfg.driver.cmd_timeout = time_ps{50'000'000};  // 50 us
+    return cfg;
+}
+
+// The host's stats group ("bench.host"), read directly rather than through the registry's tree.
+json host_stats() {
+    for (const stats_group* g : stats_registry::instance().groups()) {
+        if (g->path() == "bench.host") return g->to_json();
+    }
+    ADD_FAILURE() << "the host registers a stats group named after its module";
+    return json::object();
+}
+
+struct bench : sc_core::sc_module {
+    host h;
+    stub_hca hca;
+    std::vector<std::function<void()>> failures;
+    bool finished = false;
+
+    SC_HAS_PROCESS(bench);
+    explicit bench(sc_core::sc_module_name n)
+        : sc_core::sc_module(n), h("host", bench_config(), 77, 5), hca("hca") {
+        h.mmio_out.bind(hca.bar);
+        hca.dma.bind(h.dma_in);
+        SC_THREAD(run);
+        set_stack_size(1 << 22);  // stats JSON building recurses deeper than the 64 KiB default
+    }
+
+    // Reads the send WQE in slot `slot` of QP `qpn` the way the HCA finds it (seed 001).
+    send_wqe fetch_send_wqe(uint32_t qpn, uint32_t slot) {
+        auto ctx = qp_context::decode(
+            hca.dma_read(hca.regs[reg::qpc_base] + qpn * qp_context::size, qp_context::size)
+                .data());
+        const uint64_t stride = 1ULL << ctx.sq_wqe_shift;
+        const uint64_t off = slot * stride;
+        const uint64_t page_pa = hca.dma_u64(ctx.sq_buf_table + (off >> ctx.page_shift) * 8);
+        auto bytes = hca.dma_read(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), stride);
+        return send_wqe::decode(bytes.data(), stride);
+    }
+    // Writes a CQE to slot `index` of a CQ the way the HCA does, visible after `delay`.
+    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) {
+        auto ctx = cq_context::decode(
+            hca.dma_read(hca.regs[reg::cqc_base] + cqn * cq_context::size, cq_context::size)
+                .data());
+        const uint64_t off = uint64_t{index & ((1u << ctx.log_depth) - 1)} * cqe::size;
+        const uint64_t page_pa = hca.dma_u64(ctx.buf_table + (off >> ctx.page_shift) * 8);
+        c.owner = cqe::owner_for(index, ctx.log_depth);
+        uint8_t bytes[cqe::size];
+        c.encode(bytes);
+        hca.dma_write(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), bytes, sizeof bytes, delay);
+    }
+
+    void run();
+};
+
+bench* g_bench = nullptr;
+
+void bench::run() {
+    const uint32_t pid = h.process_id("p0");
+    const auto& cpu = h.config().cpu;
+
+    // ---- boot: the first verb at t=0 waits for it ----
+    uint32_t pd = 0;
+    EXPECT_EQ(h.alloc_pd(pid, pd), 0) << "a verb at time 0 works";
+    EXPECT_EQ(pd, 1u) << "PD handles start at 1";
+    EXPECT_TRUE(h.booted());
+    EXPECT_EQ(hca.regs[reg::qpc_log_entries], 8u) << "QPC table size written to the BAR";
+    EXPECT_EQ(hca.regs[reg::cqc_log_entries], 6u);
+    EXPECT_EQ(hca.regs[reg::mpt_log_entries], 10u);
+    EXPECT_EQ(hca.regs[reg::mtt_log_entries], 12u);
+    EXPECT_EQ(hca.regs[reg::port_lid], 5u) << "the port's LID is the host's";
+    for (uint64_t r : {reg::qpc_base, reg::cqc_base, reg::mpt_base, reg::mtt_base}) {
+        EXPECT_NE(hca.regs[r], 0u) << "table base " << r << " written";
+        EXPECT_EQ(hca.regs[r] % 4096, 0u) << "tables are page aligned";
+    }
+    const uint64_t mpt_base = hca.regs[reg::mpt_base], mtt_base = hca.regs[reg::mtt_base];
+    const uint64_t kernel_pages = host_stats()["pinned_kernel_pages"].get<uint64_t>();
+    // 256x128 B + 64x64 B + 1024x64 B + 4096x8 B = 8+1+16+8 pages, plus the command record.
+    EXPECT_EQ(kernel_pages, 8u + 1 + 16 + 8 + 1) << "context tables are pinned kernel memory";
+
+    // ---- reg_mr: seed 000's worked example ----
+    uint64_t va = 0;
+    ASSERT_EQ(h.mmap(pid, 0x3000, 0x141000, 0, {0x61, 0x74, 0x8B}, va), 0);
+    mr_attr a;
+    a.pd = pd;
+    a.va = 0x141200;
+    a.length = 10000;
+    a.access = access::local_write | access::remote_read;
+    mr_info mr1;
+    size_t cmds_before = hca.commands.size();
+    ASSERT_EQ(h.reg_mr(pid, a, mr1), 0);
+    EXPECT_EQ(mr1.pages, 3u) << "three translation entries";
+    EXPECT_EQ(key_index(mr1.lkey), mr1.handle) << "lkey = index << 8 | key byte";
+    EXPECT_EQ(mr1.handle, 1u) << "key indices start at 1";
+    EXPECT_EQ(mr1.rkey, mr1.lkey) << "remote read asked: rkey is the key";
+    ASSERT_EQ(hca.commands.size(), cmds_before + 2) << "one MTT and one MPT invalidation";
+    const command_seen inv_mtt = hca.commands[cmds_before];
+    EXPECT_EQ(inv_mtt.op, cmd::invalidate_mtt);
+    EXPECT_EQ(inv_mtt.in1, 3u) << "invalidate_mtt covers the 3 entries";
+    EXPECT_EQ(hca.commands[cmds_before + 1].op, cmd::invalidate_mpt);
+    EXPECT_EQ(hca.commands[cmds_before + 1].in0, mr1.handle);
+    auto e = mpt_entry::decode(
+        hca.dma_read(mpt_base + mr1.handle * mpt_entry::size, mpt_entry::size).data());
+    EXPECT_TRUE(e.valid);
+    EXPECT_EQ(e.key_byte, key_byte(mr1.lkey));
+    EXPECT_EQ(e.start, 0x141200u);
+    EXPECT_EQ(e.length, 10000u);
+    EXPECT_EQ(e.page_base, 0x141000u) << "start rounded down to its page";
+    EXPECT_EQ(e.page_shift, 12u);
+    EXPECT_EQ(e.pd, pd);
+    EXPECT_EQ(e.ptag, pid) << "the owning process is the Ptag (seed 003)";
+    EXPECT_EQ(e.mtt_index, inv_mtt.in0);
+    EXPECT_EQ(e.mtt_count, 3u);
+    const uint64_t expect_pa[] = {0x61000, 0x74000, 0x8B000};
+    for (int i = 0; i < 3; ++i) {
+        uint64_t m = hca.dma_u64(mtt_base + (e.mtt_index + i) * mtt_entry_size);
+        EXPECT_TRUE(mtt_present(m));
+        EXPECT_EQ(mtt_addr(m), expect_pa[i]) << "translation entry " << i << " (seed 000 §1.2.8)";
+    }
+
+    // ---- pin counts: two overlapping registrations ----
+    EXPECT_EQ(h.pagemap(pid, 0x142000).pin_count, 1u);
+    mr_attr b2 = a;
+    b2.va = 0x142000;
+    b2.length = 4096;
+    b2.access = access::local_write;
+    mr_info mr2;
+    ASSERT_EQ(h.reg_mr(pid, b2, mr2), 0);
+    EXPECT_EQ(mr2.rkey, 0u) << "no remote right: no rkey";
+    EXPECT_EQ(h.pagemap(pid, 0x142000).pin_count, 2u) << "pinned once per registration";
+    EXPECT_EQ(host_stats()["pinned_user_pages"].get<uint64_t>(), 3u) << "distinct pages";
+    ASSERT_EQ(h.dereg_mr(mr1.handle), 0);
+    EXPECT_EQ(h.pagemap(pid, 0x142000).pin_count, 1u) << "the other registration still pins";
+    EXPECT_EQ(h.pagemap(pid, 0x141000).pin_count, 0u);
+    EXPECT_FALSE(
+        mpt_entry::decode(hca.dma_read(mpt_base + mr1.handle * mpt_entry::size, 64).data()).valid)
+        << "deregistration clears the region entry";
+    ASSERT_EQ(h.dereg_mr(mr2.handle), 0);
+    EXPECT_EQ(h.pagemap(pid, 0x142000).pin_count, 0u);
+    EXPECT_EQ(host_stats()["pinned_user_pages"].get<uint64_t>(), 0u);
+
+    // ---- key reuse changes the key byte ----
+    mr_info mr3;
+    ASSERT_EQ(h.reg_mr(pid, a, mr3), 0);
+    EXPECT_EQ(mr3.handle, mr1.handle) << "freed indices are reused";
+    EXPECT_NE(mr3.lkey, mr1.lkey) << "a reused index gets a new key byte";
+
+    // ---- registration errors ----
+    mr_info bad;
+    mr_attr z = a;
+    z.length = 0;
+    EXPECT_EQ(h.reg_mr(pid, z, bad), EINVAL) << "zero length";
+    z = a;
+    z.access = access::remote_write;
+    EXPECT_EQ(h.reg_mr(pid, z, bad), EINVAL) << "remote write without local write";
+    z = a;
+    z.access = access::remote_atomic | access::remote_read;
+    EXPECT_EQ(h.reg_mr(pid, z, bad), EINVAL) << "remote atomic without local write";
+    z = a;
+    z.va = 0x900000;
+    EXPECT_EQ(h.reg_mr(pid, z, bad), EFAULT) << "memory not mapped";
+    z = a;
+    z.pd = 99;
+    EXPECT_EQ(h.reg_mr(pid, z, bad), EINVAL) << "unknown PD";
+
+    // ---- registration cost grows with pages ----
+    uint64_t big = 0;
+    ASSERT_EQ(h.mmap(pid, 64 * 4096, std::nullopt, 0, {}, big), 0);
+    mr_attr one{pd, big, 4096, access::local_write};
+    mr_attr many{pd, big, 64 * 4096, access::local_write};
+    mr_info m1, m64;
+    sc_time t0 = sc_core::sc_time_stamp();
+    ASSERT_EQ(h.reg_mr(pid, one, m1), 0);
+    sc_time t1 = sc_core::sc_time_stamp();
+    ASSERT_EQ(h.reg_mr(pid, many, m64), 0);
+    sc_time t2 = sc_core::sc_time_stamp();
+    EXPECT_GE((t2 - t1) - (t1 - t0), to_time(cpu.pin_page) * 63.0)
+        << "each more page costs at least its pinning";
+    EXPECT_EQ(m64.pages, 64u);
+    EXPECT_EQ(host_stats()["page_faults"].get<uint64_t>(), 64u)
+        << "registration faulted in the 64 untouched pages (the frames list needed none)";
+    ASSERT_EQ(h.dereg_mr(m1.handle), 0);
+    ASSERT_EQ(h.dereg_mr(m64.handle), 0);
+
+    // ---- CQ and QP creation ----
+    uint32_t cqn = 0;
+    ASSERT_EQ(h.create_cq(pid, 100, cqn), 0);
+    EXPECT_EQ(cqn, 1u) << "CQNs start at 1";
+    auto cqc = cq_context::decode(hca.dma_read(hca.regs[reg::cqc_base] + cqn * 64, 64).data());
+    EXPECT_EQ(cqc.valid, 1);
+    EXPECT_EQ(cqc.log_depth, 7u) << "depth 100 rounds up to 128";
+    EXPECT_EQ(cqc.cqn, cqn);
+    EXPECT_EQ(hca.commands.back().op, cmd::flush_cqc);
+    EXPECT_EQ(h.create_cq(pid, 0, cqn), EINVAL) << "zero depth";
+
+    qp_attr qa;
+    qa.pd = pd;
+    qa.send_cqn = cqn;
+    qa.recv_cqn = cqn;
+    qa.sq_depth = 4;
+    qa.rq_depth = 100;
+    qa.max_send_sge = 2;
+    qp_info qp;
+    ASSERT_EQ(h.create_qp(pid, qa, qp), 0);
+    EXPECT_EQ(qp.qpn, 0x40u) << "QPNs start at 0x40";
+    EXPECT_EQ(qp.rq_depth, 128u);
+    auto ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
+    EXPECT_EQ(ctx.state, qp_state::reset);
+    EXPECT_EQ(ctx.qpn, qp.qpn);
+    EXPECT_EQ(ctx.pd, pd);
+    EXPECT_EQ(ctx.send_cqn, cqn);
+    EXPECT_EQ(ctx.sq_log_depth, 2u);
+    EXPECT_EQ(ctx.rq_log_depth, 7u);
+    EXPECT_EQ(ctx.sq_wqe_shift, 7u) << "48 + 2x16 B rounds up to 128 B";
+    EXPECT_EQ(ctx.rq_wqe_shift, 5u) << "16 + 16 B";
+    EXPECT_EQ(ctx.ptag, pid);
+    EXPECT_EQ(h.dealloc_pd(pd), EBUSY) << "a PD with members cannot go";
+
+    // ---- state machine ----
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0), EINVAL) << "RESET -> RTS is illegal";
+    send_wr w;
+    w.opcode = wqe_opcode::rdma_write;
+    w.sges = {sge{100, mr3.lkey, 0x141200}, sge{50, mr3.lkey, 0x142000}};
+    EXPECT_EQ(h.post_send(qp.qpn, w), EINVAL) << "post_send needs RTS";
+    recv_wr rw;
+    rw.sges = {sge{64, mr3.lkey, 0x141200}};
+    EXPECT_EQ(h.post_recv(qp.qpn, rw), EINVAL) << "post_recv needs INIT or later";
+    size_t flushes = hca.count(cmd::flush_qpc);
+    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::init, 0, 0), 0);
+    EXPECT_EQ(hca.count(cmd::flush_qpc), flushes + 1) << "modify flushes the cached context first";
+    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rtr, 0x99, 7), 0);
+    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0), 0);
+    ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
+    EXPECT_EQ(ctx.state, qp_state::rts);
+    EXPECT_EQ(ctx.remote_qpn, 0x99u) << "remote QPN set on the way to RTR";
+    EXPECT_EQ(ctx.remote_lid, 7u);
+    qp_state st = qp_state::reset;
+    ASSERT_EQ(h.query_qp(qp.qpn, st), 0);
+    EXPECT_EQ(st, qp_state::rts);
+
+    // ---- post_send: the WQE in the ring and the doorbell ----
+    w.wr_id = 0xabc;
+    w.remote_addr = 0x7000;
+    w.rkey = 0x1234;
+    ASSERT_EQ(h.post_send(qp.qpn, w), 0);
+    ASSERT_FALSE(hca.sq_doorbells.empty());
+    EXPECT_EQ(hca.sq_doorbells.back().qpn, qp.qpn);
+    EXPECT_EQ(hca.sq_doorbells.back().producer_index, 1u) << "producer index after one WQE";
+    send_wqe got = fetch_send_wqe(qp.qpn, 0);
+    EXPECT_EQ(got.opcode, wqe_opcode::rdma_write);
+    EXPECT_EQ(got.wr_id, 0xabcu);
+    EXPECT_EQ(got.flags & wqe_flags::signaled, wqe_flags::signaled);
+    EXPECT_EQ(got.remote_addr, 0x7000u);
+    EXPECT_EQ(got.rkey, 0x1234u);
+    ASSERT_EQ(got.num_sge, 2);
+    EXPECT_EQ(got.sges[1].addr, 0x142000u);
+    EXPECT_EQ(got.sges[1].length, 50u);
+    EXPECT_EQ(got.sges[0].lkey, mr3.lkey);
+    send_wr three = w;
+    three.sges.push_back(sge{1, mr3.lkey, 0x141200});
+    EXPECT_EQ(h.post_send(qp.qpn, three), EINVAL) << "more SGEs than max_send_sge";
+    ASSERT_EQ(h.post_recv(qp.qpn, rw), 0);
+    EXPECT_EQ(hca.rq_doorbells.back().producer_index, 1u);
+
+    // ---- SQ fill tracked from CQEs ----
+    send_wr u = w;
+    u.signaled = false;
+    ASSERT_EQ(h.post_send(qp.qpn, u), 0);
+    ASSERT_EQ(h.post_send(qp.qpn, u), 0);
+    w.wr_id = 0xdef;
+    ASSERT_EQ(h.post_send(qp.qpn, w), 0);
+    EXPECT_EQ(h.post_send(qp.qpn, w), ENOMEM) << "4-deep send queue is full";
+    EXPECT_EQ(fetch_send_wqe(qp.qpn, 3).wr_id, 0xdefu) << "4th WQE in slot 3";
+
+    cqe c1;
+    c1.wr_id = 0xabc;
+    c1.qpn = qp.qpn;
+    c1.opcode = cqe_opcode::rdma_write;
+    const sc_time posted = sc_core::sc_time_stamp();
+    post_cqe(cqn, 0, c1, sc_time(3, SC_US));
+    auto wcs = h.wait_cq(cqn, 1, sc_time(100, SC_US));
+    ASSERT_EQ(wcs.size(), 1u) << "wait_cq woke for the CQE";
+    EXPECT_GE(sc_core::sc_time_stamp() - posted, sc_time(3, SC_US)) << "not before it was visible";
+    EXPECT_LT(sc_core::sc_time_stamp() - posted, sc_time(10, SC_US)) << "nor long after";
+    EXPECT_EQ(wcs[0].wr_id, 0xabcu);
+    EXPECT_EQ(wcs[0].qpn, qp.qpn);
+    EXPECT_EQ(wcs[0].status, wc_status::success);
+    ASSERT_EQ(h.post_send(qp.qpn, w), 0) << "the completed WQE freed its slot";
+    EXPECT_EQ(h.post_send(qp.qpn, w), ENOMEM);
+    cqe c2 = c1;
+    c2.wr_id = 0xdef;
+    post_cqe(cqn, 1, c2, sc_time(1, SC_US));
+    wcs = h.wait_cq(cqn, 1, sc_time(100, SC_US));
+    ASSERT_EQ(wcs.size(), 1u);
+    for (int i = 0; i < 3; ++i)
+        EXPECT_EQ(h.post_send(qp.qpn, u), 0)
+            << "a signaled completion retires the unsignaled WQEs before it";
+    EXPECT_EQ(h.post_send(qp.qpn, u), ENOMEM);
+    std::vector<work_completion> none;
+    EXPECT_EQ(h.poll_cq(cqn, 4, none), 0);
+    EXPECT_TRUE(none.empty()) << "stale ring entries do not pass the owner check";
+    const sc_time before_timeout = sc_core::sc_time_stamp();
+    EXPECT_TRUE(h.wait_cq(cqn, 1, sc_time(5, SC_US)).empty()) << "nothing came";
+    EXPECT_GE(sc_core::sc_time_stamp() - before_timeout, sc_time(5, SC_US)) << "waited the timeout";
+
+    // ---- watchers on process memory ----
+    bool seen = false;
+    sc_time seen_at;
+    h.watch(pid, 0x143000, 16, [&] {
+        seen = true;
+        seen_at = sc_core::sc_time_stamp();
+    });
+    uint8_t byte = 0x5a;
+    sc_time d(700, SC_NS);
+    const sc_time wrote = sc_core::sc_time_stamp();
+    hca.dma_write(0x8B000 + 15, &byte, 1, d);
+    wait(sc_time(1, SC_US));
+    EXPECT_TRUE(seen) << "a DMA write into the watched bytes calls the watcher";
+    EXPECT_EQ(seen_at - wrote, sc_time(700, SC_NS)) << "when the write becomes visible";
+    std::vector<uint8_t> back;
+    ASSERT_EQ(h.read_mem(pid, 0x14300f, 1, back), 0);
+    EXPECT_EQ(back[0], 0x5a) << "the process sees the DMA'd byte";
+    d = sc_core::SC_ZERO_TIME;
+    EXPECT_EQ(hca.dma_write(1ULL << 30, &byte, 1, d), tlm::TLM_ADDRESS_ERROR_RESPONSE)
+        << "DMA beyond memory is an address error, not an abort";
+
+    // ---- a command the HCA never answers ----
+    hca.mute = true;
+    EXPECT_EQ(h.query_qp(qp.qpn, st), ETIMEDOUT) << "command timeout";
+    hca.mute = false;
+
+    // ---- teardown gives everything back ----
+    EXPECT_EQ(h.destroy_cq(cqn), EBUSY) << "CQ still used by a QP";
+    ASSERT_EQ(h.destroy_qp(qp.qpn), 0);
+    ASSERT_EQ(h.destroy_cq(cqn), 0);
+    ASSERT_EQ(h.dereg_mr(mr3.handle), 0);
+    EXPECT_EQ(h.dealloc_pd(pd), 0);
+    EXPECT_EQ(host_stats()["pinned_user_pages"].get<uint64_t>(), 0u) << "no user page pinned";
+    EXPECT_EQ(host_stats()["pinned_kernel_pages"].get<uint64_t>(), kernel_pages)
+        << "buffer tables were freed";
+    EXPECT_EQ(host_stats()["stale_dma"].get<uint64_t>(), 0u);
+    finished = true;
+}
+
+}  // namespace
+
+TEST(driver, bench_without_hca) {
+    bench b("bench");
+    g_bench = &b;
+    sc_core::sc_start(sc_time(10, sc_core::SC_MS));
+    EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
+}
+
+// gtest_main provides main(); libsystemc (linked through hcasim_sim) still needs an sc_main.
+extern "C" int sc_main(int, char*[]) {
+    return 0;
+}
