@@ -1,0 +1,560 @@
+#include "engine/ops.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace hcasim {
+
+namespace {
+
+field_decl f(std::string key, field_kind kind, bool required, std::string desc) {
+    field_decl d;
+    d.key = std::move(key);
+    d.kind = kind;
+    d.required = required;
+    d.description = std::move(desc);
+    return d;
+}
+
+field_decl req(std::string key, field_kind kind, std::string desc) {
+    return f(std::move(key), kind, true, std::move(desc));
+}
+
+field_decl opt(std::string key, field_kind kind, std::string desc, json def = nullptr) {
+    field_decl d = f(std::move(key), kind, false, std::move(desc));
+    d.default_value = std::move(def);
+    return d;
+}
+
+field_decl with_default(field_decl d, json def) {
+    d.default_value = std::move(def);
+    return d;
+}
+
+field_decl define(resource_kind r, std::string desc) {
+    field_decl d = req("name", field_kind::define, std::move(desc));
+    d.resource = r;
+    return d;
+}
+
+field_decl ref(std::string key, resource_kind r, bool required, std::string desc) {
+    field_decl d = f(std::move(key), field_kind::ref, required, std::move(desc));
+    d.resource = r;
+    return d;
+}
+
+field_decl choice(std::string key, std::vector<std::string> choices, bool required,
+                  std::string desc, json def = nullptr) {
+    field_decl d = f(std::move(key), field_kind::choice, required, std::move(desc));
+    d.choices = std::move(choices);
+    d.default_value = std::move(def);
+    return d;
+}
+
+field_decl integer(std::string key, double lo, double hi, bool required, std::string desc,
+                   json def = nullptr) {
+    field_decl d = f(std::move(key), field_kind::integer, required, std::move(desc));
+    d.min = lo;
+    d.max = hi;
+    d.default_value = std::move(def);
+    return d;
+}
+
+field_decl list(std::string key, field_decl item, bool required, std::string desc,
+                size_t min_items = 0, size_t max_items = SIZE_MAX) {
+    field_decl d = f(std::move(key), field_kind::list, required, std::move(desc));
+    d.item.push_back(std::move(item));
+    d.min_items = min_items;
+    d.max_items = max_items;
+    return d;
+}
+
+field_decl object(std::string key, const field_shape& shape, bool required, std::string desc) {
+    field_decl d = f(std::move(key), field_kind::object, required, std::move(desc));
+    d.shape = &shape;
+    return d;
+}
+
+field_decl access(bool required, std::string desc) {
+    field_decl d = f("access", field_kind::access, required, std::move(desc));
+    if (!required) d.default_value = json::array();
+    return d;
+}
+
+// "buf + [offset] or va": where in a process's memory a step acts.
+void add_location(field_shape& s, const std::string& what) {
+    s.fields.push_back(ref("buf", resource_kind::buf, false, "buffer (from mmap) " + what));
+    s.fields.push_back(opt("offset", field_kind::size, "offset into `buf`"));
+    s.fields.push_back(opt("va", field_kind::u64, "virtual address " + what + " (instead of buf)"));
+    s.exactly_one.push_back({"buf", "va"});
+    s.at_most_one.push_back({"offset", "va"});
+}
+
+const field_shape& sge_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {ref("mr", resource_kind::mr, false, "local memory region"),
+                    opt("offset", field_kind::size, "offset into the region", 0),
+                    opt("lkey", field_kind::u64, "raw L_Key (instead of mr)"),
+                    opt("addr", field_kind::u64, "raw virtual address (with lkey)"),
+                    req("length", field_kind::size, "bytes")};
+        s.exactly_one = {{"mr", "lkey"}};
+        s.at_most_one = {{"mr", "addr"}, {"lkey", "offset"}};
+        s.requires_key = {{"lkey", "addr"}};
+        return s;
+    }();
+    return s;
+}
+
+const field_shape& remote_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {ref("mr", resource_kind::mr, false,
+                        "remote region (\"b.mr1\"): its R_Key (or L_Key) and address"),
+                    ref("mw", resource_kind::mw, false,
+                        "remote window: its current R_Key and start address"),
+                    opt("offset", field_kind::size, "offset into the region or window"),
+                    opt("rkey", field_kind::u64, "raw R_Key"),
+                    opt("addr", field_kind::u64, "raw remote address (with rkey)")};
+        s.exactly_one = {{"mr", "mw", "rkey"}};
+        s.at_most_one = {{"offset", "addr"}};
+        s.requires_key = {{"rkey", "addr"}};
+        return s;
+    }();
+    return s;
+}
+
+field_decl sge_list() {
+    return list("sge", object("", sge_shape(), true, "one scatter/gather element"), false,
+                "scatter/gather list");
+}
+
+const field_shape& send_wr_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {
+            opt("id", field_kind::u64, "wr_id, returned in the completion", 0),
+            choice("opcode", send_opcode_names(), true, "work request opcode"),
+            sge_list(),
+            object("remote", remote_shape(), false, "remote target of RDMA and atomic ops"),
+            opt("imm", field_kind::u64, "immediate data (…_with_imm)"),
+            opt("invalidate", field_kind::u64, "R_Key to invalidate (send_with_inv, local_inv)"),
+            opt("compare", field_kind::u64, "atomic_cmp_swp compare operand"),
+            opt("swap", field_kind::u64, "atomic_cmp_swp swap operand"),
+            opt("add", field_kind::u64, "atomic_fetch_add operand"),
+            opt("signaled", field_kind::flag, "generate a completion", true),
+            ref("mw", resource_kind::mw, false, "bind_mw: the type 2 window to bind"),
+            ref("mr", resource_kind::mr, false, "bind_mw: the region the window binds to"),
+            opt("offset", field_kind::size, "bind_mw: offset into the region"),
+            opt("va", field_kind::u64, "bind_mw: start address (instead of offset)"),
+            opt("length", field_kind::size, "bind_mw: window length"),
+            f("access", field_kind::access, false, "bind_mw: window access"),
+            integer("key_byte", 0, 255, false, "bind_mw: new low byte of the window's R_Key"),
+        };
+        s.at_most_one = {{"offset", "va"}};
+        return s;
+    }();
+    return s;
+}
+
+const field_shape& recv_wr_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {opt("id", field_kind::u64, "wr_id, returned in the completion", 0), sge_list()};
+        return s;
+    }();
+    return s;
+}
+
+const field_shape& pattern_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {req("seed", field_kind::u64, "seed of the pseudo-random bytes"),
+                    req("length", field_kind::size, "bytes")};
+        return s;
+    }();
+    return s;
+}
+
+const field_shape& same_as_shape() {
+    static const field_shape s = [] {
+        field_shape s;
+        s.fields = {ref("node", resource_kind::node, true, "node holding the other buffer"),
+                    ref("buf", resource_kind::buf, true, "the other buffer (on that node)"),
+                    opt("offset", field_kind::size, "offset into it", 0),
+                    req("length", field_kind::size, "bytes to compare")};
+        return s;
+    }();
+    return s;
+}
+
+field_decl u64_list(std::string key, bool required, std::string desc) {
+    return list(std::move(key), opt("", field_kind::u64, "one value"), required, std::move(desc));
+}
+
+std::vector<op_decl> build_ops() {
+    std::vector<op_decl> ops;
+    auto add = [&](std::string name, std::string desc, field_shape s) {
+        ops.push_back(op_decl{std::move(name), std::move(desc), std::move(s)});
+    };
+    const std::string mr_access = "access flags of the region";
+    field_shape s;
+
+    s = {};
+    s.fields = {define(resource_kind::pd, "protection domain name")};
+    add("alloc_pd", "allocate a protection domain (ibv_alloc_pd)", s);
+    s = {};
+    s.fields = {ref("pd", resource_kind::pd, true, "protection domain")};
+    add("dealloc_pd", "free a protection domain (ibv_dealloc_pd)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::mr, "region name"),
+                ref("pd", resource_kind::pd, true, "protection domain")};
+    add_location(s, "where the region starts");
+    s.fields.push_back(req("length", field_kind::size, "region length"));
+    s.fields.push_back(access(true, mr_access));
+    s.fields.push_back(opt("iova", field_kind::u64,
+                           "the address remote peers use (default: the VA; 0 = zero-based)"));
+    s.fields.push_back(
+        opt("pin", field_kind::flag, "false: the driver-bug mode that skips pinning", true));
+    add("reg_mr", "register a memory region (ibv_reg_mr / ibv_reg_mr_iova)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::mr, "region name"),
+                ref("pd", resource_kind::pd, true, "protection domain"),
+                u64_list("pages", true, "physical page addresses"),
+                req("page_size", field_kind::size, "size of each page"),
+                req("iova", field_kind::u64, "I/O virtual address of the region"),
+                opt("offset", field_kind::size, "offset of the region in the first page", 0),
+                req("length", field_kind::size, "region length"),
+                access(true, mr_access)};
+    add("reg_phys_mr", "register physical pages (kernel ib_reg_phys_mr)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::mr, "new region name"),
+                ref("mr", resource_kind::mr, true, "existing region to share"),
+                ref("pd", resource_kind::pd, true, "protection domain"),
+                opt("va", field_kind::u64, "address of the shared region"),
+                access(true, mr_access)};
+    add("reg_shared_mr", "register a region sharing another's translation (mthca reg_shared_mr)",
+        s);
+
+    s = {};
+    s.fields = {ref("mr", resource_kind::mr, true, "region to re-register"),
+                ref("buf", resource_kind::buf, false, "new buffer (translation)"),
+                opt("offset", field_kind::size, "offset into `buf`"),
+                opt("va", field_kind::u64, "new address (translation)"),
+                opt("length", field_kind::size, "new length (translation)"),
+                ref("pd", resource_kind::pd, false, "new protection domain"),
+                access(false, "new access flags")};
+    s.fields.back().default_value = nullptr;
+    s.at_most_one = {{"buf", "va"}, {"offset", "va"}};
+    s.requires_key = {{"buf", "length"}, {"va", "length"}};
+    add("rereg_mr", "change a region's translation, domain or access (ibv_rereg_mr)", s);
+
+    s = {};
+    s.fields = {ref("mr", resource_kind::mr, true, "region")};
+    add("query_mr", "report a region's keys, access, domain, address and length", s);
+    add("dereg_mr", "deregister a region (ibv_dereg_mr)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::mw, "window name"),
+                ref("pd", resource_kind::pd, true, "protection domain"),
+                integer("type", 0, 255, false, "window type (1 or 2)", 1)};
+    add("alloc_mw", "allocate a memory window (ibv_alloc_mw)", s);
+    s = {};
+    s.fields = {ref("mw", resource_kind::mw, true, "window")};
+    add("query_mw", "report a window's R_Key, type, state and binding", s);
+    add("dealloc_mw", "free a memory window (ibv_dealloc_mw)", s);
+
+    s = {};
+    s.fields = {ref("mw", resource_kind::mw, true, "type 1 window"),
+                ref("qp", resource_kind::qp, true, "QP that posts the bind"),
+                ref("mr", resource_kind::mr, true, "region to bind to"),
+                opt("offset", field_kind::size, "offset into the region"),
+                opt("va", field_kind::u64, "start address (instead of offset)"),
+                req("length", field_kind::size, "window length"),
+                access(true, "window access flags"),
+                opt("signaled", field_kind::flag, "generate a completion", true)};
+    s.at_most_one = {{"offset", "va"}};
+    add("bind_mw", "bind a type 1 window (ibv_bind_mw); completes on the QP's send CQ", s);
+
+    s = {};
+    s.fields = {define(resource_kind::cq, "CQ name"),
+                integer("depth", 1, 4194304, false, "number of CQEs", 256)};
+    add("create_cq", "create a completion queue (ibv_create_cq)", s);
+    s = {};
+    s.fields = {ref("cq", resource_kind::cq, true, "completion queue")};
+    add("destroy_cq", "destroy a completion queue", s);
+
+    s = {};
+    s.fields = {define(resource_kind::qp, "QP name"),
+                ref("pd", resource_kind::pd, true, "protection domain"),
+                choice("type", {"RC", "UC", "UD"}, false, "transport", "RC"),
+                ref("send_cq", resource_kind::cq, true, "CQ of the send queue"),
+                ref("recv_cq", resource_kind::cq, true, "CQ of the receive queue"),
+                integer("sq_depth", 1, 65536, false, "send queue WQEs", 128),
+                integer("rq_depth", 1, 65536, false, "receive queue WQEs", 128),
+                integer("max_send_sge", 1, 64, false, "SGEs per send WQE", 1),
+                integer("max_recv_sge", 1, 64, false, "SGEs per receive WQE", 1),
+                access(false, "QP remote-access flags")};
+    add("create_qp", "create a queue pair (ibv_create_qp)", s);
+    s = {};
+    s.fields = {ref("qp", resource_kind::qp, true, "queue pair")};
+    add("destroy_qp", "destroy a queue pair", s);
+    add("query_qp", "report a QP's state", s);
+
+    s = {};
+    s.fields = {list("qps", ref("", resource_kind::qp, true, "a QP (\"a.qp0\")"), true,
+                     "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2)};
+    add("connect", "connect two QPs (RESET/INIT -> RTS on both)", s);
+
+    s = {};
+    s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
+                choice("state", qp_state_names(), true, "target state")};
+    add("modify_qp", "move a QP to a state (ibv_modify_qp)", s);
+
+    s = {};
+    s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
+                object("wr", send_wr_shape(), true, "the send work request")};
+    add("post_send", "post a send-queue work request (ibv_post_send)", s);
+    s = {};
+    s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
+                object("wr", recv_wr_shape(), true, "the receive work request")};
+    add("post_recv", "post a receive work request (ibv_post_recv)", s);
+
+    s = {};
+    s.fields = {ref("cq", resource_kind::cq, true, "completion queue"),
+                integer("count", 1, 1e9, false, "completions to wait for", 1),
+                opt("timeout", field_kind::time, "simulated time to wait before failing", "1ms")};
+    add("poll_cq", "wait in simulated time for completions (ibv_poll_cq)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::buf, "buffer name"),
+                req("length", field_kind::size, "bytes to map"),
+                opt("va", field_kind::u64, "fixed address (MAP_FIXED)"),
+                choice("hugepage", {"2MiB", "1GiB"}, false, "back with huge pages"),
+                u64_list("frames", false, "physical frame numbers for the pages, in page order")};
+    add("mmap", "map anonymous memory into the process", s);
+    s = {};
+    s.fields = {ref("buf", resource_kind::buf, true, "buffer")};
+    add("munmap", "unmap a buffer", s);
+
+    const std::string data_desc = "bytes as a hex string (even length, optional 0x)";
+    s = {};
+    add_location(s, "where to write");
+    s.fields.push_back(opt("data", field_kind::hex_data, data_desc));
+    s.fields.push_back(object("pattern", pattern_shape(), false, "pseudo-random bytes"));
+    s.exactly_one.push_back({"data", "pattern"});
+    add("write_mem", "the process writes its memory (faults pages in)", s);
+
+    s = {};
+    add_location(s, "where to compare");
+    s.fields.push_back(opt("data", field_kind::hex_data, data_desc));
+    s.fields.push_back(object("pattern", pattern_shape(), false, "pseudo-random bytes"));
+    s.fields.push_back(
+        object("same_as", same_as_shape(), false, "compare with another buffer's bytes"));
+    s.exactly_one.push_back({"data", "pattern", "same_as"});
+    add("check_mem", "the process compares its memory (result `match`)", s);
+
+    s = {};
+    add_location(s, "to look up");
+    add("pagemap", "look up a page (/proc/self/pagemap): present, swapped, pfn, pin_count", s);
+
+    s = {};
+    s.fields = {req("bytes", field_kind::size, "bytes of unpinned memory to reclaim")};
+    add("memory_pressure", "the OS reclaims unpinned memory (swaps pages out)", s);
+
+    s = {};
+    s.fields = {req("expect", field_kind::stat_list, "assertions on stats at this point")};
+    add("check_stats", "assert on stats at this point of the run", s);
+
+    s = {};
+    s.fields = {req("time", field_kind::time, "simulated time to wait")};
+    add("wait", "let simulated time pass", s);
+    return ops;
+}
+
+field_shape perftest_shape(uint64_t default_size) {
+    field_shape s;
+    s.fields = {
+        ref("client", resource_kind::node, true, "node running the client (requester)"),
+        ref("server", resource_kind::node, true, "node running the server"),
+        with_default(opt("size", field_kind::size, "message size (-s)"), default_size),
+        integer("iters", 1, 1e12, false,
+                "iterations (-n); 1000 for every test (perftest: 5000 for bw, 1000 for lat)", 1000),
+        integer("qps", 1, 65536, false, "queue pairs (-q)", 1),
+        integer("tx_depth", 1, 65536, false, "outstanding sends (-t)", 128),
+        opt("mr_size", field_kind::size, "bytes registered per buffer (default: size)"),
+        opt("page_size", field_kind::size, "page size backing the buffers (4KiB, 2MiB, 1GiB)"),
+        choice("access_pattern", {"sequential", "random"}, false, "offsets within mr_size",
+               "sequential"),
+        opt("all_sizes", field_kind::flag, "run every size 2..2^23 (-a)", false),
+    };
+    return s;
+}
+
+std::vector<op_decl> build_workloads() {
+    std::vector<op_decl> w;
+    for (const char* base : {"write", "read", "send", "atomic"}) {
+        std::string b = base;
+        uint64_t bw_size = b == "atomic" ? 8 : 65536;
+        uint64_t lat_size = b == "atomic" ? 8 : 2;
+        w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s",
+                     perftest_shape(bw_size)});
+        w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s",
+                     perftest_shape(lat_size)});
+    }
+    field_shape s;
+    s.fields = {ref("node", resource_kind::node, true, "node whose DMA engine moves the data"),
+                choice("op", {"read", "write"}, true, "read from or write to host memory"),
+                with_default(opt("size", field_kind::size, "bytes per transfer"), 65536),
+                integer("count", 1, 1e12, false, "transfers, back to back", 1000)};
+    w.push_back({"dma", "the HCA's DMA engine alone: count transfers of size bytes", s});
+    return w;
+}
+
+const op_decl* find_in(const std::vector<op_decl>& table, const std::string& name) {
+    for (const auto& d : table)
+        if (d.name == name) return &d;
+    return nullptr;
+}
+
+}  // namespace
+
+const field_decl* field_shape::find(const std::string& key) const {
+    for (const auto& d : fields)
+        if (d.key == key) return &d;
+    return nullptr;
+}
+
+const std::vector<op_decl>& op_table() {
+    static const std::vector<op_decl> table = build_ops();
+    return table;
+}
+
+const op_decl* find_op(const std::string& name) {
+    return find_in(op_table(), name);
+}
+
+const std::vector<op_decl>& workload_table() {
+    static const std::vector<op_decl> table = build_workloads();
+    return table;
+}
+
+const op_decl* find_workload(const std::string& type) {
+    return find_in(workload_table(), type);
+}
+
+json decl_arg(const op_decl& decl, const json& args, const std::string& key) {
+    auto it = args.find(key);
+    if (it != args.end()) return *it;
+    const field_decl* d = decl.shape.find(key);
+    return d ? d->default_value : json();
+}
+
+const std::vector<std::string>& access_names() {
+    static const std::vector<std::string> v = {"local_write",   "remote_write", "remote_read",
+                                               "remote_atomic", "mw_bind",      "on_demand",
+                                               "zero_based"};
+    return v;
+}
+
+const std::vector<std::string>& errno_names() {
+    static const std::vector<std::string> v = {
+        "EPERM",  "ENOENT", "EINTR",  "EIO",        "ENXIO",     "E2BIG",    "EAGAIN",
+        "ENOMEM", "EACCES", "EFAULT", "EBUSY",      "EEXIST",    "ENODEV",   "EINVAL",
+        "ENOSPC", "ERANGE", "ENOSYS", "EOPNOTSUPP", "ETIMEDOUT", "ECANCELED"};
+    return v;
+}
+
+const std::vector<std::string>& wc_status_names() {
+    static const std::vector<std::string> v = {
+        "SUCCESS",          "LOC_LEN_ERR",       "LOC_QP_OP_ERR",     "LOC_EEC_OP_ERR",
+        "LOC_PROT_ERR",     "WR_FLUSH_ERR",      "MW_BIND_ERR",       "BAD_RESP_ERR",
+        "LOC_ACCESS_ERR",   "REM_INV_REQ_ERR",   "REM_ACCESS_ERR",    "REM_OP_ERR",
+        "RETRY_EXC_ERR",    "RNR_RETRY_EXC_ERR", "LOC_RDD_VIOL_ERR",  "REM_INV_RD_REQ_ERR",
+        "REM_ABORT_ERR",    "INV_EECN_ERR",      "INV_EEC_STATE_ERR", "FATAL_ERR",
+        "RESP_TIMEOUT_ERR", "GENERAL_ERR"};
+    return v;
+}
+
+const std::vector<std::string>& wc_opcode_names() {
+    static const std::vector<std::string> v = {"send",      "rdma_write", "rdma_read",
+                                               "comp_swap", "fetch_add",  "bind_mw",
+                                               "local_inv", "recv",       "recv_rdma_with_imm"};
+    return v;
+}
+
+const std::vector<std::string>& send_opcode_names() {
+    static const std::vector<std::string> v = {
+        "send",      "send_with_imm",  "send_with_inv",    "rdma_write", "rdma_write_with_imm",
+        "rdma_read", "atomic_cmp_swp", "atomic_fetch_add", "local_inv",  "bind_mw"};
+    return v;
+}
+
+const std::vector<std::string>& qp_state_names() {
+    static const std::vector<std::string> v = {"RESET", "INIT", "RTR", "RTS", "ERR"};
+    return v;
+}
+
+const std::vector<std::string>& result_fields() {
+    static const std::vector<std::string> v = {"lkey",      "rkey",
+                                               "access",    "pd",
+                                               "va",        "length",
+                                               "iova",      "state",
+                                               "type",      "qpn",
+                                               "present",   "swapped",
+                                               "pfn",       "pin_count",
+                                               "key_index", "key_byte",
+                                               "status",    "opcode",
+                                               "byte_len",  "wr_id",
+                                               "imm",       "invalidated_rkey",
+                                               "qp_num",    "src_qp",
+                                               "count",     "cqn",
+                                               "raw",       "pages",
+                                               "sq_depth",  "rq_depth"};
+    return v;
+}
+
+const std::vector<std::string>& expect_keys() {
+    static const std::vector<std::string> v = [] {
+        std::vector<std::string> k = {"ok", "error", "match"};
+        k.insert(k.end(), result_fields().begin(), result_fields().end());
+        return k;
+    }();
+    return v;
+}
+
+std::string resource_noun(resource_kind k) {
+    switch (k) {
+        case resource_kind::pd:
+            return "a protection domain";
+        case resource_kind::mr:
+            return "a memory region";
+        case resource_kind::mw:
+            return "a memory window";
+        case resource_kind::cq:
+            return "a completion queue";
+        case resource_kind::qp:
+            return "a queue pair";
+        case resource_kind::buf:
+            return "a buffer (mmap)";
+        case resource_kind::node:
+            return "a node";
+        case resource_kind::none:
+            break;
+    }
+    return "a resource";
+}
+
+bool is_identifier(const std::string& s) {
+    if (s.empty()) return false;
+    auto head = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+    if (!head(s[0])) return false;
+    return std::all_of(s.begin() + 1, s.end(), [&](char c) {
+        return head(c) || std::isdigit(static_cast<unsigned char>(c));
+    });
+}
+
+}  // namespace hcasim

@@ -1,0 +1,825 @@
+// Loading a scenario: parse, apply --set overrides, then check everything in one pass so a user
+// sees every problem at once. Node configurations go through the parameter declarations
+// (sim/params.h); steps and workloads through the op table (engine/ops.h); the schema is
+// generated from the same two.
+#include "engine/scenario.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "engine/json_file.h"
+#include "engine/ops.h"
+#include "engine/set_override.h"
+#include "engine/stat_expect.h"
+
+namespace hcasim {
+
+namespace {
+
+const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    "defaults",
+                                             "nodes", "fabric",      "program", "workloads",
+                                             "trace", "stop",        "expect"};
+const std::vector<std::string> k_step_keys = {"node", "op", "process", "expect", "save"};
+
+size_t edit_distance(const std::string& a, const std::string& b) {
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t diag_prev = row[0];
+        row[0] = i;
+        for (size_t j = 1; j <= b.size(); ++j) {
+            size_t up = row[j];
+            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag_prev + (a[i - 1] != b[j - 1])});
+            diag_prev = up;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string s;
+    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+    return s;
+}
+
+// `what "x"`, with a suggestion when a known name is close.
+std::string unknown(const std::string& what, const std::string& name,
+                    const std::vector<std::string>& known) {
+    std::string best;
+    size_t best_d = 3;
+    for (const auto& k : known) {
+        size_t dist = edit_distance(name, k);
+        if (dist < best_d) best_d = dist, best = k;
+    }
+    std::string s = "unknown " + what + " \"" + name + "\"";
+    if (!best.empty()) s += ", did you mean \"" + best + "\"?";
+    return s;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
+
+std::string upper(std::string s) {
+    for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string type_problem(const json& v) {
+    return "wrong type " + std::string(v.type_name());
+}
+
+bool is_var(const json& v) {
+    return v.is_string() && v.get_ref<const std::string&>().size() > 1 &&
+           v.get_ref<const std::string&>()[0] == '$';
+}
+
+bool is_hex_data(const std::string& s) {
+    size_t start = s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0 ? 2 : 0;
+    if ((s.size() - start) % 2) return false;
+    return std::all_of(s.begin() + static_cast<long>(start), s.end(),
+                       [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+// Checks everything after the JSON parse. Resources are tracked per node as steps define them,
+// so a reference must name something an earlier step defined.
+class checker {
+  public:
+    checker(scenario& s, diag& d) : m_s(s), m_d(d) {}
+
+    void run(json& doc);
+
+  private:
+    void load_nodes(json& doc);
+    void load_fabric(json& doc);
+    void load_program(json& doc);
+    void load_step(json& step, size_t index);
+    void load_workloads(json& doc);
+    void load_trace(const json& v);
+    json* top_array(json& doc, const std::string& key, const std::string& expected);
+
+    // Checks `obj` against `shape` (keys in `skip` belong to the caller) and fills defaults.
+    void check_shape(const field_shape& shape, json& obj, const std::string& ptr,
+                     const std::vector<std::string>& skip);
+    void check_value(const field_decl& f, json& v, const std::string& ptr);
+    void check_ref(const field_decl& f, const json& v, const std::string& ptr);
+    bool check_var(const json& v, const std::string& ptr);
+    void check_names(const json& v, const std::vector<std::string>& names, bool any_case,
+                     const std::string& what, const std::string& ptr);
+    void check_expect(const std::string& op, const json& e, const std::string& ptr);
+    void check_expected_value(const std::string& op, const std::string& key, const json& v,
+                              const std::string& ptr, bool top);
+    void check_save(const json& save, const std::string& ptr);
+
+    bool has_node(const std::string& n) const { return m_s.node(n) != nullptr; }
+
+    scenario& m_s;
+    diag& m_d;
+    std::string m_node;  // node of the step being checked
+    std::map<std::string, std::map<std::string, resource_kind>> m_resources;
+    std::vector<std::pair<std::string, resource_kind>> m_defined;  // by the current step
+    std::set<std::string> m_vars;
+};
+
+void checker::run(json& doc) {
+    if (!doc.is_object()) {
+        m_d.error("/", type_problem(doc), "a JSON object");
+        return;
+    }
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+        if (!contains(k_top_keys, it.key()))
+            m_d.error(pointer_join("", it.key()), unknown("key", it.key(), k_top_keys),
+                      "one of " + joined(k_top_keys));
+
+    for (const char* key : {"name", "description"}) {
+        auto it = doc.find(key);
+        if (it == doc.end()) continue;
+        if (!it->is_string())
+            m_d.error(pointer_join("", key), type_problem(*it), "a string");
+        else
+            (std::string(key) == "name" ? m_s.name : m_s.description) = it->get<std::string>();
+    }
+    if (auto it = doc.find("seed"); it != doc.end()) {
+        auto v = it->is_number_integer() ? parse_u64(*it) : std::nullopt;
+        if (!v)
+            m_d.error("/seed", "cannot read " + it->dump(), "a non-negative integer");
+        else
+            m_s.seed = *v;
+    }
+    if (auto it = doc.find("stop"); it != doc.end()) {
+        auto v = parse_time_ps(*it);
+        if (!v)
+            m_d.error("/stop", "cannot read " + it->dump(),
+                      "a time such as \"10ms\" (ps, ns, us, ms, s)");
+        else
+            m_s.stop_ps = *v;
+    }
+    if (auto it = doc.find("trace"); it != doc.end()) load_trace(*it);
+
+    load_nodes(doc);
+    load_fabric(doc);
+    load_program(doc);
+    load_workloads(doc);
+    if (auto it = doc.find("expect"); it != doc.end())
+        load_stat_expectations(*it, "/expect", m_d, m_s.expect);
+}
+
+void checker::load_trace(const json& v) {
+    if (!v.is_object()) {
+        m_d.error("/trace", type_problem(v), "an object {\"vcd\": bool, \"events\": bool}");
+        return;
+    }
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        std::string p = pointer_join("/trace", it.key());
+        bool* target = it.key() == "vcd"      ? &m_s.trace.vcd
+                       : it.key() == "events" ? &m_s.trace.events
+                                              : nullptr;
+        if (!target)
+            m_d.error(p, unknown("key", it.key(), {"vcd", "events"}), "vcd or events");
+        else if (!it->is_boolean())
+            m_d.error(p, type_problem(*it), "true or false");
+        else
+            *target = it->get<bool>();
+    }
+}
+
+void checker::load_nodes(json& doc) {
+    node_config defaults;
+    if (auto it = doc.find("defaults"); it != doc.end())
+        load_config(defaults, *it, "/defaults", m_d);
+    auto it = doc.find("nodes");
+    if (it == doc.end()) {
+        m_s.nodes = {{"a", defaults}, {"b", defaults}};
+        return;
+    }
+    if (!it->is_object() || it->empty()) {
+        m_d.error("/nodes", it->is_object() ? "no nodes" : type_problem(*it),
+                  "an object: node name -> node configuration, at least one node");
+        return;
+    }
+    for (auto n = it->begin(); n != it->end(); ++n) {
+        std::string p = pointer_join("/nodes", n.key());
+        if (!is_identifier(n.key())) {
+            m_d.error(p, "bad node name \"" + n.key() + "\"",
+                      "a name matching [A-Za-z_][A-Za-z0-9_]*");
+            continue;
+        }
+        node_config c = defaults;
+        load_config(c, *n, p, m_d);
+        m_s.nodes.emplace_back(n.key(), c);
+    }
+}
+
+void checker::load_fabric(json& doc) {
+    auto it = doc.find("fabric");
+    if (it == doc.end()) {
+        if (m_s.nodes.size() == 2) {
+            link_spec l;
+            l.a = m_s.nodes[0].first;
+            l.b = m_s.nodes[1].first;
+            l.pointer = "/fabric";
+            m_s.links.push_back(l);
+        }
+        return;
+    }
+    if (!it->is_object()) {
+        m_d.error("/fabric", type_problem(*it), "an object {\"links\": [...]}");
+        return;
+    }
+    for (auto k = it->begin(); k != it->end(); ++k)
+        if (k.key() != "links")
+            m_d.error(pointer_join("/fabric", k.key()), unknown("key", k.key(), {"links"}),
+                      "links");
+    auto links = it->find("links");
+    if (links == it->end()) return;
+    if (!links->is_array()) {
+        m_d.error("/fabric/links", type_problem(*links), "an array of links");
+        return;
+    }
+    std::map<std::string, std::string> port_owner;  // node -> pointer of its link
+    for (size_t i = 0; i < links->size(); ++i) {
+        const json& l = (*links)[i];
+        std::string p = pointer_join("/fabric/links", i);
+        if (!l.is_object()) {
+            m_d.error(p, type_problem(l), "an object {\"a\", \"b\", \"latency\", \"gbps\"}");
+            continue;
+        }
+        link_spec spec;
+        spec.pointer = p;
+        bool ok = true;
+        for (const char* end : {"a", "b"}) {
+            std::string ep = pointer_join(p, end);
+            auto e = l.find(end);
+            if (e == l.end()) {
+                m_d.error(p, std::string("missing key \"") + end + "\"", "a node name");
+                ok = false;
+            } else if (!e->is_string() || !has_node(e->get<std::string>())) {
+                m_d.error(ep,
+                          e->is_string() ? "unknown node \"" + e->get<std::string>() + "\""
+                                         : type_problem(*e),
+                          "the name of a node");
+                ok = false;
+            } else if (port_owner.count(e->get<std::string>())) {
+                m_d.error(ep,
+                          "node \"" + e->get<std::string>() + "\" already has a link at " +
+                              port_owner[e->get<std::string>()],
+                          "at most one link per node (an HCA has one port)");
+                ok = false;
+            } else {
+                (std::string(end) == "a" ? spec.a : spec.b) = e->get<std::string>();
+            }
+        }
+        if (ok && spec.a == spec.b) {
+            m_d.error(pointer_join(p, "b"), "a link from node \"" + spec.a + "\" to itself",
+                      "two different nodes");
+            ok = false;
+        }
+        json params = l;
+        params.erase("a");
+        params.erase("b");
+        load_config(spec.config, params, p, m_d);
+        if (!ok) continue;
+        port_owner[spec.a] = p;
+        port_owner[spec.b] = p;
+        m_s.links.push_back(spec);
+    }
+}
+
+json* checker::top_array(json& doc, const std::string& key, const std::string& expected) {
+    auto it = doc.find(key);
+    if (it == doc.end()) return nullptr;
+    if (!it->is_array()) {
+        m_d.error(pointer_join("", key), type_problem(*it), expected);
+        return nullptr;
+    }
+    return &*it;
+}
+
+void checker::load_program(json& doc) {
+    json* steps = top_array(doc, "program", "an array of steps");
+    if (!steps) return;
+    for (size_t i = 0; i < steps->size(); ++i) load_step((*steps)[i], i);
+}
+
+void checker::load_step(json& step, size_t index) {
+    const std::string p = pointer_join("/program", index);
+    if (!step.is_object()) {
+        m_d.error(p, type_problem(step), "a step object {\"node\", \"op\", ...}");
+        return;
+    }
+    step_spec spec;
+    spec.index = index;
+    spec.pointer = p;
+    bool ok = true;
+
+    auto node = step.find("node");
+    if (node == step.end()) {
+        m_d.error(p, "missing key \"node\"", "the name of the node the step runs on");
+        ok = false;
+    } else if (!node->is_string() || !has_node(node->get<std::string>())) {
+        m_d.error(pointer_join(p, "node"),
+                  node->is_string() ? "unknown node \"" + node->get<std::string>() + "\""
+                                    : type_problem(*node),
+                  "the name of a node");
+        ok = false;
+    } else {
+        spec.node = node->get<std::string>();
+    }
+    m_node = spec.node;
+
+    if (auto proc = step.find("process"); proc != step.end()) {
+        if (!proc->is_string() || !is_identifier(proc->get<std::string>())) {
+            m_d.error(pointer_join(p, "process"),
+                      proc->is_string() ? "bad process name " + proc->dump() : type_problem(*proc),
+                      "a name matching [A-Za-z_][A-Za-z0-9_]*");
+            ok = false;
+        } else {
+            spec.process = proc->get<std::string>();
+        }
+    }
+
+    const op_decl* decl = nullptr;
+    auto op = step.find("op");
+    std::vector<std::string> op_names;
+    for (const auto& o : op_table()) op_names.push_back(o.name);
+    if (op == step.end()) {
+        m_d.error(p, "missing key \"op\"", "one of " + joined(op_names));
+        ok = false;
+    } else if (!op->is_string() || !(decl = find_op(op->get<std::string>()))) {
+        m_d.error(
+            pointer_join(p, "op"),
+            op->is_string() ? unknown("op", op->get<std::string>(), op_names) : type_problem(*op),
+            "one of " + joined(op_names));
+        ok = false;
+    } else {
+        spec.op = decl->name;
+    }
+
+    // Step keys an op declares as its own parameter (check_stats' `expect`) are its arguments.
+    std::vector<std::string> step_keys;
+    for (const auto& k : k_step_keys)
+        if (!decl || !decl->shape.find(k)) step_keys.push_back(k);
+    m_defined.clear();
+    if (decl) {
+        check_shape(decl->shape, step, p, step_keys);
+    } else if (auto name = step.find("name"); name != step.end() && name->is_string()) {
+        // An unknown op still defines its name, so later steps do not report it as undefined.
+        m_defined.emplace_back(name->get<std::string>(), resource_kind::none);
+    }
+
+    if (auto e = step.find("expect"); e != step.end() && contains(step_keys, "expect")) {
+        check_expect(spec.op, *e, pointer_join(p, "expect"));
+        spec.expect = *e;
+    }
+    if (auto s = step.find("save"); s != step.end()) {
+        check_save(*s, pointer_join(p, "save"));
+        spec.save = *s;
+    }
+
+    auto& mine = m_resources[spec.node];
+    for (const auto& [name, kind] : m_defined) {
+        if (mine.count(name)) {
+            m_d.error(pointer_join(p, "name"),
+                      "\"" + name + "\" is already defined on node " + spec.node,
+                      "a name not used by an earlier step on this node");
+            ok = false;
+        } else {
+            mine[name] = kind;
+        }
+    }
+    if (!ok) return;
+    for (auto it = step.begin(); it != step.end(); ++it)
+        if (!contains(step_keys, it.key())) spec.args[it.key()] = *it;
+    m_s.program.push_back(std::move(spec));
+}
+
+void checker::load_workloads(json& doc) {
+    json* it = top_array(doc, "workloads", "an array of workloads");
+    if (!it) return;
+    std::vector<std::string> types;
+    for (const auto& w : workload_table()) types.push_back(w.name);
+    m_node.clear();
+    for (size_t i = 0; i < it->size(); ++i) {
+        json& w = (*it)[i];
+        const std::string p = pointer_join("/workloads", i);
+        if (!w.is_object()) {
+            m_d.error(p, type_problem(w), "a workload object {\"type\", ...}");
+            continue;
+        }
+        auto type = w.find("type");
+        const op_decl* decl = nullptr;
+        if (type == w.end()) {
+            m_d.error(p, "missing key \"type\"", "one of " + joined(types));
+            continue;
+        }
+        if (!type->is_string() || !(decl = find_workload(type->get<std::string>()))) {
+            m_d.error(pointer_join(p, "type"),
+                      type->is_string() ? unknown("workload type", type->get<std::string>(), types)
+                                        : type_problem(*type),
+                      "one of " + joined(types));
+            continue;
+        }
+        size_t before = m_d.lines().size();
+        check_shape(decl->shape, w, p, {"type"});
+        auto client = w.find("client"), server = w.find("server");
+        if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
+            m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
+                      "two different nodes");
+        if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
+            w["mr_size"] = w["size"];
+        if (m_d.lines().size() != before) continue;
+        workload_spec spec;
+        spec.index = i;
+        spec.type = decl->name;
+        spec.pointer = p;
+        spec.args = w;
+        spec.args.erase("type");
+        m_s.workloads.push_back(std::move(spec));
+    }
+}
+
+void checker::check_shape(const field_shape& shape, json& obj, const std::string& ptr,
+                          const std::vector<std::string>& skip) {
+    if (!obj.is_object()) {
+        m_d.error(ptr, type_problem(obj), "an object");
+        return;
+    }
+    std::vector<std::string> known = skip;
+    for (const auto& f : shape.fields) known.push_back(f.key);
+    for (auto it = obj.begin(); it != obj.end(); ++it)
+        if (!contains(known, it.key()))
+            m_d.error(pointer_join(ptr, it.key()), unknown("key", it.key(), known),
+                      "one of " + joined(known));
+    for (const auto& f : shape.fields) {
+        auto it = obj.find(f.key);
+        if (it != obj.end()) {
+            check_value(f, *it, pointer_join(ptr, f.key));
+        } else if (f.required) {
+            m_d.error(ptr, "missing key \"" + f.key + "\"", f.description);
+        }
+    }
+    auto present = [&](const std::vector<std::string>& group) {
+        std::vector<std::string> out;
+        for (const auto& k : group)
+            if (obj.contains(k)) out.push_back(k);
+        return out;
+    };
+    for (const auto& group : shape.exactly_one) {
+        auto got = present(group);
+        if (got.empty())
+            m_d.error(ptr, "missing one of " + joined(group), "exactly one of " + joined(group));
+        else if (got.size() > 1)
+            m_d.error(pointer_join(ptr, got[1]), joined(got) + " exclude each other",
+                      "exactly one of " + joined(group));
+    }
+    for (const auto& group : shape.at_most_one) {
+        auto got = present(group);
+        if (got.size() > 1)
+            m_d.error(pointer_join(ptr, got[1]), joined(got) + " exclude each other",
+                      "at most one of " + joined(group));
+    }
+    for (const auto& [first, second] : shape.requires_key)
+        if (obj.contains(first) && !obj.contains(second))
+            m_d.error(ptr, "\"" + first + "\" needs \"" + second + "\"",
+                      "\"" + second + "\" with \"" + first + "\"");
+    for (const auto& f : shape.fields)
+        if (!obj.contains(f.key) && !f.default_value.is_null()) obj[f.key] = f.default_value;
+}
+
+bool checker::check_var(const json& v, const std::string& ptr) {
+    if (!is_var(v)) return false;
+    const std::string name = v.get<std::string>().substr(1);
+    if (!m_vars.count(name))
+        m_d.error(ptr, "variable \"$" + name + "\" is not saved by an earlier step",
+                  "a variable saved by an earlier step's \"save\"");
+    return true;
+}
+
+void checker::check_value(const field_decl& f, json& v, const std::string& ptr) {
+    if (check_var(v, ptr)) return;
+    auto bad = [&](const std::string& expected) {
+        m_d.error(ptr, v.is_string() || v.is_number() ? "cannot read " + v.dump() : type_problem(v),
+                  expected);
+    };
+    switch (f.kind) {
+        case field_kind::text:
+            if (!v.is_string()) bad("a string");
+            return;
+        case field_kind::define:
+            if (!v.is_string() || !is_identifier(v.get<std::string>()))
+                bad("a name for " + resource_noun(f.resource) + " matching [A-Za-z_][A-Za-z0-9_]*");
+            else
+                m_defined.emplace_back(v.get<std::string>(), f.resource);
+            return;
+        case field_kind::ref:
+            check_ref(f, v, ptr);
+            return;
+        case field_kind::size:
+            if (!parse_size(v)) bad("a size in bytes, e.g. 4096 or \"4KiB\"");
+            return;
+        case field_kind::u64:
+            if (!parse_u64(v)) bad("an integer 0..2^64-1 or a hex string such as \"0x1000\"");
+            return;
+        case field_kind::integer: {
+            auto n = v.is_number_integer() ? parse_u64(v) : std::nullopt;
+            std::ostringstream range;
+            range << "an integer in [" << static_cast<uint64_t>(f.min) << ", "
+                  << static_cast<uint64_t>(f.max) << "]";
+            if (v.is_number_integer() && v.get<int64_t>() < 0 && !v.is_number_unsigned())
+                m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
+            else if (!n)
+                bad(range.str());
+            else if (static_cast<double>(*n) < f.min || static_cast<double>(*n) > f.max)
+                m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
+            return;
+        }
+        case field_kind::flag:
+            if (!v.is_boolean()) bad("true or false");
+            return;
+        case field_kind::time:
+            if (!parse_time_ps(v)) bad("a time such as \"10us\" (ps, ns, us, ms, s)");
+            return;
+        case field_kind::access:
+            if (!v.is_array()) {
+                bad("a list of access names: " + joined(access_names()));
+                return;
+            }
+            for (size_t i = 0; i < v.size(); ++i)
+                check_names(v[i], access_names(), false, "access name", pointer_join(ptr, i));
+            return;
+        case field_kind::choice:
+            check_names(v, f.choices, false, "value", ptr);
+            return;
+        case field_kind::hex_data:
+            if (!v.is_string() || !is_hex_data(v.get<std::string>()))
+                bad("a hex string of even length, e.g. \"0xdeadbeef\"");
+            return;
+        case field_kind::object:
+            check_shape(*f.shape, v, ptr, {});
+            return;
+        case field_kind::list:
+            if (!v.is_array()) {
+                bad("a list");
+                return;
+            }
+            if (v.size() < f.min_items || v.size() > f.max_items) {
+                std::string want = f.min_items == f.max_items
+                                       ? std::to_string(f.min_items)
+                                       : "at least " + std::to_string(f.min_items);
+                m_d.error(ptr, "a list of " + std::to_string(v.size()) + " items", want + " items");
+            }
+            for (size_t i = 0; i < v.size(); ++i)
+                check_value(f.item[0], v[i], pointer_join(ptr, i));
+            return;
+        case field_kind::stat_list: {
+            std::vector<expectation> ignored;
+            load_stat_expectations(v, ptr, m_d, ignored);
+            return;
+        }
+    }
+}
+
+void checker::check_ref(const field_decl& f, const json& v, const std::string& ptr) {
+    const std::string expected = resource_noun(f.resource) +
+                                 (f.resource == resource_kind::node
+                                      ? " name"
+                                      : " defined by an earlier step (\"name\" or \"node.name\")");
+    if (!v.is_string()) {
+        m_d.error(ptr, type_problem(v), expected);
+        return;
+    }
+    const std::string s = v.get<std::string>();
+    if (f.resource == resource_kind::node) {
+        if (!has_node(s)) m_d.error(ptr, "unknown node \"" + s + "\"", expected);
+        return;
+    }
+    std::string node = m_node, name = s;
+    if (auto dot = s.find('.'); dot != std::string::npos) {
+        node = s.substr(0, dot);
+        name = s.substr(dot + 1);
+        if (!has_node(node)) {
+            m_d.error(ptr, "unknown node \"" + node + "\" in \"" + s + "\"", expected);
+            return;
+        }
+    }
+    if (node.empty()) return;  // the step's node is already reported
+    auto& defined = m_resources[node];
+    auto it = defined.find(name);
+    if (it == defined.end())
+        m_d.error(ptr, "\"" + name + "\" is not defined on node " + node + " by an earlier step",
+                  expected);
+    else if (it->second != f.resource && it->second != resource_kind::none)
+        m_d.error(
+            ptr,
+            "\"" + s + "\" is " + resource_noun(it->second) + ", not " + resource_noun(f.resource),
+            expected);
+}
+
+void checker::check_names(const json& v, const std::vector<std::string>& names, bool any_case,
+                          const std::string& what, const std::string& ptr) {
+    if (check_var(v, ptr)) return;
+    const std::string expected = "one of " + joined(names) + (any_case ? " (any case)" : "");
+    if (!v.is_string()) {
+        m_d.error(ptr, type_problem(v), expected);
+        return;
+    }
+    std::string s = v.get<std::string>();
+    for (const auto& n : names)
+        if (s == n || (any_case && upper(s) == upper(n))) return;
+    m_d.error(ptr, unknown(what, s, names), expected);
+}
+
+void checker::check_expect(const std::string& op, const json& e, const std::string& ptr) {
+    if (check_var(e, ptr)) return;
+    if (!e.is_object()) {
+        m_d.error(ptr, type_problem(e),
+                  "an object such as {\"ok\": true} or {\"error\": \"EINVAL\"}");
+        return;
+    }
+    for (auto it = e.begin(); it != e.end(); ++it) {
+        std::string p = pointer_join(ptr, it.key());
+        if (!contains(expect_keys(), it.key()))
+            m_d.error(p, unknown("expect key", it.key(), expect_keys()),
+                      "one of " + joined(expect_keys()));
+        else
+            check_expected_value(op, it.key(), *it, p, true);
+    }
+}
+
+// An expected value: the value itself, a list meaning "any of", or {"ne": value}.
+void checker::check_expected_value(const std::string& op, const std::string& key, const json& v,
+                                   const std::string& ptr, bool top) {
+    if (check_var(v, ptr)) return;
+    const bool access_set = key == "access" && v.is_array() && (v.empty() || !v[0].is_array());
+    if (top && v.is_array() && !access_set) {
+        if (v.empty()) m_d.error(ptr, "empty list", "at least one value (any of)");
+        for (size_t i = 0; i < v.size(); ++i)
+            check_expected_value(op, key, v[i], pointer_join(ptr, i), false);
+        return;
+    }
+    if (top && v.is_object()) {
+        if (v.size() != 1 || !v.contains("ne")) {
+            m_d.error(ptr, "an object other than {\"ne\": value}",
+                      "a value, a list of values (any of) or {\"ne\": value}");
+            return;
+        }
+        check_expected_value(op, key, v["ne"], pointer_join(ptr, "ne"), false);
+        return;
+    }
+    field_decl f;
+    if (key == "ok" || key == "present" || key == "swapped" || key == "match") {
+        f.kind = field_kind::flag;
+    } else if (key == "error") {
+        check_names(v, errno_names(), false, "errno name", ptr);
+        return;
+    } else if (key == "status") {
+        check_names(v, wc_status_names(), true, "completion status", ptr);
+        return;
+    } else if (key == "opcode") {
+        check_names(v, wc_opcode_names(), true, "completion opcode", ptr);
+        return;
+    } else if (key == "state" && (op == "query_qp" || op == "modify_qp")) {
+        check_names(v, qp_state_names(), true, "QP state", ptr);
+        return;
+    } else if (key == "state" || key == "type") {
+        if (!v.is_string() && !v.is_number_integer())
+            m_d.error(ptr, type_problem(v), "a string or an integer");
+        return;
+    } else if (key == "access") {
+        f.kind = field_kind::access;
+    } else {
+        f.kind = field_kind::u64;
+    }
+    json copy = v;
+    check_value(f, copy, ptr);
+}
+
+void checker::check_save(const json& save, const std::string& ptr) {
+    if (!save.is_object()) {
+        m_d.error(ptr, type_problem(save), "an object: variable name -> result field");
+        return;
+    }
+    for (auto it = save.begin(); it != save.end(); ++it) {
+        std::string p = pointer_join(ptr, it.key());
+        if (!is_identifier(it.key()))
+            m_d.error(p, "bad variable name \"" + it.key() + "\"",
+                      "a name matching [A-Za-z_][A-Za-z0-9_]*");
+        else if (!it->is_string())
+            m_d.error(p, type_problem(*it), "a result field name: " + joined(result_fields()));
+        else if (!contains(result_fields(), it->get<std::string>()))
+            m_d.error(p, unknown("result field", it->get<std::string>(), result_fields()),
+                      "one of " + joined(result_fields()));
+        m_vars.insert(it.key());
+    }
+}
+
+}  // namespace
+
+bool load_stat_expectations(const json& list, const std::string& pointer, diag& d,
+                            std::vector<expectation>& out) {
+    const std::string shape =
+        "a list of {\"stat\": \"dotted.path\", \"min\"|\"max\"|\"eq\": value}";
+    if (!list.is_array()) {
+        d.error(pointer, type_problem(list), shape);
+        return false;
+    }
+    bool all_ok = true;
+    for (size_t i = 0; i < list.size(); ++i) {
+        const json& e = list[i];
+        const std::string p = pointer_join(pointer, i);
+        size_t before = d.lines().size();
+        if (!e.is_object()) {
+            d.error(p, type_problem(e), shape);
+            all_ok = false;
+            continue;
+        }
+        expectation x;
+        x.pointer = p;
+        for (auto it = e.begin(); it != e.end(); ++it) {
+            std::string kp = pointer_join(p, it.key());
+            if (it.key() == "stat") {
+                if (!it->is_string() || it->get<std::string>().empty())
+                    d.error(kp, it->is_string() ? "empty stat path" : type_problem(*it),
+                            "a dotted path into stats.json, e.g. nodes.a.hca.qpc_cache.hit_rate");
+                else
+                    x.stat = it->get<std::string>();
+            } else if (it.key() == "min" || it.key() == "max") {
+                if (!it->is_number())
+                    d.error(kp, type_problem(*it), "a number");
+                else
+                    (it.key() == "min" ? x.min : x.max) = *it;
+            } else if (it.key() == "eq") {
+                if (!it->is_primitive() || it->is_null())
+                    d.error(kp, type_problem(*it), "a number, string or boolean");
+                else
+                    x.eq = *it;
+            } else {
+                d.error(kp, unknown("key", it.key(), {"stat", "min", "max", "eq"}),
+                        "stat, min, max or eq");
+            }
+        }
+        if (!e.contains("stat"))
+            d.error(p, "missing key \"stat\"", "a dotted path into stats.json");
+        if (!e.contains("min") && !e.contains("max") && !e.contains("eq"))
+            d.error(p, "no bound", "at least one of min, max, eq");
+        if (d.lines().size() != before) {
+            all_ok = false;
+            continue;
+        }
+        out.push_back(std::move(x));
+    }
+    return all_ok;
+}
+
+const node_config* scenario::node(const std::string& n) const {
+    for (const auto& [name, cfg] : nodes)
+        if (name == n) return &cfg;
+    return nullptr;
+}
+
+json scenario::resolved_config() const {
+    json out = json::object();
+    out["seed"] = seed;
+    json ns = json::object();
+    for (const auto& [name, cfg] : nodes) ns[name] = dump_config(cfg);
+    out["nodes"] = ns;
+    json links = json::array();
+    for (const auto& l : this->links) {
+        json j = json{{"a", l.a}, {"b", l.b}};
+        j.update(dump_config(l.config));
+        links.push_back(j);
+    }
+    out["fabric"] = json{{"links", links}};
+    out["stop"] = stop_ps ? json(format_time_ps(*stop_ps)) : json();
+    out["trace"] = json{{"vcd", trace.vcd}, {"events", trace.events}};
+    return out;
+}
+
+bool load_scenario_json(const std::string& file, json doc, scenario& out, diag& d) {
+    const size_t before = d.lines().size();
+    d.set_file(file);
+    out = scenario{};
+    out.file = file;
+    out.name = std::filesystem::path(file).stem().string();
+    checker c(out, d);
+    c.run(doc);
+    out.document = std::move(doc);
+    return d.lines().size() == before;
+}
+
+bool load_scenario(const std::string& path, const std::vector<std::string>& sets, scenario& out,
+                   diag& d) {
+    json doc;
+    if (!read_json_file(path, doc, d)) return false;
+    d.set_file("--set");
+    bool sets_ok = true;
+    for (const auto& a : sets) sets_ok = apply_set(doc, a, d) && sets_ok;
+    // A bad --set leaves the document as it was; the rest is still checked.
+    return load_scenario_json(path, std::move(doc), out, d) && sets_ok;
+}
+
+}  // namespace hcasim

@@ -1,0 +1,95 @@
+#include "engine/set_override.h"
+
+#include <cctype>
+#include <vector>
+
+namespace hcasim {
+
+namespace {
+
+std::vector<std::string> split_dots(const std::string& s) {
+    std::vector<std::string> out(1);
+    for (char c : s) {
+        if (c == '.')
+            out.emplace_back();
+        else
+            out.back() += c;
+    }
+    return out;
+}
+
+bool is_index(const std::string& s) {
+    if (s.empty() || s.size() > 9) return false;
+    for (char c : s)
+        if (!std::isdigit(static_cast<unsigned char>(c))) return false;
+    return true;
+}
+
+}  // namespace
+
+std::string dotted_to_pointer(const std::string& dotted) {
+    std::string p;
+    for (const auto& seg : split_dots(dotted)) p = pointer_join(p, seg);
+    return p;
+}
+
+bool apply_set(json& doc, const std::string& assignment, diag& d) {
+    auto eq = assignment.find('=');
+    if (eq == std::string::npos) {
+        d.error("/", "\"" + assignment + "\" has no '='", "KEY=VALUE, e.g. workloads.0.size=65536");
+        return false;
+    }
+    std::string text = assignment.substr(eq + 1);
+    json value = json::parse(text, nullptr, false);
+    if (value.is_discarded()) value = text;
+    return apply_set(doc, assignment.substr(0, eq), value, d);
+}
+
+bool apply_set(json& doc, const std::string& dotted, const json& value, diag& d) {
+    const std::string pointer = dotted_to_pointer(dotted);
+    auto segments = split_dots(dotted);
+    for (const auto& seg : segments) {
+        if (seg.empty()) {
+            d.error(pointer, "empty path segment in \"" + dotted + "\"",
+                    "a dotted path such as defaults.hca.qpc_cache.entries");
+            return false;
+        }
+    }
+    json copy = doc;
+    json* cur = &copy;
+    std::string walked;
+    for (size_t i = 0; i < segments.size(); ++i) {
+        const std::string& seg = segments[i];
+        const bool last = i + 1 == segments.size();
+        if (cur->is_null()) *cur = json::object();
+        if (cur->is_array()) {
+            if (!is_index(seg)) {
+                d.error(pointer, "\"" + seg + "\" indexes an array", "a numeric index");
+                return false;
+            }
+            size_t idx = std::stoul(seg);
+            if (idx >= cur->size()) {
+                d.error(pointer,
+                        "index " + seg + " is past the end of the array of " +
+                            std::to_string(cur->size()) + " at " + (walked.empty() ? "/" : walked),
+                        "an index below " + std::to_string(cur->size()));
+                return false;
+            }
+            cur = &(*cur)[idx];
+        } else if (cur->is_object()) {
+            cur = &(*cur)[seg];
+        } else {
+            d.error(pointer,
+                    "the path goes through a " + std::string(cur->type_name()) + " at " +
+                        (walked.empty() ? "/" : walked),
+                    "a path through objects and arrays");
+            return false;
+        }
+        walked = pointer_join(walked, seg);
+        if (last) *cur = value;
+    }
+    doc = std::move(copy);
+    return true;
+}
+
+}  // namespace hcasim

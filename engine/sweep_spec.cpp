@@ -1,0 +1,132 @@
+#include "engine/sweep_spec.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "engine/json_file.h"
+#include "engine/scenario.h"
+#include "engine/set_override.h"
+
+namespace hcasim {
+
+namespace {
+
+const std::vector<std::string> k_sweep_keys = {"base", "axes", "zip", "metrics"};
+
+// "FILE: /p: problem" -> "/p: problem".
+std::string without_file(const std::string& line, const std::string& file) {
+    return line.rfind(file + ": ", 0) == 0 ? line.substr(file.size() + 2) : line;
+}
+
+void check_axes(const json& axes, const json& base_doc, const std::string& base_path,
+                sweep_spec& out, diag& d) {
+    if (!axes.is_object() || axes.empty()) {
+        d.error("/axes",
+                axes.is_object() ? "no axes" : "wrong type " + std::string(axes.type_name()),
+                "an object: dotted scenario path -> non-empty list of values");
+        return;
+    }
+    for (auto it = axes.begin(); it != axes.end(); ++it) {
+        const std::string p = pointer_join("/axes", it.key());
+        if (!it->is_array() || it->empty()) {
+            d.error(p, it->is_array() ? "empty list" : "wrong type " + std::string(it->type_name()),
+                    "a non-empty list of values");
+            continue;
+        }
+        out.axes.emplace_back(it.key(), std::vector<json>(it->begin(), it->end()));
+        if (base_doc.is_null()) continue;  // the base is already reported
+        for (size_t i = 0; i < it->size(); ++i) {
+            json doc = base_doc;
+            diag set_diag("--set");
+            if (!apply_set(doc, it.key(), (*it)[i], set_diag)) {
+                d.error(p, "not a path into the base scenario: " +
+                               without_file(set_diag.lines().front(), "--set"));
+                break;
+            }
+            scenario s;
+            diag point(base_path);
+            if (!load_scenario_json(base_path, doc, s, point))
+                for (const auto& line : point.lines())
+                    d.error(pointer_join(p, i), "with this value, " + base_path + " is invalid: " +
+                                                    without_file(line, base_path));
+        }
+    }
+}
+
+}  // namespace
+
+bool is_sweep_document(const json& doc) {
+    return doc.is_object() && doc.contains("base") && doc.contains("axes");
+}
+
+bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d) {
+    const size_t before = d.lines().size();
+    d.set_file(file);
+    out = sweep_spec{};
+    out.file = file;
+    if (!doc.is_object()) {
+        d.error("/", "wrong type " + std::string(doc.type_name()), "a JSON object");
+        return false;
+    }
+    for (auto it = doc.begin(); it != doc.end(); ++it)
+        if (std::find(k_sweep_keys.begin(), k_sweep_keys.end(), it.key()) == k_sweep_keys.end())
+            d.error(pointer_join("", it.key()), "unknown key \"" + it.key() + "\"",
+                    "one of base, axes, zip, metrics");
+    json base_doc;
+    auto base = doc.find("base");
+    if (base == doc.end() || !base->is_string()) {
+        d.error(base == doc.end() ? "/" : "/base",
+                base == doc.end() ? "missing key \"base\""
+                                  : "wrong type " + std::string(base->type_name()),
+                "the path of the base scenario, relative to the sweep file");
+    } else {
+        std::filesystem::path bp(base->get<std::string>());
+        if (bp.is_relative()) bp = std::filesystem::path(file).parent_path() / bp;
+        out.base = bp.lexically_normal().string();
+        scenario s;
+        if (load_scenario(out.base, {}, s, d)) base_doc = s.document;
+        d.set_file(file);
+    }
+    if (auto axes = doc.find("axes"); axes != doc.end())
+        check_axes(*axes, base_doc, out.base, out, d);
+    if (auto zip = doc.find("zip"); zip != doc.end()) {
+        if (!zip->is_boolean())
+            d.error("/zip", "wrong type " + std::string(zip->type_name()), "true or false");
+        else
+            out.zip = zip->get<bool>();
+    }
+    if (out.zip)
+        for (const auto& [path, values] : out.axes)
+            if (values.size() != out.axes.front().second.size())
+                d.error(pointer_join("/axes", path),
+                        "zip needs equal lengths: " + std::to_string(values.size()) + " values, " +
+                            out.axes.front().first + " has " +
+                            std::to_string(out.axes.front().second.size()),
+                        "the same number of values on every axis");
+    if (auto metrics = doc.find("metrics"); metrics != doc.end()) {
+        if (!metrics->is_array()) {
+            d.error("/metrics", "wrong type " + std::string(metrics->type_name()),
+                    "a list of dotted stats paths");
+        } else {
+            for (size_t i = 0; i < metrics->size(); ++i) {
+                const json& m = (*metrics)[i];
+                if (!m.is_string() || m.get<std::string>().empty())
+                    d.error(
+                        pointer_join("/metrics", i),
+                        m.is_string() ? "empty path" : "wrong type " + std::string(m.type_name()),
+                        "a dotted path into stats.json, e.g. workloads.0.mops");
+                else
+                    out.metrics.push_back(m.get<std::string>());
+            }
+        }
+    }
+    return d.lines().size() == before;
+}
+
+bool load_sweep(const std::string& path, sweep_spec& out, diag& d) {
+    json doc;
+    if (!read_json_file(path, doc, d)) return false;
+    return load_sweep_json(path, doc, out, d);
+}
+
+}  // namespace hcasim

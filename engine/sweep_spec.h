@@ -1,0 +1,30 @@
+// A sweep file (SPEC §6): `{"base": "scenario.json", "axes": {"dotted.path": [values...]},
+// "zip": false, "metrics": ["workloads.0.mops"]}`. Loading checks its shape, loads the base
+// scenario (relative to the sweep file) and checks that every axis value, applied like `--set`,
+// gives a valid scenario.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/diag.h"
+#include "sim/units.h"
+
+namespace hcasim {
+
+struct sweep_spec {
+    std::string file;
+    std::string base;  // path of the base scenario, resolved against the sweep file's folder
+    std::vector<std::pair<std::string, std::vector<json>>> axes;  // in file order
+    bool zip = false;
+    std::vector<std::string> metrics;
+};
+
+// A document is a sweep when it has top-level "base" and "axes".
+bool is_sweep_document(const json& doc);
+
+bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d);
+bool load_sweep(const std::string& path, sweep_spec& out, diag& d);
+
+}  // namespace hcasim

@@ -1,0 +1,453 @@
+// The scenario loader against in-memory documents: every kind of bad input names the right
+// JSON pointer and problem, good scenarios load with node overrides merged over the defaults,
+// the resolved configuration holds every parameter, and the checked-in schema is the generated
+// one.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "engine/ops.h"
+#include "engine/scenario.h"
+#include "engine/set_override.h"
+#include "engine/sweep_spec.h"
+
+namespace hcasim {
+namespace {
+
+struct loaded {
+    bool ok;
+    scenario s;
+    std::vector<std::string> lines;
+};
+
+loaded load(const std::string& text) {
+    loaded out;
+    diag d;
+    out.ok = load_scenario_json("t.json", json::parse(text), out.s, d);
+    out.lines = d.lines();
+    return out;
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+    std::string path = testing::TempDir() + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+}
+
+// True when some line is `text` (or starts with it); prints all lines otherwise.
+::testing::AssertionResult find_line(const loaded& l, const std::string& text, bool prefix) {
+    for (const auto& x : l.lines)
+        if (prefix ? x.rfind(text, 0) == 0 : x == text) return ::testing::AssertionSuccess();
+    std::string all;
+    for (const auto& x : l.lines) all += "\n  " + x;
+    return ::testing::AssertionFailure()
+           << "no line " << (prefix ? "starting " : "") << "\"" << text << "\" among:" << all;
+}
+
+::testing::AssertionResult has_line(const loaded& l, const std::string& line) {
+    return find_line(l, line, false);
+}
+
+::testing::AssertionResult has_prefix(const loaded& l, const std::string& prefix) {
+    return find_line(l, prefix, true);
+}
+
+const char* k_steps_prefix = R"({"program": [
+    {"node": "a", "op": "alloc_pd", "name": "pd0"},
+    {"node": "a", "op": "mmap", "name": "buf0", "length": "64KiB"},
+    {"node": "a", "op": "reg_mr", "name": "mr0", "pd": "pd0", "buf": "buf0", "length": 4096,
+     "access": ["local_write", "remote_write"], "save": {"old_rkey": "rkey"}},
+    {"node": "b", "op": "alloc_pd", "name": "pd0"},
+    {"node": "b", "op": "mmap", "name": "buf0", "length": "64KiB"},
+    {"node": "b", "op": "reg_mr", "name": "mr1", "pd": "pd0", "buf": "buf0", "length": 4096,
+     "access": ["local_write", "remote_write"]},
+    {"node": "a", "op": "create_cq", "name": "cq0"},
+    {"node": "a", "op": "create_qp", "name": "qp0", "pd": "pd0", "send_cq": "cq0", "recv_cq": "cq0"},
+    {"node": "b", "op": "create_cq", "name": "cq0"},
+    {"node": "b", "op": "create_qp", "name": "qp0", "pd": "pd0", "send_cq": "cq0", "recv_cq": "cq0"},
+    {"node": "a", "op": "connect", "qps": ["a.qp0", "b.qp0"]})";
+
+// A program made of the common prefix (steps 0-10) and `more` steps (from index 11).
+loaded load_steps(const std::string& more) {
+    return load(std::string(k_steps_prefix) + (more.empty() ? "" : ",\n" + more) + "]}");
+}
+
+TEST(scenario_loader, good_program_loads_with_defaults_filled_in) {
+    auto l = load_steps(R"(
+        {"node": "a", "op": "post_send", "qp": "qp0",
+         "wr": {"opcode": "rdma_write", "sge": [{"mr": "mr0", "length": 8}],
+                "remote": {"mr": "b.mr1", "offset": 0}}},
+        {"node": "a", "op": "poll_cq", "cq": "cq0",
+         "expect": {"status": ["success", "REM_ACCESS_ERR"], "wr_id": {"ne": "$old_rkey"}}})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    ASSERT_EQ(l.s.program.size(), 13u);
+    EXPECT_EQ(l.s.name, "t") << "the name defaults to the file's stem";
+    const step_spec& send = l.s.program[11];
+    EXPECT_EQ(send.op, "post_send");
+    EXPECT_EQ(send.node, "a");
+    EXPECT_EQ(send.process, "p0");
+    EXPECT_EQ(send.pointer, "/program/11");
+    EXPECT_EQ(send.args["wr"]["signaled"], true) << "declared defaults are filled into args";
+    EXPECT_EQ(send.args["wr"]["id"], 0);
+    EXPECT_FALSE(send.args.contains("node")) << "node, op, process, expect, save are not args";
+    const step_spec& poll = l.s.program[12];
+    EXPECT_EQ(poll.args["count"], 1);
+    EXPECT_EQ(poll.args["timeout"], "1ms");
+    EXPECT_EQ(poll.expect["status"][1], "REM_ACCESS_ERR");
+    const step_spec& qp = l.s.program[7];
+    EXPECT_EQ(qp.args["max_send_sge"], 1);
+    EXPECT_EQ(qp.args["type"], "RC");
+    EXPECT_EQ(l.s.program[2].save["old_rkey"], "rkey");
+}
+
+TEST(scenario_loader, decl_arg_reads_defaults_for_hand_built_args) {
+    const op_decl* poll = find_op("poll_cq");
+    ASSERT_NE(poll, nullptr);
+    EXPECT_EQ(decl_arg(*poll, json{{"cq", "cq0"}}, "timeout"), "1ms");
+    EXPECT_EQ(decl_arg(*poll, json{{"count", 4}}, "count"), 4);
+    EXPECT_TRUE(decl_arg(*poll, json::object(), "nonexistent").is_null());
+    EXPECT_EQ(find_op("reg_rm"), nullptr);
+    for (const char* op :
+         {"alloc_pd",  "dealloc_pd", "reg_mr",    "reg_phys_mr",     "reg_shared_mr", "rereg_mr",
+          "query_mr",  "dereg_mr",   "alloc_mw",  "query_mw",        "dealloc_mw",    "bind_mw",
+          "create_cq", "destroy_cq", "create_qp", "destroy_qp",      "connect",       "modify_qp",
+          "query_qp",  "post_send",  "post_recv", "poll_cq",         "mmap",          "munmap",
+          "write_mem", "check_mem",  "pagemap",   "memory_pressure", "check_stats",   "wait"})
+        EXPECT_NE(find_op(op), nullptr) << op << " is declared";
+}
+
+TEST(scenario_loader, node_override_merges_deeply_over_defaults) {
+    auto l = load(R"({
+        "defaults": {"hca": {"qpc_cache": {"entries": 512}, "port": {"mtu": 2048}}},
+        "nodes": {"a": {"hca": {"port": {"mtu": 1024}}}, "b": {}}})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    ASSERT_EQ(l.s.nodes.size(), 2u);
+    json a = dump_config(*l.s.node("a")), b = dump_config(*l.s.node("b"));
+    EXPECT_EQ(a["hca"]["port"]["mtu"], 1024) << "the node's override wins";
+    EXPECT_EQ(a["hca"]["qpc_cache"]["entries"], 512) << "defaults reach the overriding node";
+    EXPECT_EQ(b["hca"]["port"]["mtu"], 2048);
+    json builtin = dump_config(node_config{});
+    EXPECT_EQ(a["hca"]["qpc_cache"]["ways"], builtin["hca"]["qpc_cache"]["ways"])
+        << "keys neither file sets keep their built-in defaults";
+    EXPECT_EQ(l.s.node("c"), nullptr);
+}
+
+TEST(scenario_loader, absent_nodes_and_fabric_give_two_nodes_and_one_link) {
+    auto l = load("{}");
+    ASSERT_TRUE(l.ok);
+    ASSERT_EQ(l.s.nodes.size(), 2u);
+    EXPECT_EQ(l.s.nodes[0].first, "a");
+    EXPECT_EQ(l.s.nodes[1].first, "b");
+    ASSERT_EQ(l.s.links.size(), 1u);
+    EXPECT_EQ(l.s.links[0].a, "a");
+    EXPECT_EQ(l.s.links[0].b, "b");
+    auto three = load(R"({"nodes": {"x": {}, "y": {}, "z": {}}})");
+    ASSERT_TRUE(three.ok);
+    EXPECT_TRUE(three.s.links.empty()) << "only two nodes get an implicit link";
+}
+
+TEST(scenario_loader, resolved_config_contains_every_parameter) {
+    auto l = load(R"({"seed": 9, "stop": "2ms",
+        "fabric": {"links": [{"a": "a", "b": "b", "latency": "250ns"}]}})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    json r = l.s.resolved_config();
+    EXPECT_EQ(r["seed"], 9);
+    EXPECT_EQ(r["stop"], "2ms");
+    EXPECT_EQ(r["nodes"]["a"], dump_config(node_config{}));
+    EXPECT_EQ(r["nodes"]["b"], dump_config(node_config{}));
+    ASSERT_EQ(r["fabric"]["links"].size(), 1u);
+    EXPECT_EQ(r["fabric"]["links"][0]["a"], "a");
+    EXPECT_EQ(r["fabric"]["links"][0]["latency"], "250ns");
+    EXPECT_TRUE(r["fabric"]["links"][0].contains("gbps"));
+    // Every leaf the schema declares for a node appears in the resolved node.
+    std::function<void(const json&, const json&, const std::string&)> walk =
+        [&](const json& schema, const json& value, const std::string& path) {
+            for (auto it = schema["properties"].begin(); it != schema["properties"].end(); ++it) {
+                ASSERT_TRUE(value.contains(it.key())) << path << "/" << it.key();
+                if (it->contains("properties")) walk(*it, value[it.key()], path + "/" + it.key());
+            }
+        };
+    walk(config_schema(node_config{}, ""), r["nodes"]["a"], "/nodes/a");
+}
+
+TEST(scenario_loader, wrong_types_and_out_of_range_values) {
+    auto l = load(R"({"seed": "x", "defaults": {"hca": {"qpc_cache": {"entries": "lots"}},
+                      "pcie": {"gen": 9}}, "trace": {"vcd": 1}, "stop": "10"})");
+    EXPECT_FALSE(l.ok);
+    EXPECT_TRUE(has_line(l, "t.json: /seed: cannot read \"x\" (expected a non-negative integer)"));
+    EXPECT_TRUE(has_line(
+        l, "t.json: /defaults/hca/qpc_cache/entries: cannot read \"lots\" (expected an integer)"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /defaults/pcie/gen: value 9 out of range"));
+    EXPECT_TRUE(has_line(l, "t.json: /trace/vcd: wrong type number (expected true or false)"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /stop: cannot read \"10\""));
+    EXPECT_EQ(l.lines.size(), 5u) << "every problem is reported in one pass";
+}
+
+TEST(scenario_loader, unknown_keys_at_every_depth) {
+    auto l = load_steps(R"(
+        {"node": "a", "op": "post_send", "qp": "qp0", "colour": 1,
+         "wr": {"opcode": "send", "sge": [{"mr": "mr0", "length": 8, "lenght": 8}],
+                "extra": true},
+         "expect": {"statsu": "success"}})");
+    auto top = load(R"({"nmae": "x", "nodes": {"a": {"hca": {"qpc_cache": {"wayz": 2}}}},
+                        "trace": {"vcd": true, "wave": true}})");
+    EXPECT_TRUE(has_prefix(top, "t.json: /nmae: unknown key \"nmae\", did you mean \"name\"?"));
+    EXPECT_TRUE(has_prefix(top, "t.json: /nodes/a/hca/qpc_cache/wayz: unknown key \"wayz\""));
+    EXPECT_TRUE(has_prefix(top, "t.json: /trace/wave: unknown key \"wave\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/11/colour: unknown key \"colour\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/11/wr/extra: unknown key \"extra\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/11/wr/sge/0/lenght: unknown key \"lenght\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/11/expect/statsu: unknown expect key \"statsu\""));
+}
+
+TEST(scenario_loader, misspelled_op_and_enum_names) {
+    auto l = load_steps(R"(
+        {"node": "a", "op": "reg_rm", "name": "mrx"},
+        {"node": "a", "op": "modify_qp", "qp": "qp0", "state": "RTX"},
+        {"node": "a", "op": "poll_cq", "cq": "cq0", "expect": {"status": "REM_ACCES_ERR",
+                                                           "error": ["EINVAL", "EWHAT"]}},
+        {"node": "a", "op": "reg_mr", "name": "mr2", "pd": "pd0", "va": 4096, "length": 8,
+         "access": ["remote_raed"]})");
+    EXPECT_TRUE(has_prefix(
+        l,
+        "t.json: /program/11/op: unknown op \"reg_rm\", did you mean \"reg_mr\"? (expected "
+        "one of alloc_pd,"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/12/state: unknown value \"RTX\""));
+    EXPECT_TRUE(has_prefix(
+        l,
+        "t.json: /program/13/expect/status: unknown completion status \"REM_ACCES_ERR\", did "
+        "you mean \"REM_ACCESS_ERR\"?"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/13/expect/error/1: unknown errno name \"EWHAT\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/14/access/0: unknown access name \"remote_raed\""));
+    EXPECT_EQ(l.lines.size(), 5u) << "an unknown op does not cascade into other errors";
+}
+
+TEST(scenario_loader, undefined_resources_and_kinds) {
+    auto l = load_steps(R"(
+        {"node": "a", "op": "reg_mr", "name": "mr2", "pd": "pd9", "buf": "buf0", "length": 8,
+         "access": []},
+        {"node": "a", "op": "create_qp", "name": "qp1", "pd": "pd0", "send_cq": "pd0",
+         "recv_cq": "cq0"},
+        {"node": "a", "op": "post_send", "qp": "qp0",
+         "wr": {"opcode": "rdma_read", "remote": {"mr": "b.mr9"}}},
+        {"node": "a", "op": "connect", "qps": ["a.qp0", "c.qp0"]},
+        {"node": "a", "op": "alloc_pd", "name": "pd0"})");
+    EXPECT_TRUE(has_line(l,
+                         "t.json: /program/11/pd: \"pd9\" is not defined on node a by an earlier "
+                         "step (expected a protection domain defined by an earlier step (\"name\" "
+                         "or \"node.name\"))"));
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /program/12/send_cq: \"pd0\" is a protection domain, not a "
+                           "completion queue"));
+    EXPECT_TRUE(has_prefix(
+        l,
+        "t.json: /program/13/wr/remote/mr: \"mr9\" is not defined on node b by an earlier step"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/14/qps/1: unknown node \"c\" in \"c.qp0\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/15/name: \"pd0\" is already defined on node a"));
+    EXPECT_EQ(l.lines.size(), 5u);
+}
+
+TEST(scenario_loader, a_reference_must_come_after_its_definition) {
+    auto l = load(R"({"program": [
+        {"node": "a", "op": "dealloc_pd", "pd": "pd0"},
+        {"node": "a", "op": "alloc_pd", "name": "pd0"}]})");
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/0/pd: \"pd0\" is not defined on node a"));
+}
+
+TEST(scenario_loader, variables_must_be_saved_by_an_earlier_step) {
+    auto l = load_steps(R"(
+        {"node": "a", "op": "post_send", "qp": "qp0",
+         "wr": {"opcode": "rdma_write", "remote": {"rkey": "$old_rkey", "addr": "$later"}}},
+        {"node": "a", "op": "query_mr", "mr": "mr0", "save": {"later": "va"},
+         "expect": {"rkey": {"ne": "$nope"}}})");
+    EXPECT_TRUE(has_line(l,
+                         "t.json: /program/11/wr/remote/addr: variable \"$later\" is not saved "
+                         "by an earlier step (expected a variable saved by an earlier step's "
+                         "\"save\")"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/12/expect/rkey/ne: variable \"$nope\""));
+    EXPECT_EQ(l.lines.size(), 2u) << "$old_rkey was saved by step 2";
+}
+
+TEST(scenario_loader, bad_nodes_and_links) {
+    auto l = load(R"({"nodes": {"a": {}, "b": {}, "c": {}, "1x": {}},
+        "fabric": {"links": [{"a": "a", "b": "b"}, {"a": "c", "b": "a"}, {"a": "c", "b": "zz"}]},
+        "program": [{"node": "q", "op": "alloc_pd", "name": "pd0"}, {"op": "alloc_pd"}],
+        "workloads": [{"type": "ib_read_lat", "client": "a", "server": "a"},
+                      {"type": "dma", "node": "nowhere", "op": "read"}]})");
+    EXPECT_TRUE(has_prefix(l, "t.json: /nodes/1x: bad node name \"1x\""));
+    EXPECT_TRUE(has_prefix(
+        l, "t.json: /fabric/links/1/b: node \"a\" already has a link at /fabric/links/0"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/2/b: unknown node \"zz\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/0/node: unknown node \"q\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"node\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"name\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /workloads/0/server: client and server are both \"a\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /workloads/1/node: unknown node \"nowhere\""));
+}
+
+TEST(scenario_loader, workloads_get_perftest_defaults) {
+    auto l = load(R"({"workloads": [{"type": "ib_write_bw", "client": "a", "server": "b"},
+        {"type": "ib_send_lat", "client": "b", "server": "a", "size": "1KiB"},
+        {"type": "dma", "node": "a", "op": "write"}]})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    ASSERT_EQ(l.s.workloads.size(), 3u);
+    const json& bw = l.s.workloads[0].args;
+    EXPECT_EQ(l.s.workloads[0].type, "ib_write_bw");
+    EXPECT_FALSE(bw.contains("type"));
+    EXPECT_EQ(bw["size"], 65536);
+    EXPECT_EQ(bw["mr_size"], 65536) << "mr_size defaults to size";
+    EXPECT_EQ(bw["iters"], 1000);
+    EXPECT_EQ(bw["qps"], 1);
+    EXPECT_EQ(bw["tx_depth"], 128);
+    EXPECT_EQ(bw["access_pattern"], "sequential");
+    EXPECT_EQ(l.s.workloads[1].args["mr_size"], "1KiB");
+    EXPECT_EQ(l.s.workloads[2].args["count"], 1000);
+    auto lat = load(R"({"workloads": [{"type": "ib_write_lat", "client": "a", "server": "b"}]})");
+    EXPECT_EQ(lat.s.workloads[0].args["size"], 2) << "perftest's latency tests default to 2 B";
+}
+
+TEST(scenario_loader, stat_expectations) {
+    auto l = load(R"({"expect": [{"stat": "nodes.a.hca.qpc_cache.hit_rate", "min": 0.9},
+        {"stat": ""}, {"stat": "x", "mni": 1}, {"min": 1}]})");
+    EXPECT_TRUE(has_prefix(l, "t.json: /expect/1/stat: empty stat path"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /expect/1: no bound"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /expect/2/mni: unknown key \"mni\", did you mean \"min\"?"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /expect/3: missing key \"stat\""));
+    ASSERT_EQ(l.s.expect.size(), 1u);
+    EXPECT_EQ(l.s.expect[0].min, 0.9);
+    EXPECT_EQ(l.s.expect[0].pointer, "/expect/0");
+}
+
+TEST(scenario_loader, check_stats_takes_its_own_expect_list) {
+    auto l = load(R"({"program": [{"node": "a", "op": "check_stats",
+        "expect": [{"stat": "nodes.a.host.pinned_pages", "eq": 0}]}]})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    EXPECT_TRUE(l.s.program[0].expect.is_null());
+    EXPECT_EQ(l.s.program[0].args["expect"][0]["eq"], 0);
+}
+
+TEST(scenario_loader, invalid_json_reports_line_and_column) {
+    std::string path = write_temp("broken.json", "{\n  \"seed\": 1,\n  \"name\": tru\n}\n");
+    scenario s;
+    diag d;
+    EXPECT_FALSE(load_scenario(path, {}, s, d));
+    ASSERT_EQ(d.lines().size(), 1u);
+    EXPECT_EQ(d.lines()[0].rfind(path + ": /: invalid JSON at line 3, column 13: ", 0), 0u)
+        << d.lines()[0];
+    diag missing;
+    EXPECT_FALSE(load_scenario(testing::TempDir() + "/absent.json", {}, s, missing));
+    ASSERT_EQ(missing.lines().size(), 1u);
+    EXPECT_NE(missing.lines()[0].find("/: cannot read file: No such file or directory"),
+              std::string::npos);
+}
+
+TEST(scenario_loader, set_overrides_apply_before_validation) {
+    std::string path = write_temp(
+        "sets.json", R"({"workloads": [{"type": "ib_write_bw", "client": "a", "server": "b"}]})");
+    scenario s;
+    diag d;
+    ASSERT_TRUE(load_scenario(path,
+                              {"workloads.0.size=4096", "defaults.hca.qpc_cache.entries=512",
+                               "name=renamed", "nodes.a.hca.port.mtu=1024", "nodes.b={}"},
+                              s, d))
+        << testing::PrintToString(d.lines());
+    EXPECT_EQ(s.workloads[0].args["size"], 4096);
+    EXPECT_EQ(s.name, "renamed") << "a value that is not JSON is taken as a string";
+    EXPECT_EQ(dump_config(*s.node("a"))["hca"]["qpc_cache"]["entries"], 512);
+    EXPECT_EQ(dump_config(*s.node("a"))["hca"]["port"]["mtu"], 1024);
+
+    diag bad;
+    EXPECT_FALSE(load_scenario(
+        path, {"workloads.3.size=1", "noequals", "defaults.hca.qpc_cache.entries=lots"}, s, bad));
+    std::vector<std::string> want = {
+        "--set: /workloads/3/size: index 3 is past the end of the array of 1 at /workloads "
+        "(expected an index below 1)",
+        "--set: /: \"noequals\" has no '=' (expected KEY=VALUE, e.g. workloads.0.size=65536)",
+        path + ": /defaults/hca/qpc_cache/entries: cannot read \"lots\" (expected an integer)"};
+    EXPECT_EQ(bad.lines(), want) << "a bad value is reported like any other";
+}
+
+TEST(scenario_loader, set_through_a_scalar_is_an_error) {
+    json doc = json::parse(R"({"seed": 3, "program": [1]})");
+    diag d("--set");
+    EXPECT_FALSE(apply_set(doc, "seed.x=1", d));
+    EXPECT_FALSE(apply_set(doc, "program.x=1", d));
+    EXPECT_TRUE(apply_set(doc, "defaults.hca.clock=\"1GHz\"", d));
+    EXPECT_EQ(doc["defaults"]["hca"]["clock"], "1GHz");
+    EXPECT_EQ(doc["seed"], 3) << "a failed set leaves the document unchanged";
+    ASSERT_EQ(d.lines().size(), 2u);
+    EXPECT_EQ(d.lines()[0],
+              "--set: /seed/x: the path goes through a number at /seed (expected a path "
+              "through objects and arrays)");
+    EXPECT_EQ(d.lines()[1], "--set: /program/x: \"x\" indexes an array (expected a numeric index)");
+}
+
+TEST(scenario_loader, sweep_axes_must_name_paths_of_the_base) {
+    std::string base =
+        write_temp("sweep_base.json",
+                   R"({"workloads": [{"type": "ib_write_bw", "client": "a", "server": "b"}]})");
+    std::string file = testing::TempDir() + "/sweep.json";
+    json good = json::parse(R"({"base": "sweep_base.json",
+        "axes": {"defaults.hca.qpc_cache.entries": [64, 128], "workloads.0.size": [8, 16]},
+        "zip": true, "metrics": ["workloads.0.mops"]})");
+    ASSERT_TRUE(is_sweep_document(good));
+    sweep_spec sw;
+    diag d;
+    ASSERT_TRUE(load_sweep_json(file, good, sw, d)) << testing::PrintToString(d.lines());
+    EXPECT_EQ(sw.axes.size(), 2u);
+    EXPECT_TRUE(sw.zip);
+
+    json bad =
+        json::parse(R"({"base": "sweep_base.json", "axes": {"defaults.hca.qpc_cache.entrys": [64],
+        "workloads.2.size": [1, 2]}, "zip": true, "metrix": []})");
+    diag b;
+    EXPECT_FALSE(load_sweep_json(file, bad, sw, b));
+    std::string all = testing::PrintToString(b.lines());
+    EXPECT_NE(all.find(file + ": /metrix: unknown key"), std::string::npos) << all;
+    EXPECT_NE(all.find(file + ": /axes/defaults.hca.qpc_cache.entrys/0: with this value"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find(file + ": /axes/workloads.2.size: not a path into the base scenario"),
+              std::string::npos)
+        << all;
+    EXPECT_NE(all.find("zip needs equal lengths"), std::string::npos) << all;
+}
+
+TEST(scenario_schema, checked_in_file_is_the_generated_schema) {
+    std::string here = __FILE__;
+    std::string root = here.substr(0, here.rfind("/tests/engine/"));
+    std::ifstream in(root + "/scenarios/scenario.schema.json");
+    ASSERT_TRUE(in) << "scenarios/scenario.schema.json is missing";
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_TRUE(text.str() == scenario_schema().dump(2) + "\n")
+        << "regenerate it: build/hcasim schema > scenarios/scenario.schema.json";
+}
+
+TEST(scenario_schema, steps_and_workloads_are_declared_once) {
+    json s = scenario_schema();
+    EXPECT_EQ(s["$schema"], "https://json-schema.org/draft/2020-12/schema");
+    EXPECT_EQ(s["additionalProperties"], false);
+    const json& steps = s["$defs"]["step"]["oneOf"];
+    ASSERT_EQ(steps.size(), op_table().size());
+    for (size_t i = 0; i < steps.size(); ++i) {
+        EXPECT_EQ(steps[i]["properties"]["op"]["const"], op_table()[i].name);
+        EXPECT_EQ(steps[i]["additionalProperties"], false);
+    }
+    const json& reg = steps[2];
+    EXPECT_EQ(reg["properties"]["op"]["const"], "reg_mr");
+    EXPECT_NE(std::find(reg["required"].begin(), reg["required"].end(), "pd"),
+              reg["required"].end());
+    EXPECT_EQ(s["$defs"]["workload"]["oneOf"].size(), workload_table().size());
+    EXPECT_EQ(s["$defs"]["node_config"]["properties"]["hca"]["properties"]["qpc_cache"]["type"],
+              "object");
+}
+
+}  // namespace
+}  // namespace hcasim
+
+// gtest_main provides main(); libsystemc still needs an sc_main to link.
+int sc_main(int, char*[]) {
+    return 0;
+}
