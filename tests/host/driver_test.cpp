@@ -103,6 +103,7 @@ struct stub_hca : sc_core::sc_module {
 host_config bench_config() {
     host_config cfg;
     cfg.memory = 1ULL << 30;
+    cfg.hugepages_2m = 1;
     cfg.driver.log_qps = 8;
     cfg.driver.log_cqs = 6;
     cfg.driver.log_mpts = 10;
@@ -290,6 +291,26 @@ void bench::run() {
         << "registration faulted in the 64 untouched pages (the frames list needed none)";
     ASSERT_EQ(h.dereg_mr(m1.handle), 0);
     ASSERT_EQ(h.dereg_mr(m64.handle), 0);
+
+    // ---- a region on a huge page: one translation entry per 2 MiB page ----
+    uint64_t huge = 0;
+    ASSERT_EQ(h.mmap(pid, 1ULL << 21, std::nullopt, 1ULL << 21, {}, huge), 0);
+    mr_info hm;
+    ASSERT_EQ(h.reg_mr(pid, mr_attr{pd, huge + 0x1234, 100, access::local_write}, hm), 0);
+    EXPECT_EQ(hm.pages, 1u) << "one huge page, one entry";
+    auto he = mpt_entry::decode(hca.dma_read(mpt_base + hm.handle * mpt_entry::size, 64).data());
+    EXPECT_EQ(he.page_shift, 21u) << "the region entry carries the huge page size";
+    EXPECT_EQ(he.page_base, huge) << "translation origin on the huge page boundary";
+    const uint64_t head_pfn = h.pagemap(pid, huge).pfn;
+    EXPECT_EQ(head_pfn % 512, 0u);
+    EXPECT_EQ(mtt_addr(hca.dma_u64(mtt_base + he.mtt_index * mtt_entry_size)), head_pfn << 12)
+        << "the entry is the huge page's physical address";
+    EXPECT_EQ(h.pagemap(pid, huge + 0x1234).pin_count, 1u) << "the registered base page is pinned";
+    EXPECT_EQ(host_stats()["hugepages_2m_free"].get<uint64_t>(), 0u)
+        << "the pool's only page is in use";
+    ASSERT_EQ(h.dereg_mr(hm.handle), 0);
+    ASSERT_EQ(h.munmap(pid, huge, 1ULL << 21), 0);
+    EXPECT_EQ(host_stats()["hugepages_2m_free"].get<uint64_t>(), 1u) << "and back after munmap";
 
     // ---- CQ and QP creation ----
     uint32_t cqn = 0;
