@@ -128,7 +128,7 @@ void print_summary(const json& stats, std::ostream& os) {
            << "), DMA read/write " << get("hca.dma.read_bytes").dump() << "/" << get("hca.dma.write_bytes").dump()
            << " B, PCIe up/down util " << fixed(get("hca.pcie.up_utilization").is_number() ? get("hca.pcie.up_utilization").get<double>() : 0.0, 3) << "/"
            << fixed(get("hca.pcie.down_utilization").is_number() ? get("hca.pcie.down_utilization").get<double>() : 0.0, 3)
-           << ", pinned pages " << get("host.pinned_pages").dump() << "\n";
+           << ", pinned user pages " << get("host.pinned_user_pages").dump() << "\n";
     }
     for (const auto& step : stats.value("program", json::array()))
         if (!step.value("expectation_met", true)) {

@@ -1,4 +1,3 @@
-#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "engine/runner.h"
 
 #include <chrono>
@@ -21,6 +20,10 @@ namespace hcasim {
 
 namespace {
 
+// Program steps and workloads build JSON and run verbs inside SystemC threads; SystemC's default
+// coroutine stack (64 KiB) is too small for that.
+constexpr size_t k_stack = 16 << 20;
+
 // The one simulated thread that plays the scenario: program steps in order, then the workloads,
 // each in its own thread, then stops the simulation.
 class scenario_player : public sc_core::sc_module {
@@ -29,14 +32,7 @@ public:
     scenario_player(sc_core::sc_module_name name, world& w, const scenario& s, std::function<json()> stats_now)
         : sc_core::sc_module(name), m_world(w), m_spec(s), m_program(w, std::move(stats_now)) {
         SC_THREAD(play);
-        for (const workload_spec& ws : s.workloads) {
-            m_workload_results.push_back(json::object());
-            sc_core::sc_spawn_options opts;
-            opts.dont_initialize();
-            opts.set_sensitivity(&m_program_done);
-            size_t i = m_workload_results.size() - 1;
-            sc_core::sc_spawn([this, &ws, i] { run_one(ws, i); }, sc_core::sc_gen_unique_name("workload"), &opts);
-        }
+        set_stack_size(k_stack);
     }
 
     const program_runner& program() const { return m_program; }
@@ -44,15 +40,12 @@ public:
     bool finished() const { return m_finished; }
 
 private:
+    // Workloads run one after another, each alone on the fabric, as perftest runs are made.
     void play() {
         m_program.run(m_spec.program);
-        m_pending = m_spec.workloads.size();
-        if (m_pending == 0) return finish();
-        m_program_done.notify(sc_core::SC_ZERO_TIME);
-    }
-    void run_one(const workload_spec& ws, size_t i) {
-        m_workload_results[i] = run_workload(m_world, ws, m_spec.seed + i);
-        if (--m_pending == 0) finish();
+        for (size_t i = 0; i < m_spec.workloads.size(); ++i)
+            m_workload_results.push_back(run_workload(m_world, m_spec.workloads[i], m_spec.seed + i));
+        finish();
     }
     void finish() {
         m_finished = true;
@@ -62,9 +55,7 @@ private:
     world& m_world;
     const scenario& m_spec;
     program_runner m_program;
-    sc_core::sc_event m_program_done;
     std::vector<json> m_workload_results;
-    size_t m_pending = 0;
     bool m_finished = false;
 };
 
@@ -72,6 +63,7 @@ private:
 
 int run_scenario(const scenario& s, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
+    sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
     world w(s);
     auto snapshot = [&s] {

@@ -525,15 +525,17 @@ void checker::check_value(const field_decl& f, json& v, const std::string& ptr) 
             if (!parse_u64(v)) bad("an integer 0..2^64-1 or a hex string such as \"0x1000\"");
             return;
         case field_kind::integer: {
-            auto n = v.is_number_integer() ? parse_u64(v) : std::nullopt;
+            const auto parsed = v.is_number_integer() ? parse_u64(v) : std::nullopt;
+            const bool have = parsed.has_value();
+            const double n = have ? static_cast<double>(*parsed) : 0.0;
             std::ostringstream range;
             range << "an integer in [" << static_cast<uint64_t>(f.min) << ", "
                   << static_cast<uint64_t>(f.max) << "]";
             if (v.is_number_integer() && v.get<int64_t>() < 0 && !v.is_number_unsigned())
                 m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
-            else if (!n)
+            else if (!have)
                 bad(range.str());
-            else if (static_cast<double>(*n) < f.min || static_cast<double>(*n) > f.max)
+            else if (n < f.min || n > f.max)
                 m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
             return;
         }
@@ -558,9 +560,15 @@ void checker::check_value(const field_decl& f, json& v, const std::string& ptr) 
             if (!v.is_string() || !is_hex_data(v.get<std::string>()))
                 bad("a hex string of even length, e.g. \"0xdeadbeef\"");
             return;
-        case field_kind::object:
+        case field_kind::object: {
+            // An object that names its own node (check_mem's same_as) resolves its references there.
+            const std::string outer = m_node;
+            if (v.is_object() && v.contains("node") && v["node"].is_string() && has_node(v["node"].get<std::string>()))
+                m_node = v["node"].get<std::string>();
             check_shape(*f.shape, v, ptr, {});
+            m_node = outer;
             return;
+        }
         case field_kind::list:
             if (!v.is_array()) {
                 bad("a list");

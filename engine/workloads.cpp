@@ -171,6 +171,8 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     sc_core::sc_event server_finished;
     if (send) {
         // The server keeps receive WQEs posted and reposts one per completion, as ib_send_bw does.
+        sc_core::sc_spawn_options opts;
+        opts.set_stack_size(16 << 20);
         sc_core::sc_spawn([&] {
             std::vector<uint64_t> recvd(p.qps, 0), reposted(p.qps, 0);
             for (uint64_t q = 0; q < p.qps; ++q)
@@ -186,7 +188,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
             }
             server_done = true;
             server_finished.notify();
-        });
+        }, sc_core::sc_gen_unique_name("send_bw_server"), &opts);
     }
     const uint64_t start = now_ps();
     uint64_t done_total = 0;
@@ -437,7 +439,7 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.slot_bytes = lat ? 2 * largest : p.mr_size;
             if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
             out["description"] = cn + " -> " + sn + ", RC, " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
-                                 ", tx_depth " + std::to_string(p.tx_depth) + (p.random ? ", random offsets" : "");
+                                 (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "");
             const std::string process = "perftest" + std::to_string(spec.index);
             side client, server;
             setup(w, cn, process, p, seed * 2 + 1, client);

@@ -145,7 +145,8 @@ json stats_registry::to_json() const {
             if (dot == std::string::npos) break;
             start = dot + 1;
         }
-        for (auto& [k, v] : g->to_json().items()) (*node)[k] = v;
+        const json values = g->to_json();
+        for (auto it = values.begin(); it != values.end(); ++it) (*node)[it.key()] = it.value();
     }
     return root;
 }
