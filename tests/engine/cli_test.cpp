@@ -224,7 +224,3 @@ TEST_F(cli, sweep_is_not_there_yet) {
 }  // namespace
 }  // namespace hcasim
 
-// gtest_main provides main(); libsystemc still needs an sc_main to link.
-int sc_main(int, char*[]) {
-    return 0;
-}

@@ -447,7 +447,3 @@ TEST(scenario_schema, steps_and_workloads_are_declared_once) {
 }  // namespace
 }  // namespace hcasim
 
-// gtest_main provides main(); libsystemc still needs an sc_main to link.
-int sc_main(int, char*[]) {
-    return 0;
-}

@@ -192,7 +192,3 @@ TEST(address_space, memlock_limit_and_pinned_unmap) {
     EXPECT_EQ(frames.owner(pfn).use, frame_use::free) << "and is freed by the unpin";
 }
 
-// gtest_main provides main(); libsystemc (linked through hcasim_sim) still needs an sc_main.
-extern "C" int sc_main(int, char*[]) {
-    return 0;
-}

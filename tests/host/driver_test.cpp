@@ -481,7 +481,3 @@ TEST(driver, bench_without_hca) {
     EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
 }
 
-// gtest_main provides main(); libsystemc (linked through hcasim_sim) still needs an sc_main.
-extern "C" int sc_main(int, char*[]) {
-    return 0;
-}

@@ -165,7 +165,3 @@ TEST(frame_allocator, one_tib_host_is_cheap) {
     EXPECT_EQ(fa.fill_pool(frame_allocator::shift_1g, 16), 16u) << "1 GiB pages from a TiB host";
 }
 
-// gtest_main provides main(); libsystemc (linked through hcasim_sim) still needs an sc_main.
-extern "C" int sc_main(int, char*[]) {
-    return 0;
-}

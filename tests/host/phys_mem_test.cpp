@@ -60,7 +60,3 @@ TEST(phys_mem, zero_clears_bytes_and_drops_whole_frames) {
     EXPECT_EQ(mem.read_u64(0x2ff8), 0xdeadbeefULL) << "a partial zero keeps the bytes before it";
 }
 
-// gtest_main provides main(); libsystemc (linked through hcasim_sim) still needs an sc_main.
-extern "C" int sc_main(int, char*[]) {
-    return 0;
-}
