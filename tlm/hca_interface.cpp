@@ -189,6 +189,31 @@ mpt_entry mpt_entry::decode(const uint8_t* p) {
     return e;
 }
 
+void eqe::encode(uint8_t* p) const {
+    std::memset(p, 0, size);
+    put<uint8_t>(p + 0, static_cast<uint8_t>(type));
+    put<uint8_t>(p + 1, flags);
+    put<uint8_t>(p + 3, owner);
+    put<uint32_t>(p + 4, token);
+    put<uint32_t>(p + 8, mpt_index);
+    put<uint32_t>(p + 12, qpn);
+    put<uint64_t>(p + 16, addr);
+    put<uint32_t>(p + 24, length);
+}
+
+eqe eqe::decode(const uint8_t* p) {
+    eqe e;
+    e.type = static_cast<event_type>(get<uint8_t>(p + 0));
+    e.flags = get<uint8_t>(p + 1);
+    e.owner = get<uint8_t>(p + 3);
+    e.token = get<uint32_t>(p + 4);
+    e.mpt_index = get<uint32_t>(p + 8);
+    e.qpn = get<uint32_t>(p + 12);
+    e.addr = get<uint64_t>(p + 16);
+    e.length = get<uint32_t>(p + 24);
+    return e;
+}
+
 namespace {
 size_t next_pow2(size_t v) {
     size_t p = 1;

@@ -40,6 +40,10 @@ constexpr uint64_t mpt_log_entries = 0x030;
 constexpr uint64_t mtt_base = 0x038;         // RW: translation entry table
 constexpr uint64_t mtt_log_entries = 0x040;
 constexpr uint64_t port_lid = 0x048;         // RW: this port's local identifier
+constexpr uint64_t eq_base = 0x050;          // RW: DMA address of the event queue ring (EQEs)
+constexpr uint64_t eq_log_entries = 0x058;   // RW: log2 of the event queue's entries
+constexpr uint64_t msi_addr = 0x060;         // RW: MSI-X message address (0 = interrupts off)
+constexpr uint64_t msi_data = 0x068;         // RW: MSI-X message data
 constexpr uint64_t cmd_in0 = 0x100;          // RW: command argument 0
 constexpr uint64_t cmd_in1 = 0x108;          // RW: command argument 1
 constexpr uint64_t cmd_out = 0x110;          // RW: DMA address of the command's completion record
@@ -72,10 +76,38 @@ enum class cmd : uint8_t {
     flush_qpc = 1,       // in0 = QPN: write back a cached QP context, drop it
     flush_cqc = 2,       // in0 = CQN
     invalidate_mpt = 3,  // in0 = entry index: drop it; completes after in-flight users finished
-    invalidate_mtt = 4,  // in0 = first translation entry, in1 = count
+    invalidate_mtt = 4,  // in0 = first translation entry, in1 = count; completes after in-flight
+                         // transfers that use any of them finished (seed 003's tpt_remove)
+    page_fault_resume = 5,  // in0 = token of the page-fault event, in1 = 0 resolved / 1 failed
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
+
+// ---- events ------------------------------------------------------------------------------------
+// The HCA reports asynchronous events by writing a 32-byte EQE into the event queue ring and
+// then the MSI-X message (a posted write of msi_data to msi_addr). The owner bit works as in CQEs.
+enum class event_type : uint8_t {
+    page_fault = 1,       // an on-demand region's translation was not present; the access waits
+                          // until the driver answers with page_fault_resume
+    qp_error = 2,         // a QP went to the error state
+};
+namespace eqe_flags {
+constexpr uint8_t write = 1;  // the access needs write permission
+}
+struct eqe {
+    static constexpr size_t size = 32;
+    event_type type = event_type::page_fault;
+    uint8_t flags = 0;
+    uint8_t owner = 0;
+    uint32_t token = 0;       // names the fault in page_fault_resume
+    uint32_t mpt_index = 0;   // region whose translation is missing
+    uint32_t qpn = 0;
+    uint64_t addr = 0;        // first missing address, as the region names it (VA or IOVA)
+    uint32_t length = 0;      // bytes of the access from addr
+
+    void encode(uint8_t* p) const;
+    static eqe decode(const uint8_t* p);
+};
 
 // ---- verbs enumerations --------------------------------------------------------------------------
 namespace access {
