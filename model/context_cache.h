@@ -120,6 +120,18 @@ public:
 
     void invalidate(uint64_t index) { m_lines.invalidate(index); }
 
+    // Stores an entry the HCA changed: on chip (clean) and, by DMA, in the table in host memory,
+    // so the driver reads what the HCA decided. `done` runs when the write has left the HCA.
+    void write_through(uint64_t index, const Entry& e, std::function<void()> done) {
+        if (line* l = m_lines.peek(index)) {
+            l->entry = e;
+            l->dirty = false;
+        }
+        write_back(index, e, [done](dma_op&) {
+            if (done) done();
+        });
+    }
+
 private:
     struct line {
         Entry entry;

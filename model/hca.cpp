@@ -11,17 +11,23 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs)
       m_qpc_cache("qpc_cache", cfg.qpc_cache, m_clk, m_dma),
       m_wqe_fetcher("wqe_fetcher", cfg.wqe_fetcher, m_clk, m_dma),
       m_tpt("tpt", cfg.tpt, m_clk, m_dma),
+      m_window_binder("window_binder", cfg.window_binder, m_clk, m_tpt),
       m_completion("completion", cfg.completion, m_clk, m_dma),
       m_port("port", cfg.port),
-      m_requester("requester", cfg.requester, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_dma, m_completion, m_port),
-      m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_dma, m_completion, m_port),
-      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt) {
+      m_requester("requester", cfg.requester, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_window_binder, m_dma, m_completion,
+                  m_port),
+      m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_window_binder, m_dma,
+                  m_completion, m_port),
+      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt),
+      m_event("event", cfg.event, m_clk, m_dma, m_doorbell.tables()) {
+    m_tpt.on_page_fault = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_send = [this](uint32_t qpn, uint32_t pi) { m_requester.doorbell(qpn, pi); };
     m_doorbell.on_recv = [this](uint32_t qpn, uint32_t pi) { m_responder.doorbell(qpn, pi); };
     m_doorbell.on_command = [this](const command_request& c) {
         tables_changed();
         m_command.submit(c);
     };
+    m_requester.on_qp_error = [this](uint32_t qpn) { m_responder.flush_receives(qpn); };
     m_port.to_requester = [this](ib_message_ptr m) { m_requester.on_response(std::move(m)); };
     m_port.to_responder = [this](ib_message_ptr m) { m_responder.on_message(std::move(m)); };
 }

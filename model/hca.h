@@ -5,6 +5,7 @@
 //   host --MMIO--> doorbell --> requester --> qpc_cache, wqe_fetcher, tpt, dma_engine --> port
 //                     |                                                                  |
 //                     +--> command_unit                      responder <-- port <--------+
+//   tpt --page fault--> event_unit --EQE, MSI-X--> host
 //   completion (CQEs) <-- requester, responder;   dma_engine --DMA--> host
 #pragma once
 
@@ -15,12 +16,14 @@
 #include "model/command_unit.h"
 #include "model/completion.h"
 #include "model/dma_engine.h"
+#include "model/event_unit.h"
 #include "model/doorbell.h"
 #include "model/port.h"
 #include "model/qpc_cache.h"
 #include "model/requester.h"
 #include "model/responder.h"
 #include "model/tpt.h"
+#include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
 
 namespace hcasim {
@@ -31,11 +34,13 @@ struct hca_config {
     qpc_cache_config qpc_cache;
     wqe_fetcher_config wqe_fetcher;
     tpt_config tpt;
+    window_binder_config window_binder;
     dma_config dma;
     requester_config requester;
     responder_config responder;
     completion_config completion;
     command_unit_config command;
+    event_unit_config event;
     port_config port;
 
     template <class V>
@@ -46,11 +51,13 @@ struct hca_config {
         v.group("qpc_cache", qpc_cache, "QP context cache");
         v.group("wqe_fetcher", wqe_fetcher, "WQE fetcher");
         v.group("tpt", tpt, "translation and protection table");
+        v.group("window_binder", window_binder, "memory-window bind and invalidate engine");
         v.group("dma", dma, "DMA engine");
         v.group("requester", requester, "send-queue engine");
         v.group("responder", responder, "incoming-request engine");
         v.group("completion", completion, "CQE writer");
         v.group("command", command, "command unit (firmware)");
+        v.group("event", event, "event unit (event queue and MSI-X: on-demand paging faults)");
         v.group("port", port, "IB port");
     }
 };
@@ -76,11 +83,13 @@ private:
     qpc_cache m_qpc_cache;
     wqe_fetcher m_wqe_fetcher;
     tpt m_tpt;
+    window_binder m_window_binder;
     completion m_completion;
     port m_port;
     requester m_requester;
     responder m_responder;
     command_unit m_command;
+    event_unit m_event;
 };
 
 }  // namespace hcasim

@@ -57,14 +57,15 @@ bool carries_local_payload(wqe_opcode op) {
 }  // namespace
 
 requester::requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
-                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
-                     port& p)
+                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
+                     dma_engine& dma, completion& cq, port& p)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
       m_qpc(qpc),
       m_fetcher(fetcher),
       m_tpt(tpt_unit),
+      m_binder(binder),
       m_dma(dma),
       m_cq(cq),
       m_port(p),
@@ -118,10 +119,10 @@ void requester::kick(uint32_t qpn) {
         const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({pending, room, m_fetcher.max_batch()}));
         if (n == 0) return;
         const queue_desc q{ctx->sq_buf_table, ctx->sq_log_depth, ctx->sq_wqe_shift, ctx->page_shift, ctx->ptag};
-        const qp_context snapshot = *ctx;
+        sq.ctx = *ctx;
         const uint32_t first = sq.fetched();
         sq.fetching = true;
-        m_fetcher.fetch(q, first, n, [this, qpn, first, snapshot, stride = 1u << q.wqe_shift](
+        m_fetcher.fetch(q, first, n, [this, qpn, first, stride = 1u << q.wqe_shift](
                                          bool ok, uint32_t count, std::vector<uint8_t> bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
@@ -141,26 +142,59 @@ void requester::kick(uint32_t qpn) {
                 if (sq.error) {
                     s->status = wc_status::wr_flush_err;
                     s->stage = wqe_stage::completed;
-                } else {
-                    start(qpn, snapshot, s);
                 }
             }
             save_indices(qpn);
+            advance(qpn);
             retire(qpn);
             kick(qpn);
         });
     });
 }
 
+namespace {
+bool is_window_op(wqe_opcode op) { return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv; }
+}  // namespace
+
+void requester::advance(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    // Starting a WQE may complete (and retire) it at once, so walk a copy of the window.
+    const std::vector<slot_ptr> slots(sq.window.begin(), sq.window.end());
+    for (const slot_ptr& s : slots) {
+        if (s->stage == wqe_stage::fetched) start(qpn, sq.ctx, s);
+        if (is_window_op(s->w.opcode) && s->stage != wqe_stage::completed) return;
+    }
+}
+
+void requester::start_window_op(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
+    if (ctx.type == qp_type::ud) return complete(qpn, s, wc_status::loc_qp_op_err);  // windows: RC and UC only
+    s->stage = wqe_stage::translating;
+    auto done = [this, qpn, s](wc_status status) {
+        complete(qpn, s, status);
+        advance(qpn);
+    };
+    if (s->w.opcode == wqe_opcode::local_inv) return m_binder.invalidate(qpn, ctx.pd, s->w.imm, done);
+    bind_request req;
+    req.qpn = qpn;
+    req.pd = ctx.pd;
+    req.new_rkey = s->w.rkey;
+    req.mr_lkey = s->w.imm;
+    req.addr = s->w.remote_addr;
+    req.length = s->w.compare_add;
+    req.access = static_cast<uint8_t>(s->w.swap);
+    req.type2 = !(s->w.flags & wqe_flags::mw_type1);
+    m_binder.bind(req, done);
+}
+
 void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
     const wqe_opcode op = s->w.opcode;
+    if (is_window_op(op)) return start_window_op(qpn, ctx, s);
     const bool reliable = ctx.type == qp_type::rc;
     const bool ud = ctx.type == qp_type::ud;
     const bool is_send = op == wqe_opcode::send || op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
     const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
     if ((ud && !is_send) || (needs_rc && !reliable) || (!carries_local_payload(op) && !needs_rc)) {
-        // Operations this QP type cannot carry; local_inv and bind_mw are not executed by the
-        // requester (the driver and the TPT handle them) and complete as local operation errors.
+        // Operations this QP type cannot carry complete as local QP operation errors.
         complete(qpn, s, wc_status::loc_qp_op_err);
         return;
     }
@@ -344,6 +378,7 @@ void requester::enter_error(uint32_t qpn) {
             if (!ctx) return;
             ctx->state = qp_state::err;
             m_qpc.mark_dirty(qpn);
+            if (on_qp_error) on_qp_error(qpn);
         });
     }
     for (auto& c : sq.window)

@@ -23,6 +23,7 @@
 #include "model/port.h"
 #include "model/qpc_cache.h"
 #include "model/tpt.h"
+#include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
 
 namespace hcasim {
@@ -48,13 +49,15 @@ enum class wqe_stage : uint8_t { fetched, translating, reading, ready, sent, res
 class requester : public sc_core::sc_module {
 public:
     requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
-              qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
-              port& p);
+              qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
+              dma_engine& dma, completion& cq, port& p);
 
     void doorbell(uint32_t qpn, uint32_t producer_index);
     void on_response(ib_message_ptr msg);
 
     uint16_t lid = 0;
+    // Told when a QP enters the error state (the responder flushes its receive queue).
+    std::function<void(uint32_t qpn)> on_qp_error;
 
 private:
     struct wqe_slot {
@@ -76,6 +79,7 @@ private:
         bool fetching = false;
         bool error = false;
         hca_if::qp_type type = hca_if::qp_type::rc;
+        hca_if::qp_context ctx;  // the context as of the last fetch (PD, peer, types)
         uint32_t send_cqn = 0;
         uint32_t pi = 0;        // latest doorbell
         uint32_t ci = 0;        // next WQE to complete
@@ -88,6 +92,10 @@ private:
     };
 
     void kick(uint32_t qpn);
+    // Starts fetched WQEs in order; a bind or local invalidation holds back the WQEs after it
+    // until it has completed (seed 000: WQEs posted after a bind wait for it).
+    void advance(uint32_t qpn);
+    void start_window_op(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
     void start(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
     void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s, bool scatter_target);
     void build_message(const hca_if::qp_context& ctx, slot_ptr s);
@@ -103,6 +111,7 @@ private:
     qpc_cache& m_qpc;
     wqe_fetcher& m_fetcher;
     tpt& m_tpt;
+    window_binder& m_binder;
     dma_engine& m_dma;
     completion& m_cq;
     port& m_port;

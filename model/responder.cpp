@@ -9,14 +9,15 @@ namespace hcasim {
 using namespace hca_if;
 
 responder::responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
-                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
-                     port& p)
+                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
+                     dma_engine& dma, completion& cq, port& p)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
       m_qpc(qpc),
       m_fetcher(fetcher),
       m_tpt(tpt_unit),
+      m_binder(binder),
       m_dma(dma),
       m_cq(cq),
       m_port(p),
@@ -29,6 +30,7 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg, 
       m_dropped(m_stats.counter("dropped", "messages", "requests for an unknown QP, a QP not ready to receive, or another LID")),
       m_out_of_sequence(m_stats.counter("out_of_sequence", "messages", "requests dropped because their PSN was not the expected one")),
       m_recv_wqes(m_stats.counter("recv_wqes", "WQEs", "receive WQEs consumed")),
+      m_flushed(m_stats.counter("flushed", "WQEs", "receive WQEs completed with WR_FLUSH_ERR (QP in the error state)")),
       m_latency(m_stats.latency("latency", "first packet arrived to reply handed to the port, per request")) {}
 
 void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
@@ -38,6 +40,43 @@ void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
         m_qpc.mark_dirty(qpn);
         rq_state& rq = m_rq[qpn];
         if (rq.known) rq.pi = producer_index;
+        if (ctx->state == qp_state::err) flush_receives(qpn);
+    });
+}
+
+void responder::enter_error(uint32_t qpn) {
+    m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
+        if (!ctx) return;
+        ctx->state = qp_state::err;
+        m_qpc.mark_dirty(qpn);
+        flush_receives(qpn);
+    });
+}
+
+void responder::flush_receives(uint32_t qpn) {
+    m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
+        if (!ctx) return;
+        rq_state& rq = m_rq[qpn];
+        if (!rq.known || rq.replies.empty()) {
+            rq.known = true;
+            rq.ci = ctx->rq_ci;
+            rq.pi = ctx->rq_pi;
+            rq.expected_psn = ctx->expected_psn;
+        }
+        const qp_context c = *ctx;
+        const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
+        for (; rq.ci != rq.pi; ++rq.ci) {
+            ++m_flushed;
+            m_fetcher.fetch(q, rq.ci, 1, [this, c, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
+                cqe e;
+                e.opcode = cqe_opcode::recv;
+                e.status = wc_status::wr_flush_err;
+                e.qpn = c.qpn;
+                if (ok) e.wr_id = recv_wqe::decode(bytes.data(), stride).wr_id;
+                m_cq.post(c.recv_cqn, e);
+            });
+        }
+        save_indices(qpn);
     });
 }
 
@@ -174,6 +213,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
         auto on_error = [this, r, opcode](wc_status status, ib_nak nak) {
             post_recv_cqe(r, opcode, status, 0);
             answer(r, ib_op::nak, nak);
+            enter_error(r->ctx.qpn);
         };
         if (left > 0) return on_error(wc_status::loc_len_err, ib_nak::inv_request);
         auto results = std::make_shared<std::vector<tpt_result>>(parts.size());
@@ -201,8 +241,19 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                     post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
                     return answer(r, ib_op::nak, ib_nak::rem_op);
                 }
-                post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
-                answer(r, ib_op::ack);
+                if (r->msg->op != ib_op::send_with_inv) {
+                    post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
+                    return answer(r, ib_op::ack);
+                }
+                m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm, [this, r, opcode](wc_status status) {
+                    if (status != wc_status::success) {
+                        post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
+                        answer(r, ib_op::nak, ib_nak::inv_request);
+                        return enter_error(r->ctx.qpn);
+                    }
+                    post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
+                    answer(r, ib_op::ack);
+                });
             };
             m_dma.submit(op);
         };

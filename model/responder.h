@@ -5,7 +5,10 @@
 // Requests of one QP are admitted in PSN order and answered in PSN order; their translation and
 // DMA overlap. A request whose PSN is not the expected one is dropped (the requester resends after
 // an RNR NAK). Atomics are executed one at a time HCA-wide (read, modify, write by DMA), which
-// makes them atomic with respect to each other. NAK codes follow IBA 1.4 §9.7.5.2.4: a key, PD,
+// makes them atomic with respect to each other. A send with invalidate invalidates the type 2
+// window its R_Key names (bound to this QP) before the receive completes. A local error on the
+// responder (receive buffer too small, bad L_Key in the receive WQE) moves the QP to the error
+// state; then every posted receive completes with WR_FLUSH_ERR. NAK codes follow IBA 1.4 §9.7.5.2.4: a key, PD,
 // rights or bounds violation is a Remote Access Error; an operation the QP is not enabled for,
 // or a receive buffer too small, is an Invalid Request; no receive WQE is Receiver Not Ready.
 #pragma once
@@ -22,6 +25,7 @@
 #include "model/port.h"
 #include "model/qpc_cache.h"
 #include "model/tpt.h"
+#include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
 
 namespace hcasim {
@@ -39,11 +43,13 @@ struct responder_config {
 class responder : public sc_core::sc_module {
 public:
     responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
-              qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, dma_engine& dma, completion& cq,
-              port& p);
+              qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
+              dma_engine& dma, completion& cq, port& p);
 
     void on_message(ib_message_ptr msg);
     void doorbell(uint32_t qpn, uint32_t producer_index);
+    // The QP is in the error state: every posted receive WQE completes with WR_FLUSH_ERR.
+    void flush_receives(uint32_t qpn);
 
     uint16_t lid = 0;
 
@@ -86,6 +92,7 @@ private:
     void send_ready(uint32_t qpn);
     void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status, uint32_t byte_len);
     void save_indices(uint32_t qpn);
+    void enter_error(uint32_t qpn);
     ib_message_ptr reply_to(const ib_message& m, ib_op op) const;
 
     responder_config m_cfg;
@@ -93,6 +100,7 @@ private:
     qpc_cache& m_qpc;
     wqe_fetcher& m_fetcher;
     tpt& m_tpt;
+    window_binder& m_binder;
     dma_engine& m_dma;
     completion& m_cq;
     port& m_port;
@@ -109,6 +117,7 @@ private:
     uint64_t& m_dropped;
     uint64_t& m_out_of_sequence;
     uint64_t& m_recv_wqes;
+    uint64_t& m_flushed;
     histogram& m_latency;
 };
 

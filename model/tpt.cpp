@@ -112,10 +112,16 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
     const uint64_t count = last_page - first_page + 1;
     if (region.mtt_index + first_page + count > m_mtt_entries || first_page + count > region.mtt_count)
         return fail(tpt_fault::bounds, fn);
-    ++m_in_flight[hold];  // held from now on so an invalidation cannot overtake the fetch
-    m_mtt.fetch(m_mtt_base + 8 * (region.mtt_index + first_page), count,
-                [this, req, shift, hold, ptag, base = region.page_base, first_page, fn](bool ok, const std::vector<uint64_t>& words) {
-                    auto drop = [this, hold] {
+    // Held from now on so an invalidation cannot overtake the fetch.
+    ++m_in_flight[hold];
+    const uint64_t mtt_first = region.mtt_index + first_page;
+    hold_mtt(mtt_first, count);
+    const bool on_demand = region.access & access::on_demand;
+    m_mtt.fetch(m_mtt_base + 8 * mtt_first, count,
+                [this, req, shift, hold, ptag, base = region.page_base, first_page, mtt_first, count,
+                 on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
+                    auto drop = [this, hold, mtt_first, count] {
+                        release_mtt(mtt_first, count);
                         if (--m_in_flight[hold] == 0) finish_waiters(hold);
                     };
                     if (!ok) {
@@ -125,21 +131,31 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                     tpt_result r;
                     r.mpt_index = hold;
                     r.ptag = ptag;
+                    r.mtt_first = mtt_first;
+                    r.mtt_count = count;
                     const uint64_t page = 1ULL << shift;
                     uint64_t addr = req.addr, left = req.length;
                     for (size_t i = 0; i < words.size(); ++i) {
+                        const uint64_t page_va = base + ((first_page + i) << shift);
                         if (!mtt_present(words[i])) {
                             drop();
+                            if (on_demand) return park(req, hold, mtt_first + i, std::max(addr, page_va), fn);
                             return fail(tpt_fault::not_present, fn);
                         }
-                        const uint64_t page_va = base + ((first_page + i) << shift);
                         const uint64_t in_page = addr - page_va;
                         const uint64_t n = std::min(left, page - in_page);
                         const uint64_t dma = (words[i] & ~(page - 1)) + in_page;
-                        if (!r.segments.empty() && r.segments.back().addr + r.segments.back().length == dma)
+                        if (!r.segments.empty() && r.segments.back().addr + r.segments.back().length == dma) {
                             r.segments.back().length += n;
-                        else
-                            r.segments.push_back({dma, n});
+                        } else {
+                            dma_segment seg{dma, n, {}};
+                            seg.origin.key = req.key;
+                            seg.origin.ptag = ptag;
+                            seg.origin.mtt_index = mtt_first + i;
+                            seg.origin.page_offset = in_page;
+                            seg.origin.page_shift = static_cast<uint8_t>(shift);
+                            r.segments.push_back(seg);
+                        }
                         addr += n;
                         left -= n;
                     }
@@ -148,8 +164,99 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                 m_clk.cycles(m_cfg.check_cycles));
 }
 
+// ---- on-demand paging ----
+
+void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missing,
+               uint64_t missing_addr, callback fn) {
+    ++m_faults;
+    ++m_odp_parked;
+    ++m_parked_count;
+    auto known = m_fault_by_mtt.find(mtt_missing);
+    if (known != m_fault_by_mtt.end()) {
+        m_faults_pending[known->second].waiting.push_back({req, std::move(fn)});
+        return;
+    }
+    uint32_t token = m_next_token++;
+    if (m_next_token == 0) m_next_token = 1;
+    ++m_odp_faults;
+    pending_fault& f = m_faults_pending[token];
+    f.mtt_index = mtt_missing;
+    f.raised = sc_core::sc_time_stamp();
+    f.waiting.push_back({req, std::move(fn)});
+    m_fault_by_mtt[mtt_missing] = token;
+    eqe e;
+    e.type = event_type::page_fault;
+    e.flags = (req.rights & (access::local_write | access::remote_write | access::remote_atomic)) ? eqe_flags::write : 0;
+    e.token = token;
+    e.mpt_index = region_index;
+    e.qpn = req.qpn;
+    e.addr = missing_addr;
+    e.length = static_cast<uint32_t>(req.addr + req.length - missing_addr);
+    HCASIM_LOG(name(), tpt, "page fault token " << token << " region " << region_index << " addr " << hex(missing_addr));
+    if (on_page_fault) on_page_fault(e);
+}
+
+bool tpt::resume(uint32_t token, bool resolved) {
+    auto it = m_faults_pending.find(token);
+    if (it == m_faults_pending.end()) return false;
+    pending_fault f = std::move(it->second);
+    m_faults_pending.erase(it);
+    m_fault_by_mtt.erase(f.mtt_index);
+    m_odp_fault_latency.add(to_ps(sc_core::sc_time_stamp() - f.raised));
+    if (!resolved) ++m_odp_failed;
+    for (auto& w : f.waiting) {
+        --m_parked_count;
+        if (resolved)
+            translate(w.req, std::move(w.fn));
+        else
+            fail(tpt_fault::not_present, w.fn);
+    }
+    return true;
+}
+
+// ---- translation entries held by transfers ----
+
+void tpt::hold_mtt(uint64_t first, uint64_t count) {
+    ++m_mtt_holds[{first, first + count}];
+}
+
+void tpt::release_mtt(uint64_t first, uint64_t count) {
+    auto it = m_mtt_holds.find({first, first + count});
+    if (it == m_mtt_holds.end()) return;
+    if (--it->second > 0) return;
+    m_mtt_holds.erase(it);
+    for (size_t i = 0; i < m_mtt_waiters.size();) {
+        mtt_waiter& w = m_mtt_waiters[i];
+        if (mtt_held(w.first, w.end - w.first)) {
+            ++i;
+            continue;
+        }
+        m_mtt.invalidate(m_mtt_base + 8 * w.first, w.end - w.first);
+        m_queue.after(sc_core::SC_ZERO_TIME, std::move(w.done));
+        m_mtt_waiters.erase(m_mtt_waiters.begin() + static_cast<std::ptrdiff_t>(i));
+    }
+}
+
+bool tpt::mtt_held(uint64_t first, uint64_t count) const {
+    const uint64_t end = first + count;
+    for (const auto& [range, n] : m_mtt_holds)
+        if (range.first < end && first < range.second) return true;
+    return false;
+}
+
+void tpt::invalidate_mtt_range(uint64_t first, uint64_t count, std::function<void()> done) {
+    m_mtt.invalidate(m_mtt_base + 8 * first, count);
+    if (mtt_held(first, count)) {
+        ++m_mtt_invalidate_waits;
+        m_mtt_waiters.push_back({first, first + count, std::move(done)});
+        return;
+    }
+    m_queue.after(m_clk.cycles(m_cfg.check_cycles), std::move(done));
+}
+
 void tpt::release(const tpt_result& r) {
     if (!r.ok() || r.mpt_index == 0) return;
+    if (r.mtt_count) release_mtt(r.mtt_first, r.mtt_count);
     auto it = m_in_flight.find(r.mpt_index);
     if (it == m_in_flight.end() || it->second == 0) return;
     if (--it->second == 0) finish_waiters(r.mpt_index);
@@ -173,6 +280,14 @@ void tpt::invalidate_mpt(uint32_t index, std::function<void()> done) {
         return;
     }
     m_queue.after(m_clk.cycles(m_cfg.check_cycles), std::move(done));
+}
+
+void tpt::read_entry(uint32_t index, std::function<void(const mpt_entry*)> fn) {
+    m_mpt.lookup(index, [fn](mpt_entry* e) { fn(e); });
+}
+
+void tpt::write_entry(uint32_t index, const mpt_entry& e, std::function<void()> done) {
+    m_mpt.write_through(index, e, std::move(done));
 }
 
 void tpt::invalidate_mtt(uint64_t first, uint64_t count) {

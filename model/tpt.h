@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -48,6 +49,8 @@ struct tpt_result {
     std::vector<dma_segment> segments;
     uint32_t mpt_index = 0;  // entry to release when the transfer is done (0: nothing held)
     uint32_t ptag = 0;
+    uint64_t mtt_first = 0;  // translation entries the transfer holds until released
+    uint64_t mtt_count = 0;
     bool ok() const { return fault == tpt_fault::none; }
 };
 
@@ -90,6 +93,26 @@ public:
     // Drops a cached entry; `done` runs once no transfer that used it is in flight.
     void invalidate_mpt(uint32_t index, std::function<void()> done);
     void invalidate_mtt(uint64_t first, uint64_t count);
+    // Seed 003's tpt_remove/tpt_protect for on-demand paging: drops the cached translation
+    // entries; `done` runs once no transfer (or translation fetch) that uses any of them is in
+    // flight. The entries are dropped again then, so none fetched before the driver rewrote them
+    // survives.
+    void invalidate_mtt_range(uint64_t first, uint64_t count, std::function<void()> done);
+
+    // On-demand paging: a translation that meets a non-present entry of a region registered
+    // on_demand does not fail; it waits, and `on_page_fault` reports the fault (an EQE without
+    // its owner bit: token, region index, QPN, first missing address, bytes, write flag).
+    // Translations that meet the same missing entry while one is pending wait on the same fault.
+    std::function<void(const hca_if::eqe&)> on_page_fault;
+    // The driver's page_fault_resume: the waiting translations start over (resolved) or fail
+    // with not_present (failed). False when no fault has that token.
+    bool resume(uint32_t token, bool resolved);
+    uint64_t parked_translations() const { return m_parked_count; }
+
+    // Entry access for the window binder: read through the cache, write through to the table.
+    void read_entry(uint32_t index, std::function<void(const hca_if::mpt_entry*)> fn);
+    void write_entry(uint32_t index, const hca_if::mpt_entry& e, std::function<void()> done);
+    uint64_t table_entries() const { return m_mpt.table_entries(); }
 
 private:
     void check(const tpt_request& req, const hca_if::mpt_entry* e, callback fn);
@@ -97,6 +120,11 @@ private:
                          uint32_t ptag, callback fn);
     void fail(tpt_fault f, const callback& fn);
     void finish_waiters(uint32_t index);
+    void hold_mtt(uint64_t first, uint64_t count);
+    void release_mtt(uint64_t first, uint64_t count);
+    bool mtt_held(uint64_t first, uint64_t count) const;
+    void park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missing,
+              uint64_t missing_addr, callback fn);
 
     tpt_config m_cfg;
     const clock_domain& m_clk;
@@ -112,6 +140,39 @@ private:
     uint64_t& m_protection_errors;
     uint64_t& m_invalidate_waits;
     std::vector<uint64_t*> m_fault_counts;
+
+    // On-demand paging state.
+    struct parked_translation {
+        tpt_request req;
+        callback fn;
+    };
+    struct pending_fault {
+        uint64_t mtt_index = 0;
+        sc_core::sc_time raised;
+        std::vector<parked_translation> waiting;
+    };
+    struct mtt_waiter {
+        uint64_t first = 0, end = 0;
+        std::function<void()> done;
+    };
+    std::map<std::pair<uint64_t, uint64_t>, uint32_t> m_mtt_holds;  // [first, end) -> holders
+    std::vector<mtt_waiter> m_mtt_waiters;
+    std::map<uint32_t, pending_fault> m_faults_pending;  // by token
+    std::map<uint64_t, uint32_t> m_fault_by_mtt;         // missing entry -> token
+    uint32_t m_next_token = 1;
+    uint64_t m_parked_count = 0;
+    uint64_t& m_odp_faults = m_stats.counter(
+        "odp_faults", "faults",
+        "page-fault events raised for on-demand regions (translations waiting on one counted once)");
+    uint64_t& m_odp_parked = m_stats.counter(
+        "odp_parked", "lookups", "translations that waited for a page fault to be resolved");
+    uint64_t& m_odp_failed = m_stats.counter(
+        "odp_failed", "faults", "page faults the driver could not resolve (translations failed)");
+    uint64_t& m_mtt_invalidate_waits = m_stats.counter(
+        "mtt_invalidate_waits", "commands",
+        "translation-entry invalidations that waited for in-flight transfers using them");
+    histogram& m_odp_fault_latency =
+        m_stats.latency("odp_fault_latency", "page fault raised to resume received from the driver");
 };
 
 }  // namespace hcasim

@@ -167,6 +167,7 @@ void mpt_entry::encode(uint8_t* p) const {
     put<uint32_t>(p + 40, qpn);
     put<uint32_t>(p + 44, parent);
     put<uint64_t>(p + 48, page_base);
+    put<uint32_t>(p + 56, bound_windows);
 }
 
 mpt_entry mpt_entry::decode(const uint8_t* p) {
@@ -186,6 +187,7 @@ mpt_entry mpt_entry::decode(const uint8_t* p) {
     e.qpn = get<uint32_t>(p + 40);
     e.parent = get<uint32_t>(p + 44);
     e.page_base = get<uint64_t>(p + 48);
+    e.bound_windows = get<uint32_t>(p + 56);
     return e;
 }
 

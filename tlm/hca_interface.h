@@ -222,10 +222,16 @@ struct mpt_entry {
     uint32_t qpn = 0;            // type 2 window: the QP it is bound to
     uint32_t parent = 0;         // window: index of the region it is bound to
     uint64_t page_base = 0;      // address of the start of the first page (translation origin)
+    uint32_t bound_windows = 0;  // HCA-owned (regions): windows currently bound to this region
 
     void encode(uint8_t* p) const;
     static mpt_entry decode(const uint8_t* p);
 };
+
+// A bind WQE (opcode bind_mw) reuses the send WQE's fields: remote_addr = the window's first
+// byte, rkey = the window's new R_Key (index << 8 | new key byte), imm = the region's L_Key,
+// compare_add = the window's length (0 unbinds a type 1 window), swap = the window's access
+// bits. A local_inv WQE names the R_Key to invalidate in imm.
 
 // A translation entry: the page's DMA address with bit 0 = present.
 constexpr size_t mtt_entry_size = 8;
@@ -238,7 +244,7 @@ inline uint64_t mtt_addr(uint64_t e) { return e & ~0xfffULL; }
 constexpr size_t send_wqe_header = 48;
 constexpr size_t sge_size = 16;
 namespace wqe_flags {
-constexpr uint8_t signaled = 1, fence = 2;
+constexpr uint8_t signaled = 1, fence = 2, mw_type1 = 4;  // mw_type1: a bind posted by ibv_bind_mw
 }
 struct sge {
     uint32_t length = 0;
