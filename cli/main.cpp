@@ -1,8 +1,13 @@
-// hcasim: the command line. Subcommands run, check, schema and sweep (SPEC §1). Exit codes: 0 ran
-// and every expectation held, 1 an expectation failed, 2 bad input (one line per problem on
+// hcasim: the command line. Subcommands run, check, schema, sweep and plot (SPEC §1). Exit codes: 0
+// ran and every expectation held, 1 an expectation failed, 2 bad input (one line per problem on
 // stderr, nothing run), 3 internal error.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <string>
@@ -11,6 +16,8 @@
 #include "engine/json_file.h"
 #include "engine/runner.h"
 #include "engine/scenario.h"
+#include "engine/slurm.h"
+#include "engine/sweep_runner.h"
 #include "engine/sweep_spec.h"
 #include "sim/log.h"
 #include "sim/version.h"
@@ -29,6 +36,7 @@ const char* k_usage =
     "commands:\n"
     "  run SCENARIO.json    run a scenario, write stats.json (and waves.vcd, trace.json)\n"
     "  sweep SWEEP.json     run a scenario over a grid of parameter values\n"
+    "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
     "  check FILE.json      validate a scenario or sweep file, run nothing\n"
     "  schema               print the scenario JSON Schema\n"
     "\n"
@@ -65,7 +73,34 @@ const char* k_schema_usage =
     "  hcasim schema > scenarios/scenario.schema.json\n";
 
 const char* k_sweep_usage =
-    "usage: hcasim sweep SWEEP.json [-o OUTDIR] [-j N] [--backend local|slurm] [--resume]\n";
+    "usage: hcasim sweep SWEEP.json [-o OUTDIR] [-j N] [--backend local|slurm] [--resume]\n"
+    "                    [--set KEY=VALUE]... [--partition P] [--time T] [--mem M] [--no-wait]\n"
+    "       hcasim sweep SWEEP.json --collect [-o OUTDIR]\n"
+    "\n"
+    "Runs the base scenario once per point of the axes (cartesian product, or element-wise with\n"
+    "\"zip\": true), each point a separate `hcasim run` into OUTDIR/points/<n>/. Rows go to\n"
+    "OUTDIR/results.csv and results.jsonl as points finish; results.csv ends sorted by point.\n"
+    "\n"
+    "  -o, --out DIR        output folder (default: out/sweeps/<sweep file name>/)\n"
+    "  -j, --jobs N         points at once (default: all cores; with slurm: array throttle %N)\n"
+    "  --backend B          local (default) or slurm (one job array, sbatch/squeue)\n"
+    "  --resume             keep the rows already in OUTDIR/results.jsonl, run the rest\n"
+    "  --set KEY=VALUE      override a base scenario value for every point (repeatable)\n"
+    "  --partition P, --time T, --mem M\n"
+    "                       Slurm: sbatch --partition, --time, --mem for each array task\n"
+    "  --no-wait            Slurm: submit and return; gather later with --collect\n"
+    "  --collect            gather OUTDIR/points/*/row.json into results.csv/jsonl\n"
+    "  --point K            (internal: one Slurm array task) run point K, write its row.json\n"
+    "\n"
+    "exit codes: 0 every point exited 0, 1 some point did not (its row says how), 2 bad input,\n"
+    "3 internal error, 130 interrupted (finished rows stay; --resume goes on)\n";
+
+const char* k_plot_usage =
+    "usage: hcasim plot RESULTS.csv --x AXIS --y METRIC [--series AXIS] -o PLOT.png|PLOT.svg\n"
+    "                   [--title TEXT] [--logx|--linx] [--logy]\n"
+    "\n"
+    "Plots one metric of a sweep's results.csv against an axis, one line per value of --series\n"
+    "(other axes must be fixed or are averaged). Needs python3 with matplotlib.\n";
 
 int bad_usage(const std::string& command, const std::string& problem) {
     std::cerr << "hcasim" << (command.empty() ? "" : " " + command) << ": " << problem << "\n"
@@ -202,12 +237,133 @@ int cmd_schema(const std::vector<std::string>& args) {
     return k_ok;
 }
 
+bool parse_count(const std::string& text, unsigned long& out) {
+    if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos ||
+        text.size() > 9)
+        return false;
+    out = std::stoul(text);
+    return true;
+}
+
 int cmd_sweep(const std::vector<std::string>& args) {
     if (wants_help(args)) {
         std::cout << k_sweep_usage;
         return k_ok;
     }
-    std::cerr << "sweep: not implemented yet\n";
+    std::string file, problem, backend = "local";
+    std::vector<std::string> sets;
+    sweep_options opts;
+    bool collect = false;
+    long point = -1;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        std::string value;
+        auto take = [&](const std::string& name) {
+            return option_value(args, i, name, value, problem);
+        };
+        if (matches_option(a, "-o") || matches_option(a, "--out")) {
+            if (!take(a.rfind("--out", 0) == 0 ? "--out" : "-o"))
+                return bad_usage("sweep", problem);
+            opts.out_dir = value;
+        } else if (matches_option(a, "-j") || matches_option(a, "--jobs")) {
+            if (!take(a.rfind("--jobs", 0) == 0 ? "--jobs" : "-j"))
+                return bad_usage("sweep", problem);
+            unsigned long n = 0;
+            if (!parse_count(value, n) || n == 0)
+                return bad_usage("sweep",
+                                 "-j: bad count \"" + value + "\" (expected a positive integer)");
+            opts.jobs = static_cast<unsigned>(n);
+        } else if (matches_option(a, "--backend")) {
+            if (!take("--backend")) return bad_usage("sweep", problem);
+            if (value != "local" && value != "slurm")
+                return bad_usage("sweep", "--backend: unknown backend \"" + value +
+                                              "\" (expected local or slurm)");
+            backend = value;
+        } else if (matches_option(a, "--set")) {
+            if (!take("--set")) return bad_usage("sweep", problem);
+            sets.push_back(value);
+        } else if (matches_option(a, "--partition")) {
+            if (!take("--partition")) return bad_usage("sweep", problem);
+            opts.partition = value;
+        } else if (matches_option(a, "--time")) {
+            if (!take("--time")) return bad_usage("sweep", problem);
+            opts.time_limit = value;
+        } else if (matches_option(a, "--mem")) {
+            if (!take("--mem")) return bad_usage("sweep", problem);
+            opts.mem = value;
+        } else if (matches_option(a, "--point")) {
+            if (!take("--point")) return bad_usage("sweep", problem);
+            unsigned long n = 0;
+            if (!parse_count(value, n))
+                return bad_usage("sweep",
+                                 "--point: bad index \"" + value + "\" (expected 0, 1, ...)");
+            point = static_cast<long>(n);
+        } else if (a == "--resume") {
+            opts.resume = true;
+        } else if (a == "--no-wait") {
+            opts.no_wait = true;
+        } else if (a == "--collect") {
+            collect = true;
+        } else if (a.size() > 1 && a[0] == '-') {
+            return bad_usage("sweep", "unknown option " + a);
+        } else if (file.empty()) {
+            file = a;
+        } else {
+            return bad_usage("sweep", "more than one sweep file (" + file + ", " + a + ")");
+        }
+    }
+    if (file.empty()) return bad_usage("sweep", "missing SWEEP.json");
+    if (collect && point >= 0)
+        return bad_usage("sweep", "--collect and --point exclude each other");
+    if (backend != "slurm" &&
+        (opts.no_wait || !opts.partition.empty() || !opts.time_limit.empty() || !opts.mem.empty()))
+        return bad_usage("sweep", "--partition, --time, --mem and --no-wait need --backend slurm");
+    sweep_spec spec;
+    diag d(file);
+    if (!load_sweep(file, spec, d, sets)) return print_problems(d);
+    if (opts.out_dir.empty()) opts.out_dir = default_sweep_out_dir(file);
+    opts.progress = isatty(STDERR_FILENO) != 0;
+    if (point >= 0) return run_sweep_point(spec, static_cast<size_t>(point), opts);
+    if (collect) return collect_sweep(spec, opts);
+    if (backend == "slurm") return run_sweep_slurm(spec, opts);
+    return run_sweep_local(spec, opts);
+}
+
+// The plotting script: $HCASIM_PLOT_SCRIPT, else next to the binary (an install), else in the
+// source tree the binary was built from.
+std::string plot_script() {
+    namespace fs = std::filesystem;
+    if (const char* env = std::getenv("HCASIM_PLOT_SCRIPT"); env && *env) return env;
+    const fs::path bin_dir = fs::path(self_binary()).parent_path();
+    for (const fs::path& p :
+         {bin_dir / "hcasim_plot.py", bin_dir / "../share/hcasim/hcasim_plot.py"})
+        if (fs::exists(p)) return p.lexically_normal().string();
+#ifdef HCASIM_SOURCE_DIR
+    if (fs::path p = fs::path(HCASIM_SOURCE_DIR) / "tools/hcasim_plot.py"; fs::exists(p))
+        return p.string();
+#endif
+    return "";
+}
+
+int cmd_plot(const std::vector<std::string>& args) {
+    if (wants_help(args)) {
+        std::cout << k_plot_usage;
+        return k_ok;
+    }
+    const std::string script = plot_script();
+    if (script.empty()) {
+        std::cerr << "hcasim plot: tools/hcasim_plot.py not found (set HCASIM_PLOT_SCRIPT)\n";
+        return k_internal;
+    }
+    std::vector<std::string> argv_s = {"python3", script};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::cout.flush();
+    execvp("python3", argv.data());
+    std::cerr << "hcasim plot: cannot run python3: " << std::strerror(errno)
+              << " (install python3 and python3-matplotlib)\n";
     return k_internal;
 }
 
@@ -227,8 +383,11 @@ int dispatch(const std::vector<std::string>& args) {
         return k_ok;
     }
     const std::vector<std::pair<std::string, std::function<int(const std::vector<std::string>&)>>>
-        commands = {
-            {"run", cmd_run}, {"check", cmd_check}, {"schema", cmd_schema}, {"sweep", cmd_sweep}};
+        commands = {{"run", cmd_run},
+                    {"check", cmd_check},
+                    {"schema", cmd_schema},
+                    {"sweep", cmd_sweep},
+                    {"plot", cmd_plot}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);

@@ -53,17 +53,77 @@ void check_axes(const json& axes, const json& base_doc, const std::string& base_
     }
 }
 
+const std::vector<std::string> k_stats_sections = {
+    "sim_time_ns", "wall_time_s", "events", "seed", "config", "program", "workloads", "nodes"};
+
+std::vector<std::string> split_dots(const std::string& path) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    for (size_t dot; (dot = path.find('.', start)) != std::string::npos; start = dot + 1)
+        parts.push_back(path.substr(start, dot - start));
+    parts.push_back(path.substr(start));
+    return parts;
+}
+
+bool is_index(const std::string& s) {
+    return !s.empty() && s.size() < 10 &&
+           std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A metric is a dotted path into stats.json; what lies below a section is only known after a run,
+// but the section, the workload index and the node name are known from the base.
+void check_metric(const std::string& metric, const std::string& pointer, const scenario* base,
+                  const sweep_spec& out, diag& d) {
+    const auto parts = split_dots(metric);
+    for (const auto& part : parts)
+        if (part.empty()) {
+            d.error(pointer, "empty segment in \"" + metric + "\"",
+                    "a dotted path into stats.json, e.g. workloads.0.mops");
+            return;
+        }
+    if (std::find(k_stats_sections.begin(), k_stats_sections.end(), parts[0]) ==
+        k_stats_sections.end()) {
+        d.error(pointer, "unknown stats.json section \"" + parts[0] + "\"",
+                "one of sim_time_ns, wall_time_s, events, seed, config, program, workloads, "
+                "nodes");
+        return;
+    }
+    for (const auto& [axis, values] : out.axes)
+        if (axis == metric)
+            d.error(pointer, "\"" + metric + "\" is also an axis",
+                    "a stats path; the axis value is already a column");
+    if (!base) return;
+    if (parts[0] == "workloads") {
+        if (parts.size() < 2 || !is_index(parts[1]) ||
+            std::stoul(parts[1]) >= base->workloads.size())
+            d.error(pointer,
+                    "no workload " + (parts.size() < 2 ? "index" : parts[1]) + " in " + base->file,
+                    "workloads.N.<stat> with N below " + std::to_string(base->workloads.size()));
+    } else if (parts[0] == "nodes") {
+        if (parts.size() < 2 || !base->node(parts[1])) {
+            std::string names;
+            for (const auto& n : base->nodes) names += (names.empty() ? "" : ", ") + n.first;
+            d.error(pointer,
+                    "no node " + (parts.size() < 2 ? std::string("name") : "\"" + parts[1] + "\"") +
+                        " in " + base->file,
+                    "nodes.<node>.<unit>.<stat> with a node of the base: " + names);
+        }
+    }
+}
+
 }  // namespace
 
 bool is_sweep_document(const json& doc) {
     return doc.is_object() && doc.contains("base") && doc.contains("axes");
 }
 
-bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d) {
+bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d,
+                     const std::vector<std::string>& sets) {
     const size_t before = d.lines().size();
     d.set_file(file);
     out = sweep_spec{};
     out.file = file;
+    out.sets = sets;
     if (!doc.is_object()) {
         d.error("/", "wrong type " + std::string(doc.type_name()), "a JSON object");
         return false;
@@ -73,6 +133,7 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
             d.error(pointer_join("", it.key()), "unknown key \"" + it.key() + "\"",
                     "one of base, axes, zip, metrics");
     json base_doc;
+    scenario base_scenario;
     auto base = doc.find("base");
     if (base == doc.end() || !base->is_string()) {
         d.error(base == doc.end() ? "/" : "/base",
@@ -83,8 +144,7 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
         std::filesystem::path bp(base->get<std::string>());
         if (bp.is_relative()) bp = std::filesystem::path(file).parent_path() / bp;
         out.base = bp.lexically_normal().string();
-        scenario s;
-        if (load_scenario(out.base, {}, s, d)) base_doc = s.document;
+        if (load_scenario(out.base, sets, base_scenario, d)) base_doc = base_scenario.document;
         d.set_file(file);
     }
     if (auto axes = doc.find("axes"); axes != doc.end())
@@ -117,16 +177,20 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
                         "a dotted path into stats.json, e.g. workloads.0.mops");
                 else
                     out.metrics.push_back(m.get<std::string>());
+                if (m.is_string() && !m.get<std::string>().empty())
+                    check_metric(m.get<std::string>(), pointer_join("/metrics", i),
+                                 base_doc.is_null() ? nullptr : &base_scenario, out, d);
             }
         }
     }
     return d.lines().size() == before;
 }
 
-bool load_sweep(const std::string& path, sweep_spec& out, diag& d) {
+bool load_sweep(const std::string& path, sweep_spec& out, diag& d,
+                const std::vector<std::string>& sets) {
     json doc;
     if (!read_json_file(path, doc, d)) return false;
-    return load_sweep_json(path, doc, out, d);
+    return load_sweep_json(path, doc, out, d, sets);
 }
 
 }  // namespace hcasim

@@ -1,7 +1,8 @@
 // A sweep file (SPEC §6): `{"base": "scenario.json", "axes": {"dotted.path": [values...]},
 // "zip": false, "metrics": ["workloads.0.mops"]}`. Loading checks its shape, loads the base
 // scenario (relative to the sweep file) and checks that every axis value, applied like `--set`,
-// gives a valid scenario.
+// gives a valid scenario, and that every metric names a stats.json section the base produces
+// (`workloads.N` with N below the number of workloads, `nodes.X` with X a node of the base).
 #pragma once
 
 #include <string>
@@ -19,12 +20,17 @@ struct sweep_spec {
     std::vector<std::pair<std::string, std::vector<json>>> axes;  // in file order
     bool zip = false;
     std::vector<std::string> metrics;
+    std::vector<std::string> sets;  // "dotted.path=value" overrides applied to the base first
 };
 
 // A document is a sweep when it has top-level "base" and "axes".
 bool is_sweep_document(const json& doc);
 
-bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d);
-bool load_sweep(const std::string& path, sweep_spec& out, diag& d);
+// `sets` ("dotted.path=value", as `hcasim run --set`) apply to the base scenario before the axes;
+// every point runs with them.
+bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, diag& d,
+                     const std::vector<std::string>& sets = {});
+bool load_sweep(const std::string& path, sweep_spec& out, diag& d,
+                const std::vector<std::string>& sets = {});
 
 }  // namespace hcasim
