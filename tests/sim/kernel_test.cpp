@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <utility>
 #include <vector>
@@ -24,11 +25,15 @@ struct reference_calendar {
         std::vector<uint64_t> candidates{earliest};
         for (const auto& [s, e] : busy)
             if (e >= earliest) candidates.push_back(e);
+        std::sort(candidates.begin(), candidates.end());
         uint64_t best = UINT64_MAX;
         for (uint64_t c : candidates) {
             bool free = true;
             for (const auto& [s, e] : busy) free = free && (c + duration <= s || c >= e);
-            if (free && c < best) best = c;
+            if (free) {
+                best = c;
+                break;
+            }
         }
         busy.emplace_back(best, best + duration);
         return best;
@@ -45,7 +50,7 @@ TEST(serial_resource, random_reservations_match_a_brute_force_calendar) {
     reference_calendar ref;
     std::mt19937 rng(5);
     uint64_t total = 0;
-    for (int i = 0; i < 3000; ++i) {
+    for (int i = 0; i < 2000; ++i) {
         const uint64_t earliest = rng() % 200000;  // out of order: later bookings leave gaps
         const uint64_t duration = 1 + rng() % (i % 5 == 0 ? 3000 : 60);
         const uint64_t got = to_ps(r.reserve(ps_time(base + earliest), ps_time(duration))) - base;
@@ -58,7 +63,7 @@ TEST(serial_resource, random_reservations_match_a_brute_force_calendar) {
     uint64_t last_end = 0;
     for (const auto& [s, e] : ref.busy) last_end = std::max(last_end, e);
     EXPECT_EQ(to_ps(r.free_at()) - base, last_end) << "free_at is the end of the last booking";
-    EXPECT_LT(r.booked_intervals(), 3000u) << "touching intervals are merged";
+    EXPECT_LT(r.booked_intervals(), 2000u) << "touching intervals are merged";
 }
 
 TEST(serial_resource, a_later_booking_does_not_hold_up_an_earlier_one) {

@@ -30,6 +30,7 @@ struct access_record {
     uint64_t addr = 0, length = 0;
     sc_core::sc_time begin, end;  // reached the memory, done (absolute)
     tlm::tlm_response_status status = tlm::TLM_INCOMPLETE_RESPONSE;
+    std::vector<uint8_t> data;  // what a write carried
 };
 
 class ref_memory : public sc_core::sc_module {
@@ -79,11 +80,11 @@ class ref_memory : public sc_core::sc_module {
         return static_cast<size_t>(std::count_if(
             log.begin(), log.end(), [write](const auto& r) { return r.write == write; }));
     }
-    // Most reads whose [begin, end) intervals overlap at one instant.
-    size_t max_concurrent_reads() const {
+    // Most reads (logged from entry `from` on) whose [begin, end) intervals overlap at one instant.
+    size_t max_concurrent_reads(size_t from = 0) const {
         std::vector<std::pair<sc_core::sc_time, int>> edges;
-        for (const auto& r : log)
-            if (!r.write) {
+        for (size_t i = from; i < log.size(); ++i)
+            if (const auto& r = log[i]; !r.write) {
                 edges.emplace_back(r.begin, +1);
                 edges.emplace_back(r.end, -1);
             }
@@ -107,9 +108,10 @@ class ref_memory : public sc_core::sc_module {
         if (bad) {
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
         } else {
-            if (gp.is_write())
+            if (gp.is_write()) {
                 write(r.addr, gp.get_data_ptr(), r.length);
-            else {
+                r.data.assign(gp.get_data_ptr(), gp.get_data_ptr() + r.length);
+            } else {
                 auto v = read(r.addr, r.length);
                 std::copy(v.begin(), v.end(), gp.get_data_ptr());
             }
