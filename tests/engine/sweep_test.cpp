@@ -1,0 +1,320 @@
+// Sweeps: point order (product, zip), rows as JSON and CSV, the Slurm array ranges and job
+// script, validation of metrics; then `hcasim sweep` end to end on tiny scenarios: a failed point
+// is recorded and the sweep goes on, and a sweep stopped by SIGINT halfway and resumed gives the
+// same results.csv as an uninterrupted one. The binary is build/hcasim (next to tests/).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <climits>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/slurm.h"
+#include "engine/sweep_runner.h"
+#include "engine/sweep_spec.h"
+
+namespace hcasim {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string binary() {
+    char buf[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+    std::string p(buf, n > 0 ? static_cast<size_t>(n) : 0);
+    return p.substr(0, p.rfind('/')) + "/../hcasim";
+}
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+}
+
+size_t line_count(const std::string& path) {
+    const std::string text = slurp(path);
+    return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+    std::vector<std::string> v;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) v.push_back(line);
+    return v;
+}
+
+// A fresh folder with a base scenario and a sweep file over it.
+struct sweep_files {
+    std::string dir, sweep;
+    sweep_files(const std::string& name, const std::string& base, const std::string& sweep_text) {
+        dir = testing::TempDir() + "/sweep_test_" + name;
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        std::ofstream(dir + "/base.json") << base;
+        sweep = dir + "/sweep.json";
+        std::ofstream(sweep) << sweep_text;
+    }
+};
+
+const char* k_tiny_base = R"({"name": "tiny", "seed": 3, "workloads": [
+    {"type": "ib_write_bw", "client": "a", "server": "b", "size": 64, "iters": 40}]})";
+
+// Starts `hcasim args...` with stdout and stderr to files in `dir`; returns its pid.
+pid_t start(const std::vector<std::string>& args, const std::string& dir) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        std::vector<std::string> all = {binary()};
+        all.insert(all.end(), args.begin(), args.end());
+        std::vector<char*> argv;
+        for (auto& a : all) argv.push_back(a.data());
+        argv.push_back(nullptr);
+        freopen((dir + "/stdout.txt").c_str(), "w", stdout);
+        freopen((dir + "/stderr.txt").c_str(), "w", stderr);
+        execv(argv[0], argv.data());
+        _exit(127);
+    }
+    return pid;
+}
+
+int finish(pid_t pid) {
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int run(const std::vector<std::string>& args, const std::string& dir) {
+    return finish(start(args, dir));
+}
+
+sweep_spec two_axes(bool zip) {
+    sweep_spec s;
+    s.axes = {{"x", {json(1), json(2)}}, {"y", {json("a"), json("b")}}};
+    s.zip = zip;
+    s.metrics = {"workloads.0.gbps"};
+    return s;
+}
+
+TEST(sweep_points, product_enumerates_the_last_axis_fastest) {
+    const auto points = sweep_points(two_axes(false));
+    ASSERT_EQ(points.size(), 4u) << "2 x 2 values give 4 points";
+    const std::vector<std::pair<int, std::string>> expected = {
+        {1, "a"}, {1, "b"}, {2, "a"}, {2, "b"}};
+    for (size_t i = 0; i < points.size(); ++i) {
+        EXPECT_EQ(points[i].index, i);
+        EXPECT_EQ(points[i].values[0], expected[i].first) << "point " << i << " x";
+        EXPECT_EQ(points[i].values[1], expected[i].second) << "point " << i << " y";
+    }
+}
+
+TEST(sweep_points, zip_pairs_the_ith_values) {
+    const auto points = sweep_points(two_axes(true));
+    ASSERT_EQ(points.size(), 2u) << "zip of two 2-value axes gives 2 points";
+    EXPECT_EQ(points[1].values[0], 2);
+    EXPECT_EQ(points[1].values[1], "b");
+}
+
+TEST(sweep_rows, round_trip_through_json_and_refuse_rows_of_other_points) {
+    const sweep_spec spec = two_axes(false);
+    sweep_row row;
+    row.point = 2;
+    row.values = {json(2), json("a")};
+    row.metrics = {json(12.5)};
+    row.exit_status = 1;
+    row.wall_s = 0.25;
+    row.stderr_tail = "expect: failed";
+    const json j = row_to_json(spec, row);
+    EXPECT_EQ(j.begin().key(), "point") << "the point index comes first";
+    sweep_row back;
+    ASSERT_TRUE(row_from_json(spec, j, back));
+    EXPECT_EQ(csv_line(back), csv_line(row));
+    EXPECT_EQ(back.stderr_tail, row.stderr_tail);
+    json other = j;
+    other["axes"]["y"] = "b";
+    EXPECT_FALSE(row_from_json(spec, other, back))
+        << "point 2 is x=2, y=a; a row with y=b is stale";
+    json more = j;
+    more["metrics"]["workloads.0.mops"] = 1;
+    EXPECT_FALSE(row_from_json(spec, more, back)) << "a row with other metrics is not this sweep's";
+}
+
+TEST(sweep_rows, csv_columns_are_point_axes_metrics_exit_status_and_quote_when_needed) {
+    sweep_spec spec = two_axes(false);
+    EXPECT_EQ(csv_header(spec), "point,x,y,workloads.0.gbps,exit_status\n");
+    sweep_row row;
+    row.point = 0;
+    row.values = {json(1), json("a,\"b\"")};
+    row.metrics = {json()};
+    EXPECT_EQ(csv_line(row), "0,1,\"a,\"\"b\"\"\",,0\n") << "a missing metric is an empty cell";
+}
+
+TEST(slurm, array_ranges_compress_runs) {
+    EXPECT_EQ(slurm_array_ranges({0, 1, 2, 3}), "0-3");
+    EXPECT_EQ(slurm_array_ranges({0, 2, 3, 4, 7, 9, 10}), "0,2-4,7,9-10");
+    EXPECT_EQ(slurm_array_ranges({5}), "5");
+}
+
+TEST(slurm, job_script_runs_one_point_per_array_task) {
+    sweep_spec spec = two_axes(false);
+    spec.sets = {"seed=5"};
+    sweep_options opts;
+    opts.partition = "batch";
+    opts.time_limit = "10";
+    opts.mem = "1G";
+    const std::string script = slurm_job_script(spec, opts, "/s/my sweep.json", "/o", "/b/hcasim");
+    EXPECT_NE(script.find("#SBATCH --partition=batch\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --time=10\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --mem=1G\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --output=/o/slurm/job%A_%a.log\n"), std::string::npos) << script;
+    EXPECT_NE(
+        script.find("exec '/b/hcasim' sweep '/s/my sweep.json' --point \"$SLURM_ARRAY_TASK_ID\""
+                    " -o '/o' --set 'seed=5'\n"),
+        std::string::npos)
+        << script;
+}
+
+TEST(sweep_spec_metrics, unknown_sections_workloads_and_nodes_are_bad_input) {
+    sweep_files f("metrics", k_tiny_base, "{}");
+    const json doc = {{"base", "base.json"},
+                      {"axes", {{"workloads.0.size", {64}}}},
+                      {"metrics",
+                       {"workloads.0.gbps", "workload.0.gbps", "workloads.3.gbps", "nodes.c.hca.x",
+                        "workloads.0.size", "nodes..x"}}};
+    sweep_spec spec;
+    diag d;
+    EXPECT_FALSE(load_sweep_json(f.sweep, doc, spec, d));
+    const auto& lines = d.lines();
+    ASSERT_EQ(lines.size(), 5u) << testing::PrintToString(lines);
+    EXPECT_NE(lines[0].find(": /metrics/1: unknown stats.json section \"workload\""),
+              std::string::npos)
+        << lines[0];
+    EXPECT_NE(lines[1].find(": /metrics/2: no workload 3 in"), std::string::npos) << lines[1];
+    EXPECT_NE(lines[2].find(": /metrics/3: no node \"c\" in"), std::string::npos) << lines[2];
+    EXPECT_NE(lines[3].find(": /metrics/4: \"workloads.0.size\" is also an axis"),
+              std::string::npos)
+        << lines[3];
+    EXPECT_NE(lines[4].find(": /metrics/5: empty segment"), std::string::npos) << lines[4];
+}
+
+TEST(sweep_spec_sets, apply_to_the_base_and_are_checked_like_run_set) {
+    sweep_files f("sets", k_tiny_base, "{}");
+    const json doc = {{"base", "base.json"}, {"axes", {{"workloads.0.size", {64, 128}}}}};
+    sweep_spec spec;
+    diag good;
+    EXPECT_TRUE(load_sweep_json(f.sweep, doc, spec, good, {"workloads.0.iters=5"}))
+        << testing::PrintToString(good.lines());
+    EXPECT_EQ(spec.sets, std::vector<std::string>{"workloads.0.iters=5"})
+        << "every point gets them";
+    diag bad;
+    EXPECT_FALSE(load_sweep_json(f.sweep, doc, spec, bad, {"workloads.0.iterz=5"}))
+        << "a --set that makes the base invalid is bad input";
+}
+
+class sweep_cli : public ::testing::Test {
+  protected:
+    void SetUp() override {
+        if (access(binary().c_str(), X_OK) != 0) GTEST_FAIL() << "no hcasim at " << binary();
+    }
+};
+
+TEST_F(sweep_cli, a_failed_point_is_recorded_and_the_sweep_goes_on) {
+    // size 4096 moves more than 20 Gb/s: the base's expectation fails there (exit 1).
+    sweep_files f("failed",
+                  R"({"name": "tiny", "workloads": [
+                      {"type": "ib_write_bw", "client": "a", "server": "b", "size": 64, "iters": 40}],
+                      "expect": [{"stat": "workloads.0.gbps", "max": 20}]})",
+                  R"({"base": "base.json", "axes": {"workloads.0.size": [64, 4096, 128]},
+                      "metrics": ["workloads.0.gbps", "nodes.b.hca.tpt.mtt_hit_rate"]})");
+    const std::string out = f.dir + "/out";
+    EXPECT_EQ(run({"sweep", f.sweep, "-o", out, "-j", "2"}, f.dir), 1)
+        << "a sweep with a failed point exits 1\n"
+        << slurp(f.dir + "/stderr.txt");
+    const auto csv = lines_of(slurp(out + "/results.csv"));
+    ASSERT_EQ(csv.size(), 4u) << "header and three rows: the sweep went on after the failure";
+    EXPECT_EQ(csv[0],
+              "point,workloads.0.size,workloads.0.gbps,nodes.b.hca.tpt.mtt_hit_rate,exit_status");
+    EXPECT_EQ(csv[1].substr(0, 5), "0,64,");
+    EXPECT_EQ(csv[1].back(), '0');
+    EXPECT_EQ(csv[2].substr(0, 7), "1,4096,");
+    EXPECT_EQ(csv[2].back(), '1') << "point 1's expectation failed";
+    EXPECT_EQ(csv[3].back(), '0');
+    const auto jsonl = lines_of(slurp(out + "/results.jsonl"));
+    ASSERT_EQ(jsonl.size(), 3u);
+    const json failed = json::parse(jsonl[1]);
+    EXPECT_EQ(failed["exit_status"], 1);
+    EXPECT_NE(failed.value("stderr_tail", "").find("expect"), std::string::npos)
+        << "the row keeps the tail of the point's stderr: " << failed.dump();
+    EXPECT_TRUE(failed["wall_s"].is_number());
+    EXPECT_TRUE(fs::exists(out + "/points/1/stats.json")) << "each point writes its own outputs";
+    EXPECT_TRUE(fs::exists(out + "/points/1/row.json"));
+}
+
+TEST_F(sweep_cli, bad_sweep_input_exits_2_with_pointers) {
+    sweep_files f("bad", k_tiny_base,
+                  R"({"base": "base.json", "axes": {"defaults.hca.qpc_cache.entrys": [64]},
+                      "metrics": ["workloads.0.gbps"]})");
+    EXPECT_EQ(run({"sweep", f.sweep, "-o", f.dir + "/out"}, f.dir), 2);
+    EXPECT_NE(slurp(f.dir + "/stderr.txt")
+                  .find("sweep.json: /axes/defaults.hca.qpc_cache.entrys/0: with this value, "),
+              std::string::npos)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_FALSE(fs::exists(f.dir + "/out")) << "bad input runs nothing";
+    EXPECT_EQ(run({"sweep", f.sweep, "-j", "0"}, f.dir), 2) << "-j 0 is a usage error";
+    EXPECT_EQ(run({"sweep", f.sweep, "--backend", "pbs"}, f.dir), 2);
+}
+
+TEST_F(sweep_cli, interrupted_and_resumed_gives_the_same_results_csv_as_uninterrupted) {
+    // Six points of a few hundred milliseconds each, run one at a time, stopped after two rows.
+    sweep_files f("resume",
+                  R"({"name": "slowish", "seed": 9, "workloads": [
+                      {"type": "ib_write_bw", "client": "a", "server": "b", "size": 64, "iters": 2000}]})",
+                  R"({"base": "base.json",
+                      "axes": {"workloads.0.size": [64, 1024], "defaults.hca.qpc_cache.entries": [4, 16, 64]},
+                      "metrics": ["workloads.0.gbps", "workloads.0.mops", "nodes.a.hca.qpc_cache.hit_rate"]})");
+    const std::string full = f.dir + "/full", part = f.dir + "/part";
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", full, "-j", "2"}, f.dir), 0)
+        << slurp(f.dir + "/stderr.txt");
+    ASSERT_EQ(line_count(full + "/results.csv"), 7u);
+
+    pid_t pid = start({"sweep", f.sweep, "-o", part, "-j", "1"}, f.dir);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (line_count(part + "/results.jsonl") < 2 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    ASSERT_GE(line_count(part + "/results.jsonl"), 2u) << "rows appear as points finish";
+    kill(pid, SIGINT);
+    EXPECT_EQ(finish(pid), 130) << "an interrupted sweep exits 130\n"
+                                << slurp(f.dir + "/stderr.txt");
+    const size_t rows = line_count(part + "/results.jsonl");
+    EXPECT_GE(rows, 2u) << "finished rows stay";
+    EXPECT_LT(rows, 6u) << "the sweep stopped before the end";
+    EXPECT_EQ(line_count(part + "/results.csv"), rows + 1) << "csv and jsonl hold the same rows";
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_NE(system(("pgrep -f -- '[-]o " + part + "/points/' >/dev/null").c_str()), 0)
+        << "no point of the stopped sweep is still running";
+
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", part, "-j", "2", "--resume"}, f.dir), 0)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("points already done"), std::string::npos);
+    EXPECT_EQ(slurp(part + "/results.csv"), slurp(full + "/results.csv"));
+    EXPECT_EQ(line_count(part + "/results.jsonl"), 6u);
+
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", part, "--resume"}, f.dir), 0);
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("6 of 6 points already done"), std::string::npos)
+        << "a finished sweep resumed runs nothing: " << slurp(f.dir + "/stderr.txt");
+    EXPECT_EQ(slurp(part + "/results.csv"), slurp(full + "/results.csv"));
+
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", part, "--collect"}, f.dir), 0);
+    EXPECT_EQ(slurp(part + "/results.csv"), slurp(full + "/results.csv"))
+        << "--collect rebuilds the same rows from points/*/row.json";
+}
+
+}  // namespace
+}  // namespace hcasim
