@@ -355,14 +355,21 @@ int cmd_plot(const std::vector<std::string>& args) {
         std::cerr << "hcasim plot: tools/hcasim_plot.py not found (set HCASIM_PLOT_SCRIPT)\n";
         return k_internal;
     }
-    std::vector<std::string> argv_s = {"python3", script};
+    // Debian's python3-matplotlib belongs to /usr/bin/python3, which a python3 found first on
+    // PATH (pyenv, a venv) may lack; $HCASIM_PYTHON overrides.
+    std::string python = "python3";
+    if (const char* env = std::getenv("HCASIM_PYTHON"); env && *env)
+        python = env;
+    else if (access("/usr/bin/python3", X_OK) == 0)
+        python = "/usr/bin/python3";
+    std::vector<std::string> argv_s = {python, script};
     argv_s.insert(argv_s.end(), args.begin(), args.end());
     std::vector<char*> argv;
     for (auto& a : argv_s) argv.push_back(a.data());
     argv.push_back(nullptr);
     std::cout.flush();
-    execvp("python3", argv.data());
-    std::cerr << "hcasim plot: cannot run python3: " << std::strerror(errno)
+    execvp(argv[0], argv.data());
+    std::cerr << "hcasim plot: cannot run " << python << ": " << std::strerror(errno)
               << " (install python3 and python3-matplotlib)\n";
     return k_internal;
 }

@@ -316,5 +316,52 @@ TEST_F(sweep_cli, interrupted_and_resumed_gives_the_same_results_csv_as_uninterr
         << "--collect rebuilds the same rows from points/*/row.json";
 }
 
+TEST_F(sweep_cli, plot_renders_png_and_svg_with_labelled_axes) {
+    sweep_files f("plot", k_tiny_base, "{}");
+    const std::string csv = f.dir + "/results.csv";
+    std::ofstream(csv) << "point,workloads.0.size,defaults.hca.qpc_cache.entries,workloads.0.gbps,"
+                          "exit_status\n"
+                          "0,64,16,3.5,0\n1,65536,16,90.1,0\n2,64,256,3.6,0\n3,65536,256,,2\n";
+    const std::vector<std::string> common = {"plot",     csv,
+                                             "--x",      "workloads.0.size",
+                                             "--y",      "workloads.0.gbps",
+                                             "--series", "defaults.hca.qpc_cache.entries"};
+    auto with_out = [&](const std::string& out) {
+        auto a = common;
+        a.insert(a.end(), {"-o", out});
+        return a;
+    };
+    ASSERT_EQ(run(with_out(f.dir + "/plot.png"), f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    const std::string png = slurp(f.dir + "/plot.png");
+    ASSERT_GT(png.size(), 1000u);
+    EXPECT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8)) << "a PNG signature";
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("left out 1 row"), std::string::npos)
+        << "the failed row is left out, and said so";
+
+    ASSERT_EQ(run(with_out(f.dir + "/plot.svg"), f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    // Parse as XML and gather its text with Python's standard library (the plot needs Python).
+    const std::string texts = f.dir + "/svg_texts.txt";
+    const std::string py =
+        "import sys, xml.etree.ElementTree as E; "
+        "r = E.parse(sys.argv[1]).getroot(); "
+        "print('\\n'.join(t for e in r.iter() for t in [e.text] if t))";
+    ASSERT_EQ(
+        system(("/usr/bin/python3 -c \"" + py + "\" '" + f.dir + "/plot.svg' > '" + texts + "'")
+                   .c_str()),
+        0)
+        << "plot.svg parses as XML";
+    const std::string text = slurp(texts);
+    EXPECT_NE(text.find("workloads.0.size [bytes]"), std::string::npos) << text;
+    EXPECT_NE(text.find("workloads.0.gbps [Gb/s]"), std::string::npos) << text;
+    EXPECT_NE(text.find("defaults.hca.qpc_cache.entries [entries]"), std::string::npos) << text;
+    EXPECT_NE(text.find("64KiB"), std::string::npos) << "sizes are labelled in IEC units: " << text;
+
+    EXPECT_EQ(
+        run({"plot", csv, "--x", "nope", "--y", "workloads.0.gbps", "-o", f.dir + "/x.png"}, f.dir),
+        2)
+        << "an unknown column is bad input";
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("no column \"nope\""), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hcasim
