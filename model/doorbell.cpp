@@ -67,8 +67,9 @@ void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base,
     m_regs.add(std::string(name) + "_log_entries", offset + 8, register_bank::access::rw).on_write =
         [this, entries](uint64_t v, const sc_core::sc_time&) {
             ++m_config_writes;
-            *entries = v < 32 ? (1ULL << v) : 0;
-            return v < 32;
+            if (v >= 32) return false;
+            *entries = 1ULL << v;
+            return true;
         };
 }
 

@@ -21,17 +21,20 @@ void callback_queue::at(const sc_core::sc_time& when, callback fn) {
     sc_core::sc_time t = when < now ? now : when;
     bool earliest = m_heap.empty() || t < m_heap.top().when;
     m_heap.push(item{t, m_seq++, std::move(fn)});
-    if (earliest) m_wake.notify(t - now);
+    // While dispatching, callbacks due now run in the same activation.
+    if (earliest && !(m_dispatching && t == now)) m_wake.notify(t - now);
 }
 
 void callback_queue::dispatch() {
     ++kernel_events();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
+    m_dispatching = true;
     while (!m_heap.empty() && m_heap.top().when <= now) {
         callback fn = std::move(const_cast<item&>(m_heap.top()).fn);
         m_heap.pop();
         fn();
     }
+    m_dispatching = false;
     if (!m_heap.empty()) m_wake.notify(m_heap.top().when - now);
 }
 

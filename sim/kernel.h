@@ -51,6 +51,7 @@ private:
     std::priority_queue<item, std::vector<item>, later> m_heap;
     sc_core::sc_event m_wake;
     uint64_t m_seq = 0;
+    bool m_dispatching = false;
 };
 
 // A resource that serves one transfer at a time (a link direction, a cache port). Reservations

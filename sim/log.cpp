@@ -56,7 +56,8 @@ bool logger::enabled_slow(const char* unit, log_topic topic) const {
     if (!(m_topics & static_cast<uint32_t>(topic))) return false;
     std::string u(unit);
     for (const auto& prefix : m_units) {
-        if (prefix.empty() || u.rfind(prefix, 0) == 0) return true;
+        if (prefix.empty() || (u.rfind(prefix, 0) == 0 && (u.size() == prefix.size() || u[prefix.size()] == '.')))
+            return true;
         // A bare unit name ("tpt") matches that unit on every node.
         if (u.size() > prefix.size() && u.compare(u.size() - prefix.size(), prefix.size(), prefix) == 0 &&
             u[u.size() - prefix.size() - 1] == '.')

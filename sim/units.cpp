@@ -141,12 +141,13 @@ std::string format_time_ps(uint64_t ps) {
 
 std::string format_frequency(double hz) {
     char buf[64];
-    if (hz >= 1e9 && std::fmod(hz, 1e6) == 0 && std::fmod(hz, 1e9) == 0)
-        std::snprintf(buf, sizeof buf, "%gGHz", hz / 1e9);
-    else if (hz >= 1e6)
-        std::snprintf(buf, sizeof buf, "%gMHz", hz / 1e6);
+    // The shortest exact form: GHz or MHz when the value is a whole number of them, else Hz.
+    if (hz >= 1e9 && std::fmod(hz, 1e9) == 0)
+        std::snprintf(buf, sizeof buf, "%.17gGHz", hz / 1e9);
+    else if (hz >= 1e6 && std::fmod(hz, 1e6) == 0)
+        std::snprintf(buf, sizeof buf, "%.17gMHz", hz / 1e6);
     else
-        std::snprintf(buf, sizeof buf, "%gHz", hz);
+        std::snprintf(buf, sizeof buf, "%.17gHz", hz);
     return buf;
 }
 

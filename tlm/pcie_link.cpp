@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 namespace hcasim {
 
@@ -101,24 +102,32 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
     } else if (gp.is_read()) {
         ++m_dma_reads;
         sc_core::sc_time issued = now + delay;
-        // One request TLP per MRRS chunk; the completer starts answering when the last has arrived.
-        sc_core::sc_time req_arrival = now + delay;
+        // Request TLPs, one per MRRS chunk, then the completer answers each request with its own
+        // completions (PCIe 3.0 §2.3.1.1: completions never cross a request's boundary).
+        struct request {
+            uint64_t addr, length;
+            sc_core::sc_time arrival;
+        };
+        std::vector<request> requests;
         uint64_t a = addr, left = len;
         sc_core::sc_time ready = now + delay;
         do {
             uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
-            req_arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready);
-            ready = req_arrival - to_time(m_cfg.latency);
+            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready);
+            ready = arrival - to_time(m_cfg.latency);
+            requests.push_back({a, chunk, arrival});
             a += chunk;
             left -= chunk;
         } while (left > 0);
-        sc_core::sc_time host_delay = req_arrival - now;
+        sc_core::sc_time host_delay = requests.front().arrival - now;
         dma_out->b_transport(gp, host_delay);  // the root complex adds its memory latency
-        sc_core::sc_time data_ready = now + host_delay;
+        const sc_core::sc_time memory = (now + host_delay) - requests.front().arrival;
         m_down_payload += len;
-        uint64_t cpl_max = m_cfg.completions == "rcb" ? m_cfg.rcb : m_cfg.mps;
-        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, addr, len, cpl_max, m_cfg.rcb,
-                                             tlp_overhead(false), data_ready);
+        const uint64_t cpl_max = m_cfg.completions == "rcb" ? m_cfg.rcb : m_cfg.mps;
+        sc_core::sc_time arrival = now;
+        for (const request& r : requests)
+            arrival = send_tlps(m_down, m_down_bytes, r.addr, r.length, cpl_max, m_cfg.rcb, tlp_overhead(false),
+                                r.arrival + memory);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
     } else {
