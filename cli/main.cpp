@@ -97,10 +97,11 @@ const char* k_sweep_usage =
 
 const char* k_plot_usage =
     "usage: hcasim plot RESULTS.csv --x AXIS --y METRIC [--series AXIS] -o PLOT.png|PLOT.svg\n"
-    "                   [--title TEXT] [--logx|--linx] [--logy]\n"
+    "                   [--where AXIS=VALUE]... [--title TEXT] [--logx|--linx] [--logy]\n"
     "\n"
     "Plots one metric of a sweep's results.csv against an axis, one line per value of --series\n"
-    "(other axes must be fixed or are averaged). Needs python3 with matplotlib.\n";
+    "(rows where other axes vary are averaged; --where keeps only rows with that value).\n"
+    "Labels carry units derived from the column names. Needs python3 with matplotlib.\n";
 
 int bad_usage(const std::string& command, const std::string& problem) {
     std::cerr << "hcasim" << (command.empty() ? "" : " " + command) << ": " << problem << "\n"

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """hcasim plot: one metric of a sweep's results.csv against one axis, a line per series value.
 
-    hcasim plot results.csv --x AXIS --y METRIC [--series AXIS] -o plot.png|plot.svg
+    hcasim plot results.csv --x AXIS --y METRIC [--series AXIS] [--where AXIS=VALUE]...
+                -o plot.png|plot.svg
 
 Columns are named as in results.csv (dotted scenario paths for axes, dotted stats paths for
 metrics). Rows whose exit_status is not 0, or whose metric is empty, are left out (and counted on
@@ -102,6 +103,8 @@ def main(argv):
     ap.add_argument("--y", required=True, help="metric column for the y axis")
     ap.add_argument("--series", help="axis column: one line per value")
     ap.add_argument("-o", "--out", required=True, help="output file, .png or .svg")
+    ap.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
+                    help="keep only rows where COLUMN equals VALUE (repeatable)")
     ap.add_argument("--title", help="plot title (default: the metric against the axis)")
     scale = ap.add_mutually_exclusive_group()
     scale.add_argument("--logx", action="store_true", help="logarithmic x axis")
@@ -112,7 +115,15 @@ def main(argv):
     ext = os.path.splitext(args.out)[1].lower()
     if ext not in (".png", ".svg"):
         fail(f"-o {args.out}: unknown format (expected a .png or .svg file)")
-    rows, header = read_rows(args.csv, [args.x, args.y, args.series])
+    where = []
+    for w in args.where:
+        if "=" not in w:
+            fail(f"--where {w}: expected COLUMN=VALUE")
+        where.append(tuple(w.split("=", 1)))
+    rows, header = read_rows(args.csv, [args.x, args.y, args.series] + [c for c, _ in where])
+    for column, value in where:
+        rows = [r for r in rows if r[column] == value or
+                (number(r[column]) is not None and number(r[column]) == number(value))]
 
     groups = {}  # series label -> x value -> [y]
     series_keys = {}
@@ -179,7 +190,8 @@ def main(argv):
         ax.set_yscale("log")
     ax.set_xlabel(label_of(args.x))
     ax.set_ylabel(label_of(args.y))
-    ax.set_title(args.title or f"{args.y} vs {args.x}")
+    ax.set_title(args.title or f"{args.y} vs {args.x}" +
+                 "".join(f", {c}={v}" for c, v in where))
     ax.grid(True, which="major", alpha=0.3)
     if args.series:
         ax.legend(title=label_of(args.series), fontsize="small")
