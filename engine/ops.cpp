@@ -513,7 +513,9 @@ const std::vector<std::string>& result_fields() {
                                                "qp_num",    "src_qp",
                                                "count",     "cqn",
                                                "raw",       "pages",
-                                               "sq_depth",  "rq_depth"};
+                                               "sq_depth",  "rq_depth",
+                                               "reclaimed", "bound",
+                                               "match", "first_difference"};
     return v;
 }
 

@@ -215,6 +215,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         r.fields["raw"] = hex(e.raw());
     } else if (op == "reg_mr") {
         op_reg_mr(n, pid, a, r);
+    } else if (op_protection(op, n, pid, a, r)) {
     } else if (op == "dereg_mr") {
         auto it = res.mrs.find(a["mr"].get<std::string>());
         if (it == res.mrs.end()) {
@@ -264,6 +265,10 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
                 r.problems.push_back(problem);
             }
         }
+    } else if (op == "memory_pressure") {
+        uint64_t reclaimed = 0;
+        r.err = h.memory_pressure(u64_or(a, "bytes", 0), reclaimed);
+        r.fields["reclaimed"] = reclaimed;
     } else if (op == "wait") {
         auto ps = parse_time_ps(a["time"]);
         if (ps) {
@@ -371,6 +376,10 @@ void program_runner::op_reg_mr(const std::string& n, uint32_t pid, const json& a
     r.err = h.reg_mr(owner, attr, info);
     if (r.err) return;
     res.mrs[a["name"].get<std::string>()] = mr_record{info, owner};
+    report_mr(info, r);
+}
+
+void program_runner::report_mr(const mr_info& info, step_result& r) {
     r.fields["lkey"] = info.lkey;
     r.fields["rkey"] = info.rkey;
     r.fields["key_index"] = key_index(info.lkey);
@@ -381,6 +390,150 @@ void program_runner::op_reg_mr(const std::string& n, uint32_t pid, const json& a
     r.fields["pd"] = info.pd;
     r.fields["access"] = access_names(info.access);
     r.fields["pages"] = info.pages;
+}
+
+void program_runner::report_mw(const mw_info& info, step_result& r) {
+    r.fields["rkey"] = info.rkey;
+    r.fields["key_index"] = key_index(info.rkey);
+    r.fields["key_byte"] = key_byte(info.rkey);
+    r.fields["type"] = info.type;
+    r.fields["pd"] = info.pd;
+    r.fields["bound"] = info.bound;
+    r.fields["va"] = info.addr;
+    r.fields["length"] = info.length;
+    r.fields["access"] = access_names(info.access);
+}
+
+mr_record* program_runner::find_mr(const std::string& n, const json& ref) {
+    if (!ref.is_string()) return nullptr;
+    auto [rn, name] = split_ref(n, ref.get<std::string>());
+    auto& mrs = m_world.resources(rn).mrs;
+    auto it = mrs.find(name);
+    return it == mrs.end() ? nullptr : &it->second;
+}
+
+mw_record* program_runner::find_mw(const std::string& n, const json& ref) {
+    if (!ref.is_string()) return nullptr;
+    auto [rn, name] = split_ref(n, ref.get<std::string>());
+    auto& mws = m_world.resources(rn).mws;
+    auto it = mws.find(name);
+    return it == mws.end() ? nullptr : &it->second;
+}
+
+bool program_runner::op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                                   step_result& r) {
+    host& h = m_world.at(n).host();
+    node_resources& res = m_world.resources(n);
+    auto pd_of = [&](const json& ref) -> uint32_t {
+        if (!ref.is_string()) return 0;
+        auto it = res.pds.find(split_ref(n, ref.get<std::string>()).second);
+        return it == res.pds.end() ? 0 : it->second;
+    };
+    if (op == "reg_phys_mr") {
+        phys_mr_attr attr;
+        attr.pd = pd_of(a["pd"]);
+        for (const auto& p : a.value("pages", json::array())) attr.pages.push_back(to_u64(p).value_or(0));
+        attr.page_size = u64_or(a, "page_size", 4096);
+        attr.iova = u64_or(a, "iova", 0);
+        attr.offset = u64_or(a, "offset", 0);
+        attr.length = u64_or(a, "length", 0);
+        attr.access = access_bits(a.value("access", json::array()));
+        mr_info info;
+        r.err = h.reg_phys_mr(pid, attr, info);
+        if (!r.err) {
+            res.mrs[a["name"].get<std::string>()] = mr_record{info, pid};
+            report_mr(info, r);
+        }
+    } else if (op == "reg_shared_mr") {
+        mr_record* orig = find_mr(n, a["mr"]);
+        std::optional<uint64_t> va;
+        if (a.contains("va")) va = to_u64(a["va"]);
+        mr_info info;
+        r.err = orig ? h.reg_shared_mr(pid, orig->info.handle, pd_of(a["pd"]), va,
+                                       access_bits(a.value("access", json::array())), info)
+                     : EINVAL;
+        if (!r.err) {
+            res.mrs[a["name"].get<std::string>()] = mr_record{info, pid};
+            report_mr(info, r);
+        }
+    } else if (op == "rereg_mr") {
+        mr_record* mr = find_mr(n, a["mr"]);
+        if (!mr) {
+            r.err = EINVAL;
+            return true;
+        }
+        rereg_attr attr;
+        if (a.contains("buf") || a.contains("va")) {
+            attr.translation = true;
+            uint32_t owner = pid;
+            attr.va = address_of(n, a, r, &owner);
+            attr.length = u64_or(a, "length", 0);
+        }
+        if (a.contains("pd")) {
+            attr.pd_change = true;
+            attr.pd = pd_of(a["pd"]);
+        }
+        if (a.contains("access") && a["access"].is_array()) {
+            attr.access_change = true;
+            attr.access = access_bits(a["access"]);
+        }
+        mr_info info;
+        if (!r.err) r.err = h.rereg_mr(mr->info.handle, attr, info);
+        if (!r.err) {
+            mr->info = info;
+            report_mr(info, r);
+        }
+    } else if (op == "query_mr") {
+        mr_record* mr = find_mr(n, a["mr"]);
+        mr_info info;
+        r.err = mr ? h.query_mr(mr->info.handle, info) : EINVAL;
+        if (!r.err) report_mr(info, r);
+    } else if (op == "alloc_mw") {
+        mw_info info;
+        r.err = h.alloc_mw(pid, pd_of(a["pd"]), static_cast<uint8_t>(u64_or(a, "type", 1)), info);
+        if (!r.err) {
+            res.mws[a["name"].get<std::string>()] = mw_record{info, pid};
+            report_mw(info, r);
+        }
+    } else if (op == "query_mw" || op == "dealloc_mw") {
+        mw_record* mw = find_mw(n, a["mw"]);
+        if (!mw) {
+            r.err = EINVAL;
+        } else if (op == "query_mw") {
+            mw_info info;
+            r.err = h.query_mw(mw->info.handle, info);
+            if (!r.err) {
+                mw->info = info;
+                report_mw(info, r);
+            }
+        } else {
+            r.err = h.dealloc_mw(mw->info.handle);
+            if (!r.err) res.mws.erase(split_ref(n, a["mw"].get<std::string>()).second);
+        }
+    } else if (op == "bind_mw") {
+        mw_record* mw = find_mw(n, a["mw"]);
+        mr_record* mr = find_mr(n, a["mr"]);
+        auto qp = res.qps.find(a.value("qp", std::string()));
+        if (!mw || !mr || qp == res.qps.end()) {
+            r.err = EINVAL;
+            return true;
+        }
+        const uint64_t addr = a.contains("va") ? u64_or(a, "va", 0) : mr->info.iova + u64_or(a, "offset", 0);
+        uint32_t rkey = 0;
+        r.err = h.bind_mw(mw->info.handle, qp->second.info.qpn, mr->info.handle, addr, u64_or(a, "length", 0),
+                          access_bits(a.value("access", json::array())), bool_or(a, "signaled", true),
+                          u64_or(a, "id", 0), rkey);
+        if (!r.err) {
+            mw->info.rkey = rkey;
+            mw->info.bound = u64_or(a, "length", 0) > 0;
+            mw->info.addr = addr;
+            r.fields["rkey"] = rkey;
+            r.fields["key_byte"] = key_byte(rkey);
+        }
+    } else {
+        return false;
+    }
+    return true;
 }
 
 void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r) {
@@ -506,15 +659,45 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
             wr.rkey = m->second.info.rkey ? m->second.info.rkey : m->second.info.lkey;
             wr.remote_addr = m->second.info.iova + u64_or(rem, "offset", 0);
         } else if (rem.contains("mw")) {
-            r.err = ENOSYS;
-            r.problems.push_back("memory windows are not implemented by this version of hcasim");
-            return;
+            mw_record* mw = find_mw(n, rem["mw"]);
+            if (!mw) {
+                r.err = EINVAL;
+                return;
+            }
+            // The window's current R_Key and start, as the program last learned them.
+            wr.rkey = mw->info.rkey;
+            wr.remote_addr = mw->info.addr + u64_or(rem, "offset", 0);
         } else {
             wr.rkey = static_cast<uint32_t>(u64_or(rem, "rkey", 0));
             wr.remote_addr = u64_or(rem, "addr", 0);
         }
     }
     wr.imm = static_cast<uint32_t>(u64_or(w, "imm", u64_or(w, "invalidate", 0)));
+    if (wr.opcode == wqe_opcode::bind_mw) {
+        // A type 2 bind: the consumer picks the window's new key byte (default: the next one).
+        mw_record* mw = find_mw(n, w.value("mw", json()));
+        mr_record* mr = find_mr(n, w.value("mr", json()));
+        if (!mw || !mr) {
+            r.err = EINVAL;
+            return;
+        }
+        const uint8_t kb = static_cast<uint8_t>(u64_or(w, "key_byte", (key_byte(mw->info.rkey) + 1) & 0xff));
+        wr.rkey = make_key(mw->info.handle, kb);
+        wr.imm = mr->info.lkey;
+        wr.remote_addr = w.contains("va") ? u64_or(w, "va", 0) : mr->info.iova + u64_or(w, "offset", 0);
+        wr.compare_add = u64_or(w, "length", 0);
+        wr.swap = access_bits(w.value("access", json::array()));
+        wr.signaled = bool_or(w, "signaled", true);
+        r.err = m_world.at(n).host().post_send(it->second.info.qpn, wr);
+        if (!r.err) {
+            mw->info.rkey = wr.rkey;
+            mw->info.addr = wr.remote_addr;
+            mw->info.bound = wr.compare_add > 0;
+            r.fields["rkey"] = wr.rkey;
+            r.fields["key_byte"] = kb;
+        }
+        return;
+    }
     if (wr.opcode == wqe_opcode::atomic_fetch_add) {
         wr.compare_add = u64_or(w, "add", 0);
     } else {

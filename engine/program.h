@@ -48,6 +48,12 @@ private:
     void op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r);
     void op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check);
     void op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r);
+    // Protection verbs beyond reg_mr: physical, shared and re-registered regions, windows.
+    bool op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a, step_result& r);
+    void report_mr(const mr_info& info, step_result& r);
+    void report_mw(const mw_info& info, step_result& r);
+    mr_record* find_mr(const std::string& n, const json& ref);
+    mw_record* find_mw(const std::string& n, const json& ref);
     void op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r);
     void op_connect(const json& a, step_result& r);
     void op_modify_qp(const std::string& n, const json& a, step_result& r);

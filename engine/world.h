@@ -24,6 +24,10 @@ struct mr_record {
     mr_info info;
     uint32_t pid = 0;
 };
+struct mw_record {
+    mw_info info;
+    uint32_t pid = 0;
+};
 struct qp_record {
     qp_info info;
     uint32_t pid = 0;
@@ -39,6 +43,7 @@ struct node_resources {
     std::map<std::string, uint32_t> cqs;
     std::map<std::string, qp_record> qps;
     std::map<std::string, buf_record> bufs;
+    std::map<std::string, mw_record> mws;
 };
 
 class world {

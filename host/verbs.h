@@ -62,11 +62,44 @@ struct send_wr {
     uint64_t compare_add = 0;
     uint64_t swap = 0;
     bool signaled = true;
+    bool mw_type1 = false;  // a bind posted by ibv_bind_mw (type 1 window)
 };
 
 struct recv_wr {
     uint64_t wr_id = 0;
     std::vector<hca_if::sge> sges;
+};
+
+struct mw_info {
+    uint32_t handle = 0;          // window table index
+    uint32_t rkey = 0;            // current R_Key
+    uint8_t type = 1;
+    uint32_t pd = 0;
+    bool bound = false;
+    uint64_t addr = 0;            // bound range (when bound)
+    uint64_t length = 0;
+    uint8_t access = 0;
+};
+
+// A physical region: the caller names the pages (seed 000 §1.2: Register Physical Memory Region).
+struct phys_mr_attr {
+    uint32_t pd = 0;
+    std::vector<uint64_t> pages;  // physical addresses, each on a page_size boundary
+    uint64_t page_size = 4096;
+    uint64_t iova = 0;            // address of the region's first byte
+    uint64_t offset = 0;          // of that byte in the first page
+    uint64_t length = 0;
+    uint8_t access = 0;
+};
+
+// What rereg_mr changes; unset members stay as they are.
+struct rereg_attr {
+    bool translation = false;
+    uint64_t va = 0, length = 0;
+    bool pd_change = false;
+    uint32_t pd = 0;
+    bool access_change = false;
+    uint8_t access = 0;
 };
 
 struct work_completion {
