@@ -215,10 +215,11 @@ TEST_F(cli, unreadable_file) {
     EXPECT_EQ(r.err, path + ": /: cannot read file: No such file or directory\n");
 }
 
-TEST_F(cli, sweep_is_not_there_yet) {
-    auto r = run("sweep " + invalid("bad_sweep.json"));
-    EXPECT_EQ(r.code, 3);
-    EXPECT_EQ(r.err, "sweep: not implemented yet\n");
+TEST_F(cli, sweep_refuses_a_bad_sweep_file_as_check_does) {
+    const std::string path = invalid("bad_sweep.json");
+    auto r = run("sweep '" + path + "' -o '" + testing::TempDir() + "/cli_bad_sweep'");
+    EXPECT_EQ(r.code, 2) << "bad input runs nothing (tests/engine/sweep_test.cpp runs sweeps)";
+    EXPECT_EQ(r.err, run("check '" + path + "'").err);
 }
 
 }  // namespace
