@@ -309,10 +309,12 @@ int driver::dealloc_mw(uint32_t handle) {
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_mws.find(handle);
     if (it == m_mws.end()) return leave(cpu, EINVAL);
-    // Stop access through the window and wait for transfers through it (seed 000 §2.5).
-    int err = command(cmd::invalidate_mpt, handle, 0, cpu);
+    // Stop access through the window, then wait for transfers through it (seed 000 §2.5). The
+    // entry is cleared before the HCA drops its cached copy, so a request that arrives while the
+    // invalidation waits reads the cleared entry and fails instead of reaching the region.
     const mpt_entry w = read_mpt(handle);
     put_entry(m_mpt, handle, mpt_entry{});
+    int err = command(cmd::invalidate_mpt, handle, 0, cpu);
     if (w.valid && !err) {
         // The region no longer has this window bound.
         mpt_entry region = read_mpt(w.parent);

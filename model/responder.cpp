@@ -144,6 +144,15 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     }
 }
 
+bool responder::halted(request_ptr r) {
+    qp_context* c = m_qpc.resident(r->ctx.qpn);
+    if (!c || c->state != qp_state::err) return false;
+    // An earlier request of this QP was NAKed: this one is dropped without effect or answer.
+    r->out->ready = true;
+    send_ready(r->msg->dst_qpn);
+    return true;
+}
+
 void responder::rdma_write(request_ptr r) {
     const ib_message& m = *r->msg;
     if (!(r->ctx.access & access::remote_write)) return answer(r, ib_op::nak, ib_nak::inv_request);
@@ -157,6 +166,7 @@ void responder::rdma_write(request_ptr r) {
     req.remote = true;
     m_tpt.translate(req, [this, r](tpt_result t) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
+        if (halted(r)) return m_tpt.release(t);
         auto finish = [this, r] {
             if (r->msg->op != ib_op::rdma_write_with_imm) return answer(r, ib_op::ack);
             fetch_recv_wqe(r, [this, r](const recv_wqe* w) {
@@ -219,6 +229,10 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
         auto results = std::make_shared<std::vector<tpt_result>>(parts.size());
         auto pending = std::make_shared<size_t>(parts.size());
         auto scatter = [this, r, opcode, w, results, on_error] {
+            if (halted(r)) {
+                for (const auto& h : *results) m_tpt.release(h);
+                return post_recv_cqe(r, opcode, wc_status::wr_flush_err, 0);
+            }
             for (const auto& t : *results)
                 if (!t.ok()) {
                     for (const auto& h : *results) m_tpt.release(h);
@@ -287,6 +301,7 @@ void responder::rdma_read(request_ptr r) {
     req.remote = true;
     m_tpt.translate(req, [this, r](tpt_result t) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
+        if (halted(r)) return m_tpt.release(t);
         if (r->msg->length == 0) return answer(r, ib_op::rdma_read_response);
         auto op = std::make_shared<dma_op>();
         op->dir = dma_op::direction::read;
@@ -328,6 +343,10 @@ void responder::run_next_atomic() {
     m_tpt.translate(req, [this, r, next](tpt_result t) {
         if (!t.ok()) {
             answer(r, ib_op::nak, t.fault == tpt_fault::alignment ? ib_nak::inv_request : ib_nak::rem_access);
+            return next();
+        }
+        if (halted(r)) {
+            m_tpt.release(t);
             return next();
         }
         auto rd = std::make_shared<dma_op>();
@@ -387,6 +406,14 @@ void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc
 
 void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload) {
     if (op == ib_op::nak) ++m_naks;
+    if (op == ib_op::nak && nak != ib_nak::rnr && r->ctx.type == qp_type::rc) {
+        // IBA 9.9.3 (class C, responder-detected errors): the QP goes to the error state and the
+        // requests behind the NAKed one are not executed (their requester flushes them).
+        if (qp_context* c = m_qpc.resident(r->ctx.qpn)) {
+            c->state = qp_state::err;
+            m_qpc.mark_dirty(r->ctx.qpn);
+        }
+    }
     if (r->ctx.type == qp_type::rc) {
         auto out = reply_to(*r->msg, op);
         out->nak = nak;

@@ -88,6 +88,8 @@ private:
     void atomic(request_ptr r);
     void run_next_atomic();
     void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none, std::vector<uint8_t> payload = {});
+    // True (and the request retired without effect) when an earlier NAK put the QP in error.
+    bool halted(request_ptr r);
     void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest);
     void send_ready(uint32_t qpn);
     void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status, uint32_t byte_len);
