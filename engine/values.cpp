@@ -103,6 +103,12 @@ bool equal(const json& actual, const json& expected) {
 }  // namespace
 
 bool matches(const json& actual, const json& expected) {
+    // A list-valued result (access flags) matches the same list; otherwise a list is "any of".
+    if (actual.is_array() && expected.is_array() && actual.size() == expected.size()) {
+        bool same = true;
+        for (size_t i = 0; i < actual.size() && same; ++i) same = equal(actual[i], expected[i]);
+        if (same) return true;
+    }
     if (expected.is_array()) {
         for (const auto& e : expected)
             if (matches(actual, e)) return true;
