@@ -17,9 +17,11 @@
 #include "engine/runner.h"
 #include "engine/scenario.h"
 #include "engine/slurm.h"
+#include "engine/stats_reference.h"
 #include "engine/sweep_runner.h"
 #include "engine/sweep_spec.h"
 #include "sim/log.h"
+#include "sim/tracer.h"
 #include "sim/version.h"
 
 namespace {
@@ -48,7 +50,7 @@ const char* k_usage =
 
 const char* k_run_usage =
     "usage: hcasim run SCENARIO.json [-o OUTDIR] [--set KEY=VALUE]... [--vcd] [--trace] [--quiet]\n"
-    "                  [--log UNIT=LEVEL]... [--debug TOPICS]\n"
+    "                  [--trace-units LIST] [--trace-window A:B] [--log UNIT=LEVEL]... [--debug TOPICS]\n"
     "\n"
     "  -o, --out DIR        output folder (default: out/<scenario name>/)\n"
     "  --set KEY=VALUE      override a scenario value by dotted path, e.g.\n"
@@ -56,6 +58,9 @@ const char* k_run_usage =
     "                       VALUE is parsed as JSON, else taken as a string (repeatable)\n"
     "  --vcd                write waves.vcd (GTKWave)\n"
     "  --trace              write trace.json (Chrome Trace Event format, Perfetto UI)\n"
+    "  --trace-units LIST   only these units in waves.vcd and trace.json: name prefixes,\n"
+    "                       comma-separated, e.g. a.hca,b.hca.tpt\n"
+    "  --trace-window A:B   only simulated time A to B in waves.vcd and trace.json, e.g. 10us:50us\n"
     "  --quiet              no summary on stdout\n"
     "  --log UNIT=LEVEL     log level for units under a name prefix, e.g. a.hca.tpt=debug\n"
     "  --debug TOPICS       log topics, comma-separated: QP,WQE,DMA,PCIE,TPT,HOST,PORT,CQ,ALL\n";
@@ -174,6 +179,14 @@ int cmd_run(const std::vector<std::string>& args) {
                              "PORT,CQ,ALL)\n";
                 log_ok = false;
             }
+        } else if (matches_option(a, "--trace-units")) {
+            if (!option_value(args, i, "--trace-units", value, problem)) return bad_usage("run", problem);
+            if (!tracer::instance().set_units(value))
+                return bad_usage("run", "--trace-units: bad list \"" + value + "\" (expected unit name prefixes, e.g. a.hca,b.hca.tpt)");
+        } else if (matches_option(a, "--trace-window")) {
+            if (!option_value(args, i, "--trace-window", value, problem)) return bad_usage("run", problem);
+            if (!tracer::instance().set_window(value))
+                return bad_usage("run", "--trace-window: bad window \"" + value + "\" (expected FROM:TO in simulated time, e.g. 10us:50us)");
         } else if (a == "--vcd") {
             opts.vcd = true;
         } else if (a == "--trace") {
@@ -375,6 +388,13 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
+// Hidden: prints docs/stats.md from the stats declarations (`hcasim stats-reference > docs/stats.md`).
+int cmd_stats_reference(const std::vector<std::string>& args) {
+    if (!args.empty()) return bad_usage("stats-reference", "unexpected argument " + args.front());
+    std::cout << stats_reference_markdown();
+    return k_ok;
+}
+
 int dispatch(const std::vector<std::string>& args) {
     if (args.empty()) {
         std::cerr << k_usage;
@@ -395,7 +415,8 @@ int dispatch(const std::vector<std::string>& args) {
                     {"check", cmd_check},
                     {"schema", cmd_schema},
                     {"sweep", cmd_sweep},
-                    {"plot", cmd_plot}};
+                    {"plot", cmd_plot},
+                    {"stats-reference", cmd_stats_reference}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);

@@ -14,6 +14,7 @@
 #include "engine/workloads.h"
 #include "engine/world.h"
 #include "sim/kernel.h"
+#include "sim/tracer.h"
 #include "sim/version.h"
 
 namespace hcasim {
@@ -65,6 +66,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+    tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
     auto snapshot = [&s] {
         json j = json::object();
@@ -131,9 +133,16 @@ int run_scenario(const scenario& s, const run_options& opts) {
         return 3;
     }
     f << stats.dump(2) << "\n";
+    std::string problem;
+    if (opts.trace && !tracer::instance().write_trace(dir + "/trace.json", problem))
+        std::cerr << "hcasim: " << problem << "\n";
+    if (opts.vcd && !tracer::instance().write_vcd(dir + "/waves.vcd", problem))
+        std::cerr << "hcasim: " << problem << "\n";
     if (!opts.quiet) {
         print_summary(stats, std::cout);
         std::cout << "stats: " << dir << "/stats.json\n";
+        if (opts.trace) std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
+        if (opts.vcd) std::cout << "waves: " << dir << "/waves.vcd (GTKWave)\n";
     }
     if (!ok) {
         if (opts.quiet) print_summary(stats, std::cerr);

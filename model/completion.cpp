@@ -1,6 +1,7 @@
 #include "model/completion.h"
 
 #include "sim/log.h"
+#include "sim/tracer.h"
 
 namespace hcasim {
 
@@ -24,6 +25,7 @@ completion::completion(sc_core::sc_module_name name, const completion_config& cf
 void completion::post(uint32_t cqn, const cqe& c, std::function<void()> written) {
     auto& fifo = m_fifo[cqn];
     fifo.push_back(pending{c, std::move(written)});
+    if (tracer::on()) fifo.back().trace_id = tracer::instance().take_context();
     if (fifo.size() == 1) next(cqn);
 }
 
@@ -54,12 +56,14 @@ void completion::next(uint32_t cqn) {
                            op->dir = dma_op::direction::write;
                            op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
                            op->data.resize(cqe::size);
+                           op->trace_id = p.trace_id;
                            p.c.encode(op->data.data());
                            op->done = [this, posted, written = std::move(p.written)](dma_op&) {
                                m_latency.add(to_ps(sc_core::sc_time_stamp() - posted));
                                if (written) written();
                            };
                            m_dma.submit(op);
+                           HCASIM_TRACE(span(name(), "cqe", op->trace_id, posted, op->done_at, cqe::size));
                        },
                        m_clk.cycles(m_cfg.cqe_cycles));
         }

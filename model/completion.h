@@ -58,6 +58,7 @@ private:
     struct pending {
         hca_if::cqe c;
         std::function<void()> written;
+        uint64_t trace_id = 0;  // the WQE, when tracing
     };
     void next(uint32_t cqn);
 

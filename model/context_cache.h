@@ -14,6 +14,7 @@
 #include "sim/kernel.h"
 #include "sim/set_assoc_cache.h"
 #include "sim/stats.h"
+#include "sim/tracer.h"
 
 namespace hcasim {
 
@@ -70,6 +71,7 @@ public:
         }
         if (m_lines.peek(index)) {
             ++m_hits;
+            HCASIM_TRACE(pulse(&m_hits, start));
             m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [this, index, fn] {
                 line* l = m_lines.lookup(index);
                 if (l) {
@@ -81,6 +83,7 @@ public:
             return;
         }
         ++m_misses;
+        HCASIM_TRACE(pulse(&m_misses, start));
         auto& waiting = m_pending[index];
         waiting.push_back(std::move(fn));
         if (waiting.size() > 1) return;

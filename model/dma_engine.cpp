@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/tracer.h"
+
 namespace hcasim {
 
 dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
@@ -81,6 +83,7 @@ void dma_engine::submit(dma_op_ptr op) {
                 sc_core::sc_time arrived =
                     transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op);
                 *tag = arrived;
+                HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));
                 m_tag_busy_ps += to_ps(arrived - issue);
                 finish = std::max(finish, arrived);
                 ++m_read_requests;
@@ -118,6 +121,7 @@ void dma_engine::submit(dma_op_ptr op) {
         m_write_latency.add(to_ps(finish - begin));
     }
     op->done_at = finish + op->tail;
+    HCASIM_TRACE(span(name(), op->dir == dma_op::direction::read ? "read" : "write", op->trace_id, begin, finish, total));
     m_done.at(op->done_at, [op] {
         if (op->done) op->done(*op);
     });

@@ -56,6 +56,7 @@ struct dma_op {
     sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
     sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
     uint32_t ptag = 0;                  // owning process of the memory, for host-side checks
+    uint64_t trace_id = 0;              // the WQE this operation works for (traces), 0 if none
     bool ok = true;                     // false if any transaction got an error response
     sc_core::sc_time done_at;
     std::function<void(dma_op&)> done;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/log.h"
+#include "sim/tracer.h"
 
 namespace hcasim {
 
@@ -121,6 +122,7 @@ void requester::kick(uint32_t qpn) {
         const queue_desc q{ctx->sq_buf_table, ctx->sq_log_depth, ctx->sq_wqe_shift, ctx->page_shift, ctx->ptag};
         sq.ctx = *ctx;
         const uint32_t first = sq.fetched();
+        HCASIM_TRACE(mark(this, "fetch", wqe_trace_id(qpn, first)));
         sq.fetching = true;
         m_fetcher.fetch(q, first, n, [this, qpn, first, stride = 1u << q.wqe_shift](
                                          bool ok, uint32_t count, std::vector<uint8_t> bytes) {
@@ -138,6 +140,9 @@ void requester::kick(uint32_t qpn) {
                 s->index = first + i;
                 s->psn = sq.next_psn++;
                 s->doorbell_time = sq.last_doorbell;
+                HCASIM_TRACE(span(name(), "doorbell", wqe_trace_id(qpn, s->index), s->doorbell_time, tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first))));
+                HCASIM_TRACE(span(m_fetcher.name(), "fetch", wqe_trace_id(qpn, s->index), tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first)), sc_core::sc_time_stamp(), stride));
+                HCASIM_TRACE(add(name(), "outstanding", 1));
                 sq.window.push_back(s);
                 if (sq.error) {
                     s->status = wc_status::wr_flush_err;
@@ -221,6 +226,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         return;
     }
     s->stage = wqe_stage::translating;
+    HCASIM_TRACE(mark(this, "translate", wqe_trace_id(qpn, s->index)));
     s->local.assign(s->w.num_sge, tpt_result{});
     auto pending = std::make_shared<unsigned>(s->w.num_sge);
     for (unsigned i = 0; i < s->w.num_sge; ++i) {
@@ -241,6 +247,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
                     complete(qpn, s, wc_status::loc_prot_err);
                     return;
                 }
+            HCASIM_TRACE(span(m_tpt.name(), "translate", wqe_trace_id(qpn, s->index), tracer::instance().marked(this, "translate", wqe_trace_id(qpn, s->index)), sc_core::sc_time_stamp(), s->length));
             build_message(ctx, s);
             if (scatter_target) {
                 s->stage = wqe_stage::ready;  // translations held until the response lands
@@ -252,6 +259,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             op->dir = dma_op::direction::read;
             for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->ptag = s->local.front().ptag;
+            op->trace_id = s->msg->trace_id;
             op->done = [this, qpn, s](dma_op& done) {
                 release(s);
                 if (s->stage == wqe_stage::completed) return;
@@ -299,6 +307,7 @@ void requester::drain(uint32_t qpn) {
         if (s->stage != wqe_stage::ready) break;  // messages of a QP leave in WQE order
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
         m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
+        HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
         ++m_wqes;
         m_bytes += s->length;
@@ -319,6 +328,7 @@ void requester::on_response(ib_message_ptr msg) {
     for (auto& c : sq.window)
         if (c->psn == msg->psn && c->stage == wqe_stage::sent) s = c;
     if (!s) return;  // flushed or already answered
+    HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(), sc_core::sc_time_stamp(), msg->length));
     switch (msg->op) {
         case ib_op::ack: complete(qpn, s, wc_status::success); break;
         case ib_op::nak:
@@ -399,6 +409,7 @@ void requester::retire(uint32_t qpn) {
         sq.window.pop_front();
         ++sq.ci;
         ++m_completed;
+        HCASIM_TRACE(add(name(), "outstanding", -1));
         any = true;
         if (s->status == wc_status::wr_flush_err)
             ++m_flushed;
@@ -412,6 +423,7 @@ void requester::retire(uint32_t qpn) {
             c.qpn = qpn;
             c.opcode = completion_opcode(s->w.opcode);
             c.status = s->status;
+            HCASIM_TRACE(context = wqe_trace_id(qpn, s->index));
             m_cq.post(sq.send_cqn, c);
         }
     }

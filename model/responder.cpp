@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/log.h"
+#include "sim/tracer.h"
 
 namespace hcasim {
 
@@ -181,6 +182,7 @@ void responder::rdma_write(request_ptr r) {
         op->segments = t.segments;
         op->data = r->msg->payload;
         op->ptag = t.ptag;
+        op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
         uint64_t offset = 0;
         for (uint32_t i = 0; i < r->msg->packets(); ++i) {
@@ -307,6 +309,7 @@ void responder::rdma_read(request_ptr r) {
         op->dir = dma_op::direction::read;
         op->segments = t.segments;
         op->ptag = t.ptag;
+        op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
         op->done = [this, r, t](dma_op& done) {
             m_tpt.release(t);
@@ -422,6 +425,7 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
         r->out->msg = std::move(out);
     }
     r->out->ready = true;
+    HCASIM_TRACE(span(name(), "execute", r->msg->trace_id, r->msg->arrivals.front(), sc_core::sc_time_stamp(), r->msg->length));
     m_latency.add(to_ps(sc_core::sc_time_stamp() - r->msg->arrivals.front()));
     send_ready(r->msg->dst_qpn);
 }

@@ -121,6 +121,18 @@ std::vector<stats_group::entry_info> stats_group::describe() const {
     return out;
 }
 
+std::string stats_group::counter_name(const uint64_t* value) const {
+    for (const auto& e : m_entries)
+        if (e.value == value) return e.name;
+    return "";
+}
+
+std::string stats_registry::counter_path(const uint64_t* value) const {
+    for (const stats_group* g : m_groups)
+        if (std::string n = g->counter_name(value); !n.empty()) return g->path() + "." + n;
+    return "";
+}
+
 stats_registry& stats_registry::instance() {
     static stats_registry r;
     return r;

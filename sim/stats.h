@@ -54,6 +54,8 @@ public:
         std::string name, unit, description, kind;
     };
     std::vector<entry_info> describe() const;
+    // The name of the counter `counter()` returned this reference for, or empty.
+    std::string counter_name(const uint64_t* value) const;
 
 private:
     struct entry {
@@ -75,6 +77,8 @@ public:
     void add(stats_group* g) { m_groups.push_back(g); }
     void remove(stats_group* g);
     const std::vector<stats_group*>& groups() const { return m_groups; }
+    // "a.hca.qpc_cache.misses" for a counter of a live group, or empty.
+    std::string counter_path(const uint64_t* value) const;
     // Nested object: "a.hca.qpc_cache" -> {"a": {"hca": {"qpc_cache": {...}}}}.
     json to_json() const;
 

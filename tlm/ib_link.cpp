@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/tracer.h"
+
 namespace hcasim {
 
 namespace {
@@ -99,6 +101,7 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         uint32_t bytes = payload + header_bytes(msg->op, i == 0, i + 1 == n);
         sc_core::sc_time dur = wire_time(bytes);
         sc_core::sc_time start = m_dir[end].reserve(ready, dur);
+        HCASIM_TRACE(busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
         last_sent = start + dur;
         ready = last_sent;
         msg->arrivals.push_back(last_sent + latency);
@@ -107,6 +110,7 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         m_payload += payload;
     }
     ++m_messages;
+    HCASIM_TRACE(span(m_stats.path().c_str(), end == 0 ? "wire 0to1" : "wire 1to0", msg->trace_id, earliest, msg->arrivals.back(), msg->length));
     int far = 1 - end;
     m_deliver.at(msg->arrivals.front(), [this, far, msg] {
         if (m_rx[far]) m_rx[far](msg);

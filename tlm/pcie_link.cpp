@@ -4,6 +4,8 @@
 #include <cmath>
 #include <vector>
 
+#include "sim/tracer.h"
+
 namespace hcasim {
 
 namespace {
@@ -75,6 +77,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         uint64_t bytes = chunk + overhead;
         sc_core::sc_time dur = wire_time(bytes);
         sc_core::sc_time begin = dir.reserve(ready, dur);
+        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin, begin + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
         bytes_counter += bytes;

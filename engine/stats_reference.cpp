@@ -1,0 +1,197 @@
+#include "engine/stats_reference.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "engine/scenario.h"
+#include "engine/world.h"
+#include "sim/diag.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+
+namespace {
+
+// Keys the engine writes itself (engine/runner.cpp, engine/program.cpp, engine/workloads.cpp).
+const std::vector<stats_key>& fixed_keys() {
+    static const std::vector<stats_key> keys = {
+        {"hcasim_version", "", "value", "version of the simulator that wrote the file"},
+        {"scenario", "", "value", "the scenario's `name`"},
+        {"sim_time_ns", "ns", "value", "simulated time at the end of the run"},
+        {"wall_time_s", "s", "value", "wall-clock time of the run (the only field that differs between identical runs)"},
+        {"events", "events", "value", "kernel events processed: callback-queue activations plus simulated-thread wake-ups"},
+        {"seed", "", "value", "the scenario's seed"},
+        {"completed", "", "value", "true when the program and every workload finished (false: stopped by `stop` or out of events)"},
+        {"config", "", "object", "the resolved configuration the run used: every node's parameters with defaults filled in, links, seed, stop (keys: docs/scenarios.md)", true},
+        {"program", "", "list", "one entry per program step, in order"},
+        {"program.<i>.index", "", "value", "position of the step in `program`"},
+        {"program.<i>.op", "", "value", "the step's op"},
+        {"program.<i>.node", "", "value", "the node the step ran on"},
+        {"program.<i>.outcome", "", "value", "`ok`, `error` (a verb failed; see errno) or the completion status of `poll_cq`"},
+        {"program.<i>.errno", "", "value", "errno name when the verb failed (`EINVAL`, ...)"},
+        {"program.<i>.fields", "", "object", "fields the step returned (`lkey`, `rkey`, `va`, `pfn`, ...), which `save` may take", true},
+        {"program.<i>.completions", "", "list", "`poll_cq`: the completions polled (status, opcode, byte_len, wr_id, qpn, imm, ...)", true},
+        {"program.<i>.expectation_met", "", "value", "whether the step's `expect` held"},
+        {"program.<i>.problems", "", "list", "what differed from the expectation, one line each", true},
+        {"workloads", "", "list", "one entry per workload, in order"},
+        {"workloads.<i>.type", "", "value", "generator (`ib_write_bw`, ..., `dma`)"},
+        {"workloads.<i>.description", "", "value", "one line: nodes, transport, QPs, tx_depth, access pattern"},
+        {"workloads.<i>.client", "", "value", "client node (perftest tests)"},
+        {"workloads.<i>.server", "", "value", "server node (perftest tests)"},
+        {"workloads.<i>.qps", "QPs", "value", "QPs the test ran over"},
+        {"workloads.<i>.size", "bytes", "value", "message size (with `all_sizes`: the largest; every size in `sizes`)"},
+        {"workloads.<i>.iters", "operations", "value", "operations per QP (dma: transfers)"},
+        {"workloads.<i>.bytes", "bytes", "value", "payload bytes moved"},
+        {"workloads.<i>.time_ns", "ns", "value", "bandwidth tests: first post to last completion; latency tests: whole ping-pong"},
+        {"workloads.<i>.gbps", "Gb/s", "value", "payload bits per second (10^9)"},
+        {"workloads.<i>.mops", "Mop/s", "value", "operations per second (10^6), perftest's MsgRate"},
+        {"workloads.<i>.lat_ns", "ns", "histogram", "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed (`*_lat`: half round trip, perftest semantics)", true},
+        {"workloads.<i>.data_check", "", "value", "`ok` when the last message's bytes landed where the keys say, else `mismatch`"},
+        {"workloads.<i>.sizes", "", "list", "with `all_sizes`: one row per size with size, iters, bytes, time_ns, gbps, mops, lat_ns, data_check", true},
+        {"workloads.<i>.error", "", "value", "why the workload could not run (setup verb failed)"},
+        {"workloads.<i>.events", "events", "value", "kernel events the workload took"},
+        {"workloads.<i>.events_per_op", "events", "value", "kernel events per operation (iters x qps)"},
+        {"expect", "", "list", "one entry per top-level `expect` assertion"},
+        {"expect.<i>.stat", "", "value", "the stat path asserted on"},
+        {"expect.<i>.min", "", "value", "lower bound, as written"},
+        {"expect.<i>.max", "", "value", "upper bound, as written"},
+        {"expect.<i>.eq", "", "value", "expected value, as written"},
+        {"expect.<i>.value", "", "value", "the stat's value at the end of the run (null when missing)"},
+        {"expect.<i>.ok", "", "value", "whether the assertion held"},
+        {"expect.<i>.problem", "", "value", "why it did not hold"},
+        {"ok", "", "value", "true when every step expectation, workload data check and assertion held and the run finished (exit code 0)"},
+        {"nodes", "", "object", "per node, the counters of its HCA units (`hca.<unit>`), its PCIe link (`hca.pcie`) and its host (`host`)"},
+        {"fabric", "", "object", "per IB link between two ports (`link_<a>_<b>`), its counters"},
+    };
+    return keys;
+}
+
+std::vector<std::string> split(const std::string& s) {
+    std::vector<std::string> parts;
+    size_t start = 0;
+    while (true) {
+        size_t dot = s.find('.', start);
+        parts.push_back(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        if (dot == std::string::npos) break;
+        start = dot + 1;
+    }
+    return parts;
+}
+
+std::string join(const std::vector<std::string>& parts) {
+    std::string out;
+    for (const auto& p : parts) out += (out.empty() ? "" : ".") + p;
+    return out;
+}
+
+const char* k_histogram_fields = "count, min, avg, p50, p99, p999, max";
+
+std::vector<stats_key> unit_keys() {
+    json doc = json::object();
+    doc["name"] = "stats-reference";
+    scenario s;
+    diag d("<stats-reference>");
+    if (!load_scenario_json("<stats-reference>", doc, s, d)) return {};
+    static world* w = new world(s);  // elaborated once, never run; lives as long as the process
+    (void)w;
+    std::set<std::string> nodes;
+    for (const auto& [name, cfg] : s.nodes) nodes.insert(name);
+    std::vector<stats_key> out;
+    std::set<std::string> seen;
+    for (const stats_group* g : stats_registry::instance().groups()) {
+        std::vector<std::string> parts = split(g->path());
+        if (nodes.count(parts[0])) {
+            parts[0] = "<node>";
+            parts.insert(parts.begin(), "nodes");
+        } else if (parts[0] == "fabric" && parts.size() > 1) {
+            parts[1] = "<link>";
+        } else {
+            continue;  // a group outside the simulated system (none today)
+        }
+        const std::string group = join(parts);
+        for (const auto& e : g->describe()) {
+            stats_key k{group + "." + e.name, e.unit, e.kind, e.description, e.kind == "histogram"};
+            if (k.kind == "histogram") {
+                k.unit = "ns";
+                k.description += " (" + std::string(k_histogram_fields) + ")";
+            }
+            if (seen.insert(k.path).second) out.push_back(k);
+        }
+    }
+    return out;
+}
+
+std::string escape_cell(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '|') out += "\\|";
+        else if (c == '\n') out += ' ';
+        else out += c;
+    }
+    return out;
+}
+
+// "nodes.<node>.hca.qpc_cache" for "nodes.<node>.hca.qpc_cache.hits"; the top-level sections
+// (program, workloads, expect) group the fixed keys.
+std::string section_of(const stats_key& k) {
+    std::vector<std::string> parts = split(k.path);
+    if (parts[0] == "nodes" || parts[0] == "fabric") {
+        parts.pop_back();
+        return join(parts);
+    }
+    if (parts.size() > 1) return parts[0] + ".<i>";
+    return "";
+}
+
+}  // namespace
+
+std::string generalise_stat_path(const std::string& dotted) {
+    std::vector<std::string> parts = split(dotted);
+    for (size_t i = 0; i < parts.size(); ++i) {
+        if (i == 1 && parts[0] == "nodes") parts[i] = "<node>";
+        else if (i == 1 && parts[0] == "fabric") parts[i] = "<link>";
+        else if (!parts[i].empty() && parts[i].find_first_not_of("0123456789") == std::string::npos) parts[i] = "<i>";
+    }
+    return join(parts);
+}
+
+const std::vector<stats_key>& stats_reference() {
+    static const std::vector<stats_key> all = [] {
+        std::vector<stats_key> v = fixed_keys();
+        std::stable_sort(v.begin(), v.end(), [](const stats_key& a, const stats_key& b) {
+            return section_of(a).empty() && !section_of(b).empty();
+        });
+        for (auto& k : unit_keys()) v.push_back(std::move(k));
+        return v;
+    }();
+    return all;
+}
+
+std::string stats_reference_markdown() {
+    std::ostringstream os;
+    os << "# stats.json reference\n\n"
+          "<!-- Generated by `hcasim stats-reference > docs/stats.md` from the stats declarations in\n"
+          "     the code; tests/engine/stats_reference_test.cpp fails when the two differ. Do not edit. -->\n\n"
+          "Every run writes `OUTDIR/stats.json` (SPEC §5). Paths below are dotted as in a scenario's\n"
+          "`expect` (`{\"stat\": \"nodes.a.hca.qpc_cache.hit_rate\", \"min\": 0.9}`) and in sweep metrics;\n"
+          "`<node>` stands for a node name (`a`, `b`), `<link>` for a fabric link (`link_a_b`), `<i>` for\n"
+          "a list index. Kinds: *counter* (an integer that only grows), *formula* (computed when the\n"
+          "file is written), *histogram* (an object with " << k_histogram_fields << ", in ns),\n"
+          "*value*, *object*, *list* (written by the engine). A run with the same scenario and seed\n"
+          "writes the same file, `wall_time_s` aside.\n";
+    std::string current = "\x01";
+    for (const stats_key& k : stats_reference()) {
+        const std::string section = section_of(k);
+        if (section != current) {
+            current = section;
+            os << "\n## " << (section.empty() ? "Top level" : "`" + section + "`") << "\n\n"
+               << "| key | unit | kind | description |\n|---|---|---|---|\n";
+        }
+        os << "| `" << k.path << "` | " << escape_cell(k.unit) << " | " << k.kind << " | "
+           << escape_cell(k.description) << " |\n";
+    }
+    return os.str();
+}
+
+}  // namespace hcasim
