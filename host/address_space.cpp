@@ -105,7 +105,7 @@ int address_space::populate(uint64_t va, uint64_t npages, unsigned page_shift,
             return err;
         }
         m_mem.zero(frames[i] << m_base_shift, 1ULL << page_shift);
-        m_ptes[page_va] = pte{frames[i], false};
+        m_ptes[page_va] = pte{frames[i], false, true, 0};
     }
     return 0;
 }
@@ -113,7 +113,12 @@ int address_space::populate(uint64_t va, uint64_t npages, unsigned page_shift,
 void address_space::unmap_page(uint64_t page_va, unsigned page_shift) {
     auto it = m_ptes.find(page_va);
     if (it != m_ptes.end()) {
-        m_frames.release(it->second.pfn);
+        if (it->second.swapped) {
+            if (m_hooks.swap) m_hooks.swap->discard(it->second.slot);
+            --m_swapped;
+        } else {
+            m_frames.release(it->second.pfn);
+        }
         m_ptes.erase(it);
     } else if (page_shift != m_base_shift) {
         m_frames.pool_unreserve(page_shift, 1);
@@ -167,13 +172,33 @@ unsigned address_space::page_shift_over(uint64_t va, uint64_t length) const {
     return shift == 63 ? m_base_shift : shift;
 }
 
+std::optional<uint64_t> address_space::alloc_frame(unsigned page_shift, const frame_owner& owner,
+                                                   bool reserved) {
+    if (page_shift != m_base_shift) return m_frames.alloc_huge(page_shift, owner, reserved);
+    auto pfn = m_frames.alloc(owner);
+    for (int tries = 0; !pfn && tries < 8 && m_hooks.reclaim && m_hooks.reclaim(); ++tries)
+        pfn = m_frames.alloc(owner);
+    if (pfn && m_hooks.allocated) m_hooks.allocated();
+    return pfn;
+}
+
 int address_space::fault(uint64_t page_va, unsigned page_shift, bool reserved) {
     frame_owner owner{frame_use::user, m_pid, page_va >> m_base_shift};
-    auto pfn = page_shift == m_base_shift ? m_frames.alloc(owner)
-                                          : m_frames.alloc_huge(page_shift, owner, reserved);
+    auto pfn = alloc_frame(page_shift, owner, reserved);
     if (!pfn) return ENOMEM;
+    auto it = m_ptes.find(page_va);
+    if (it != m_ptes.end() && it->second.swapped) {
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        sc_core::sc_time when = now + m_io_lag;
+        m_hooks.swap->load(it->second.slot, m_mem, *pfn << m_base_shift, when);
+        m_io_lag = when - now;
+        --m_swapped;
+        ++m_swap_ins;
+        it->second = pte{*pfn, false, true, 0};
+        return 0;
+    }
     m_mem.zero(*pfn << m_base_shift, 1ULL << page_shift);
-    m_ptes[page_va] = pte{*pfn, false};
+    m_ptes[page_va] = pte{*pfn, false, true, 0};
     return 0;
 }
 
@@ -185,13 +210,50 @@ int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
         const auto* v = find_vma(at);
         const unsigned shift = v->second.page_shift;
         const uint64_t page_va = align_down(at, 1ULL << shift);
-        if (!m_ptes.count(page_va)) {
+        auto it = m_ptes.find(page_va);
+        if (it == m_ptes.end() || it->second.swapped) {
             if (int err = fault(page_va, shift, shift != m_base_shift)) return err;
             ++faults;
+        } else {
+            it->second.referenced = true;
         }
         at = page_va + (1ULL << shift);
     }
     return 0;
+}
+
+bool address_space::evictable(uint64_t page_va) const {
+    auto it = m_ptes.find(page_va);
+    if (it == m_ptes.end() || it->second.swapped) return false;
+    const auto* v = find_vma(page_va);
+    if (!v || v->second.page_shift != m_base_shift) return false;
+    return m_frames.owner(it->second.pfn).use == frame_use::user &&
+           m_frames.pin_count(it->second.pfn) == 0;
+}
+
+bool address_space::test_and_clear_referenced(uint64_t page_va) {
+    auto it = m_ptes.find(page_va);
+    if (it == m_ptes.end()) return false;
+    const bool was = it->second.referenced;
+    it->second.referenced = false;
+    return was;
+}
+
+std::optional<uint64_t> address_space::next_resident(uint64_t va) const {
+    for (auto it = m_ptes.lower_bound(va); it != m_ptes.end(); ++it)
+        if (!it->second.swapped) return it->first;
+    return std::nullopt;
+}
+
+bool address_space::swap_out(uint64_t page_va, sc_core::sc_time& when) {
+    if (!m_hooks.swap || !evictable(page_va)) return false;
+    pte& p = m_ptes[page_va];
+    auto slot = m_hooks.swap->store(m_mem, p.pfn << m_base_shift, when);
+    if (!slot) return false;
+    m_frames.release(p.pfn);
+    p = pte{0, true, false, *slot};
+    ++m_swapped;
+    return true;
 }
 
 address_space::page_info address_space::lookup(uint64_t va) const {
@@ -264,19 +326,34 @@ int address_space::pin(uint64_t va, uint64_t length, std::vector<uint64_t>& pfns
     const uint64_t first = va >> m_base_shift, last = (va + length - 1) >> m_base_shift;
     const uint64_t n = last - first + 1;
     if (m_memlock_limit && (m_locked_pages + n) << m_base_shift > m_memlock_limit) return ENOMEM;
-    if (int err = touch(va, length, faults)) return err;
-    for (uint64_t vpn = first; vpn <= last; ++vpn) {
-        uint64_t pfn = lookup(vpn << m_base_shift).pfn;
-        m_frames.pin(pfn);
+    // Page by page, each faulted in and pinned at once, so reclaim running for a later page's
+    // frame cannot take an earlier one; a huge page is pinned once.
+    const size_t pinned_before = pfns.size();
+    uint64_t at = va;
+    const uint64_t end = va + length;
+    while (at < end) {
+        const unsigned shift = find_vma(at)->second.page_shift;
+        const uint64_t page_va = align_down(at, 1ULL << shift);
+        if (int err = touch(page_va, 1, faults)) {
+            std::vector<uint64_t> undo(pfns.begin() + static_cast<std::ptrdiff_t>(pinned_before),
+                                       pfns.end());
+            unpin(undo);
+            pfns.resize(pinned_before);
+            return err;
+        }
+        const uint64_t pfn = m_ptes[page_va].pfn;
+        m_locked_pages += m_frames.pin(pfn);
         pfns.push_back(pfn);
+        at = page_va + (1ULL << shift);
     }
-    m_locked_pages += n;
     return 0;
 }
 
 void address_space::unpin(const std::vector<uint64_t>& pfns) {
-    for (uint64_t pfn : pfns) m_frames.unpin(pfn);
-    m_locked_pages -= std::min<uint64_t>(m_locked_pages, pfns.size());
+    for (uint64_t pfn : pfns) {
+        const uint64_t pages = m_frames.unpin(pfn);
+        m_locked_pages -= std::min(m_locked_pages, pages);
+    }
 }
 
 }  // namespace hcasim

@@ -8,11 +8,17 @@
 //
 // The page table maps the start address of each mapping page (base or huge) to its frame;
 // pagemap reports frames in base-page units also inside a huge page (seed 002).
+// Swap (host/swap_device.h, reclaim in host/reclaimer.h): a present, unpinned base page can be
+// written to swap and its frame freed; its entry then records the swap slot, and the next touch
+// faults it back in - into a new frame, wherever the allocator finds one. A CPU touch sets the
+// page's referenced bit, which the reclaim clock clears (second chance). Huge pages are never
+// swapped (seed 002). When no frame is free, a fault asks the host for direct reclaim.
 // Abstracted: permissions (every mapping is read-write), file mappings, fork/COW, the shared zero
-// page (a read fault allocates a frame like a write fault), swap (fields kept for later).
+// page (a read fault allocates a frame like a write fault), the accessed bit set by DMA.
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <utility>
@@ -20,6 +26,7 @@
 
 #include "host/frame_allocator.h"
 #include "host/phys_mem.h"
+#include "host/swap_device.h"
 
 namespace hcasim {
 
@@ -77,7 +84,34 @@ class address_space {
     void unpin(const std::vector<uint64_t>& pfns);
 
     uint64_t locked_pages() const { return m_locked_pages; }
-    uint64_t resident_pages() const { return m_ptes.size(); }
+    // Mapping pages (base or huge) backed by a frame.
+    uint64_t resident_pages() const { return m_ptes.size() - m_swapped; }
+
+    // ---- swap and reclaim ----
+    struct vm_hooks {
+        swap_device* swap = nullptr;
+        std::function<bool()> reclaim;    // direct reclaim when no frame is free; true if any freed
+        std::function<void()> allocated;  // after each frame allocation (watermark check)
+    };
+    void set_hooks(vm_hooks hooks) { m_hooks = std::move(hooks); }
+    // Reclaim may take the page now: present, a base page, a user frame, not pinned.
+    bool evictable(uint64_t page_va) const;
+    // Returns the page's referenced bit and clears it (the clock's second chance).
+    bool test_and_clear_referenced(uint64_t page_va);
+    // The first present mapping page at or after `va`.
+    std::optional<uint64_t> next_resident(uint64_t va) const;
+    // Writes an evictable page to swap and frees its frame; `when` in: the earliest the write may
+    // start, out: when it is done. False when not evictable or the swap device is full.
+    bool swap_out(uint64_t page_va, sc_core::sc_time& when);
+    uint64_t swapped_pages() const { return m_swapped; }
+    uint64_t swap_ins() const { return m_swap_ins; }
+    void add_io_lag(const sc_core::sc_time& t) { m_io_lag += t; }
+    // Time the touches since the last call waited for swap-ins (for the caller to charge).
+    sc_core::sc_time take_io_lag() {
+        sc_core::sc_time t = m_io_lag;
+        m_io_lag = sc_core::SC_ZERO_TIME;
+        return t;
+    }
     size_t mappings() const { return m_vmas.size(); }
 
   private:
@@ -86,14 +120,18 @@ class address_space {
         unsigned page_shift = 12;
     };
     struct pte {
-        uint64_t pfn = 0;  // first base-page frame of the mapping page
+        uint64_t pfn = 0;  // first base-page frame of the mapping page (when not swapped)
         bool swapped = false;
+        bool referenced = true;
+        uint64_t slot = 0;  // swap slot (when swapped)
     };
 
     const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
     bool overlaps(uint64_t va, uint64_t length) const;
     std::optional<uint64_t> pick_va(uint64_t length, uint64_t align) const;
     int fault(uint64_t page_va, unsigned page_shift, bool reserved);
+    std::optional<uint64_t> alloc_frame(unsigned page_shift, const frame_owner& owner,
+                                        bool reserved);
     int populate(uint64_t va, uint64_t npages, unsigned page_shift,
                  const std::vector<uint64_t>& frames);
     void unmap_page(uint64_t page_va, unsigned page_shift);
@@ -108,6 +146,10 @@ class address_space {
     std::map<uint64_t, vma> m_vmas;  // by start address
     std::map<uint64_t, pte> m_ptes;  // by mapping-page start address
     uint64_t m_locked_pages = 0;
+    vm_hooks m_hooks;
+    uint64_t m_swapped = 0;
+    uint64_t m_swap_ins = 0;
+    sc_core::sc_time m_io_lag = sc_core::SC_ZERO_TIME;
 };
 
 }  // namespace hcasim

@@ -38,6 +38,7 @@ driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t se
                phys_mem& mem, frame_allocator& frames, root_complex& rc, process_fn process,
                mmio_fn mmio, stats_group& stats, uint64_t& page_faults)
     : sc_core::sc_module(name),
+      m_stats_ref(stats),
       m_cfg(cfg),
       m_lid(lid),
       m_mem(mem),
@@ -64,18 +65,12 @@ driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t se
                                "reg_mr: call to return, CPU costs and command round trips")),
       m_cmd_time(stats.latency("command_time", "command: cmd_op store to completion seen")) {
     SC_THREAD(boot);
+    SC_THREAD(odp_worker);
 }
 
 driver::~driver() = default;
 
 // ---- boot and kernel memory --------------------------------------------------------------------
-
-template <class Entry>
-void driver::put_entry(const table& t, uint64_t index, const Entry& e) {
-    uint8_t bytes[Entry::size];
-    e.encode(bytes);
-    m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
-}
 
 std::optional<uint64_t> driver::kernel_alloc(uint64_t pages) {
     auto pfn = m_frames.alloc_contiguous(pages, frame_owner{frame_use::kernel, 0, 0});
@@ -117,7 +112,7 @@ void driver::boot() {
               alloc_table(m_mpt, static_cast<unsigned>(d.log_mpts), mpt_entry::size) &&
               alloc_table(m_mtt, static_cast<unsigned>(d.log_mtts), mtt_entry_size);
     auto record = ok ? kernel_alloc(1) : std::nullopt;
-    if (!record) {
+    if (!record || !setup_events()) {
         HCASIM_LOG(name(), host, "boot failed: no contiguous kernel memory for the context tables");
         m_boot_failed = true;
         m_boot_done.notify(sc_core::SC_ZERO_TIME);
@@ -285,12 +280,20 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     mr_state st;
     st.pid = pid;
     st.mtt_index = *mtt;
+    st.on_demand = attr.access & access::on_demand;
+    st.page_shift = shift;
     uint64_t faults = 0;
-    int err = attr.pin ? as.pin(attr.va, attr.length, st.pinned, faults)
-                       : as.touch(attr.va, attr.length, faults);
+    // On demand: nothing pinned or faulted in; pin off (the driver bug): faulted in, not pinned.
+    int err = st.on_demand ? 0
+              : attr.pin   ? as.pin(attr.va, attr.length, st.pinned, faults)
+                           : as.touch(attr.va, attr.length, faults);
     m_page_faults += faults;
     cpu.add(to_time(m_cfg.cpu.page_fault), faults);
-    if (attr.pin) cpu.add(to_time(m_cfg.cpu.pin_page), npages);
+    cpu.add(as.take_io_lag());
+    if (attr.pin && !st.on_demand) {
+        cpu.add(to_time(m_cfg.cpu.pin_page), npages);
+        m_pinned_by_reg += st.pinned.size();
+    }
     auto rollback = [&](int e) {
         as.unpin(st.pinned);
         m_mtt_space->free(*mtt, npages);
@@ -300,8 +303,9 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     if (err) return rollback(err);
 
     for (uint64_t i = 0; i < npages; ++i) {
-        uint64_t pa = as.translate(first_page + i * page).value_or(0);
-        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size, mtt_encode(pa, true));
+        auto pa = as.translate(first_page + i * page);
+        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size,
+                        mtt_encode(pa.value_or(0), pa.has_value()));
     }
     if ((err = command(cmd::invalidate_mtt, *mtt, npages, cpu))) return rollback(err);
 
@@ -339,6 +343,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     info.pd = attr.pd;
     info.pages = static_cast<uint32_t>(npages);
     out = info;
+    m_mtt_owner[st.mtt_index] = info.handle;
     m_mrs[info.handle] = std::move(st);
     ++pd->second.members;
     ++m_registrations;
@@ -349,14 +354,20 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
 }
 
 int driver::dereg_mr(uint32_t handle) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_mrs.find(handle);
     if (it == m_mrs.end()) return leave(cpu, EINVAL);
+    // Windows still bound to the region would be orphans (seed 000 §2): the HCA keeps the count.
+    if (read_mpt(handle).bound_windows > 0) return leave(cpu, EBUSY);
     mr_state& st = it->second;
     put_entry(m_mpt, handle, mpt_entry{});
     int err = command(cmd::invalidate_mpt, handle, 0, cpu);
     if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
+    cpu.add(to_time(m_cfg.cpu.unpin_page), st.pinned.size());
+    m_dereg_pages += st.pinned.size();
+    m_mtt_owner.erase(st.mtt_index);
     m_process(st.pid).unpin(st.pinned);
     m_mtt_space->free(st.mtt_index, st.info.pages);
     m_key_indices->free(handle);
@@ -364,7 +375,9 @@ int driver::dereg_mr(uint32_t handle) {
     if (pd != m_pds.end()) --pd->second.members;
     m_mrs.erase(it);
     ++m_deregistrations;
-    return leave(cpu, err);
+    leave(cpu, err);
+    m_dereg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    return err;
 }
 
 int driver::query_mr(uint32_t handle, mr_info& out) const {
@@ -390,6 +403,7 @@ int driver::make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cp
     int err = as.pin(r.va, r.bytes, r.pinned, faults);
     m_page_faults += faults;
     cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+    cpu.add(as.take_io_lag());
     cpu.add(to_time(m_cfg.cpu.pin_page), r.pinned.size());
     const uint64_t npages = r.bytes >> m_page_shift;
     r.table_pages = align_up(npages * sizeof(uint64_t), page) >> m_page_shift;
@@ -605,6 +619,12 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
         }
         write_qpc(ctx);
         qp.state = state;
+        if (state == qp_state::err) {
+            // Kick both queues so the HCA sees the error state and flushes what is posted.
+            sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+            mmio(reg::sq_doorbell, doorbell_word{qpn, qp.sq.pi}.encode(), delay);
+            mmio(reg::rq_doorbell, doorbell_word{qpn, qp.rq.pi}.encode(), delay);
+        }
     }
     return leave(cpu, err);
 }
@@ -626,12 +646,14 @@ int driver::post_send(uint32_t qpn, const send_wr& wr) {
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) return EINVAL;
     qp_state_t& qp = it->second;
-    if (qp.state != qp_state::rts || wr.sges.size() > qp.attr.max_send_sge) return EINVAL;
+    // Work posted to a QP in the error state is accepted and completes with WR_FLUSH_ERR.
+    if ((qp.state != qp_state::rts && qp.state != qp_state::err) || wr.sges.size() > qp.attr.max_send_sge)
+        return EINVAL;
     ring& sq = qp.sq;
     if (sq.pi - sq.ci >= sq.depth) return ENOMEM;
     send_wqe w;
     w.opcode = wr.opcode;
-    w.flags = wr.signaled ? wqe_flags::signaled : 0;
+    w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) | (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
     w.num_sge = static_cast<uint8_t>(wr.sges.size());
     w.imm = wr.imm;
     w.wr_id = wr.wr_id;

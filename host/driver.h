@@ -16,8 +16,17 @@
 //    table, doorbell {qpn, producer index}; CQEs read at the consumer index and accepted by their
 //    owner byte. The send queue's fill is tracked from CQEs as libibverbs providers do: a
 //    successful completion retires its WQE and every unsignaled one before it.
+//  - on-demand regions (access on_demand, seeds 003/004, driver_odp.cpp): registration pins
+//    nothing and writes present translation entries only for pages mapped now. The HCA reports a
+//    missing one as a page-fault EQE plus MSI-X; the kernel worker (odp_worker) faults the pages
+//    in (hmm_range_fault), writes their entries, invalidate_mtt, then page_fault_resume. Before
+//    reclaim or munmap takes a mirrored page, odp_invalidate writes its entry non-present and
+//    waits for invalidate_mtt (mmu_interval_notifier.invalidate).
+//  - DMA ownership: which (process, virtual page) each translation entry was written for
+//    (origin_owner), for the root complex's stale-DMA check.
 // Costs (host.cpu): syscall per kernel verb, pin_page per translation entry pinned, page_fault
-// per page faulted in, post_wr per WQE, poll_cq per poll; plus the commands' round trips.
+// per page faulted in (plus swap-in time), unpin_page per page unpinned, post_wr per WQE, poll_cq
+// per poll, nic_fault per NIC page-fault event; plus the commands' round trips.
 // Abstracted: multi-level buffer tables, doorbell records, UAR pages, blue flame, CQ arming.
 #pragma once
 
@@ -40,6 +49,7 @@
 #include "host/range_allocator.h"
 #include "host/root_complex.h"
 #include "sim/stats.h"
+#include "tlm/dma_origin.h"
 #include "tlm/hca_interface.h"
 
 namespace hcasim {
@@ -87,6 +97,29 @@ class driver : public sc_core::sc_module {
 
     static bool legal_transition(hca_if::qp_state from, hca_if::qp_state to);
 
+    // ---- memory protection beyond ibv_reg_mr (driver_protection.cpp) ----
+    int reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out);
+    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
+                      mr_info& out);
+    int rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out);
+    int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
+    int dealloc_mw(uint32_t handle);
+    int query_mw(uint32_t handle, mw_info& out);
+    // ibv_bind_mw: posts a type 1 bind on the QP; `new_rkey` is the window's R_Key from now on.
+    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
+                bool signaled, uint64_t wr_id, uint32_t& new_rkey);
+
+    // ---- on-demand paging and DMA ownership (driver_odp.cpp) ----
+    // Whether an on-demand region of `pid` has a present translation entry for `page_va`.
+    bool odp_mirrored(uint32_t pid, uint64_t page_va) const;
+    // Writes the translation entries of these base pages non-present in every on-demand region
+    // of `pid` that maps them, then waits for invalidate_mtt (thread context).
+    void odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages);
+    void odp_invalidate_range(uint32_t pid, uint64_t va, uint64_t length);
+    // The (process, virtual address) the translation entry `o` names was written for; false
+    // when no region of this driver owns that entry.
+    bool origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) const;
+
   private:
     // A queue buffer in process memory plus its buffer table in kernel memory.
     struct ring {
@@ -111,6 +144,14 @@ class driver : public sc_core::sc_module {
         uint32_t pid = 0;
         std::vector<uint64_t> pinned;
         uint64_t mtt_index = 0;
+        bool on_demand = false;
+        unsigned page_shift = 12;  // of the translation entries; they start at info.va's page
+    };
+    struct mw_state {
+        uint32_t pid = 0;
+        uint32_t pd = 0;
+        uint8_t type = 1;
+        uint8_t key_byte = 0;
     };
     struct cq_state {
         ring buf;
@@ -145,12 +186,26 @@ class driver : public sc_core::sc_module {
     void write_qpc(const hca_if::qp_context& ctx);
     // Encodes a context/region entry into its slot of a table in kernel memory.
     template <class Entry>
-    void put_entry(const table& t, uint64_t index, const Entry& e);
+    void put_entry(const table& t, uint64_t index, const Entry& e) {
+        uint8_t bytes[Entry::size];
+        e.encode(bytes);
+        m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
+    }
     void retire(const hca_if::cqe& c);
     // Kernel verbs: wait for boot, charge the system call; `leave` waits out the CPU time.
     int enter_kernel(cpu_clock& cpu);
     static int leave(cpu_clock& cpu, int err);
+    // ---- on-demand paging (driver_odp.cpp) ----
+    bool setup_events();
+    void odp_worker();
+    void odp_fault(const hca_if::eqe& e);
+    // Rewrites translation entries [first, first + count) of the region from the page table.
+    void write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count);
+    uint64_t first_page_va(const mr_state& st) const {
+        return st.info.va & ~((1ULL << st.page_shift) - 1);
+    }
 
+    stats_group& m_stats_ref;
     host_config m_cfg;
     uint16_t m_lid;
     phys_mem& m_mem;
@@ -180,6 +235,12 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, mr_state> m_mrs;
     std::map<uint32_t, cq_state> m_cqs;
     std::map<uint32_t, qp_state_t> m_qps;
+    std::map<uint32_t, mw_state> m_mws;
+    // Registration steps shared by reg_mr, reg_phys_mr and reg_shared_mr (driver_protection.cpp).
+    int check_access(uint8_t access) const;
+    uint8_t next_key_byte(uint64_t index) const;
+    int publish_region(const hca_if::mpt_entry& e, uint64_t index, cpu_clock& cpu);
+    hca_if::mpt_entry read_mpt(uint64_t index) const;
 
     uint64_t& m_page_faults;
     uint64_t& m_commands;
@@ -193,6 +254,33 @@ class driver : public sc_core::sc_module {
     uint64_t& m_cqes_polled;
     histogram& m_reg_time;
     histogram& m_cmd_time;
+
+    std::map<uint64_t, uint32_t> m_mtt_owner;  // first translation entry -> region handle
+    uint64_t m_eq_base = 0;
+    unsigned m_eq_log = 10;
+    uint32_t m_eq_ci = 0;
+    bool m_irq_pending = false;
+    sc_core::sc_event m_irq;
+    uint64_t& m_dereg_pages = m_stats_ref.counter(
+        "unpinned_by_deregistration", "pages", "pin units released by deregistrations");
+    uint64_t& m_pinned_by_reg = m_stats_ref.counter(
+        "pinned_by_registration", "pages",
+        "pin units (base or huge pages) pinned by registrations, once per registration");
+    histogram& m_dereg_time = m_stats_ref.latency(
+        "deregistration_time", "dereg_mr: call to return, unpinning and command round trips");
+    uint64_t& m_nic_faults = m_stats_ref.counter(
+        "nic_page_faults", "events", "NIC page-fault events (EQEs) the driver handled");
+    uint64_t& m_nic_fault_pages = m_stats_ref.counter(
+        "nic_fault_pages", "pages", "translation entries made present by NIC page faults");
+    uint64_t& m_nic_fault_failed = m_stats_ref.counter(
+        "nic_faults_failed", "events", "NIC page faults answered as failed (unmapped address)");
+    uint64_t& m_odp_invalidations = m_stats_ref.counter(
+        "odp_invalidations", "pages",
+        "mirrored pages whose translation entries were invalidated before reclaim or munmap");
+    histogram& m_odp_fault_time = m_stats_ref.latency(
+        "odp_fault_time", "NIC page fault: interrupt to page_fault_resume completed");
+    histogram& m_odp_invalidate_time = m_stats_ref.latency(
+        "odp_invalidate_time", "mirror invalidation: entries written to invalidate_mtt completed");
 };
 
 }  // namespace hcasim

@@ -264,22 +264,44 @@ frame_owner frame_allocator::owner(uint64_t pfn) const {
     return frame_owner{};
 }
 
-void frame_allocator::pin(uint64_t pfn) {
-    ++m_pins[pfn];
+frame_owner frame_allocator::page_owner(uint64_t pfn) const {
+    uint64_t start = 0;
+    if (const extent* e = find_extent(pfn, &start)) {
+        frame_owner o = e->owner;
+        if (o.use == frame_use::user) o.vpn += pfn - start;
+        return o;
+    }
+    return owner(pfn);
 }
 
-void frame_allocator::unpin(uint64_t pfn) {
-    auto it = m_pins.find(pfn);
-    if (it == m_pins.end()) return;
-    if (--it->second > 0) return;
-    m_pins.erase(it);
+std::pair<uint64_t, uint64_t> frame_allocator::pin_unit(uint64_t pfn) const {
     uint64_t start = 0;
     const extent* e = find_extent(pfn, &start);
+    if (e && e->from == source::pool) return {start, e->count};
+    return {pfn, 1};
+}
+
+uint64_t frame_allocator::pin(uint64_t pfn) {
+    const auto [unit, pages] = pin_unit(pfn);
+    if (++m_pins[unit] == 1) m_pinned_pages += pages;
+    return pages;
+}
+
+uint64_t frame_allocator::unpin(uint64_t pfn) {
+    const auto [unit, pages] = pin_unit(pfn);
+    auto it = m_pins.find(unit);
+    if (it == m_pins.end()) return pages;
+    if (--it->second > 0) return pages;
+    m_pins.erase(it);
+    m_pinned_pages -= pages;
+    uint64_t start = 0;
+    const extent* e = find_extent(unit, &start);
     if (e && e->owner.use == frame_use::orphan && !any_pinned(start, e->count)) free_extent(start);
+    return pages;
 }
 
 uint32_t frame_allocator::pin_count(uint64_t pfn) const {
-    auto it = m_pins.find(pfn);
+    auto it = m_pins.find(pin_unit(pfn).first);
     return it == m_pins.end() ? 0 : it->second;
 }
 

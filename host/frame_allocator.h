@@ -21,6 +21,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <utility>
 #include <vector>
 
 namespace hcasim {
@@ -79,13 +80,20 @@ class frame_allocator {
 
     // ---- who holds a frame ----
     frame_owner owner(uint64_t pfn) const;
+    // The owner of this one base page: for user frames `vpn` is this page's virtual page (the
+    // allocation's first page plus the page's offset in it, e.g. inside a huge page).
+    frame_owner page_owner(uint64_t pfn) const;
     bool allocated(uint64_t pfn) const { return find_extent(pfn) != nullptr; }
 
     // ---- pinning ----
-    void pin(uint64_t pfn);
-    void unpin(uint64_t pfn);
+    // A huge page is pinned as a whole (Linux pins the compound page): its pin count is kept
+    // once, at its first frame, and any frame inside it reports it; base pages are pinned one by
+    // one. pin/unpin return the base pages the pin unit spans.
+    uint64_t pin(uint64_t pfn);
+    uint64_t unpin(uint64_t pfn);
     uint32_t pin_count(uint64_t pfn) const;
-    uint64_t pinned_pages() const { return m_pins.size(); }
+    // Distinct base pages with a pin count above zero.
+    uint64_t pinned_pages() const { return m_pinned_pages; }
 
   private:
     enum class source : uint8_t { buddy, pool };
@@ -112,6 +120,8 @@ class frame_allocator {
                 unsigned pool_shift = 0);
     const extent* find_extent(uint64_t pfn, uint64_t* start = nullptr) const;
     bool any_pinned(uint64_t start, uint64_t count) const;
+    // First frame and base pages of the unit `pfn` is pinned as (a huge page or itself).
+    std::pair<uint64_t, uint64_t> pin_unit(uint64_t pfn) const;
     void free_extent(uint64_t start);
     huge_pool& pool_of(unsigned shift);
     unsigned pool_order(unsigned shift) const { return shift - m_page_shift; }
@@ -127,7 +137,8 @@ class frame_allocator {
     std::map<uint64_t, extent> m_extents;       // allocations by first frame
     std::map<uint64_t, unsigned> m_pool_pages;  // every pool page (first frame -> shift)
     huge_pool m_pool_2m, m_pool_1g;
-    std::map<uint64_t, uint32_t> m_pins;  // pinned frames only
+    std::map<uint64_t, uint32_t> m_pins;  // pinned units (first frame) only
+    uint64_t m_pinned_pages = 0;
 };
 
 }  // namespace hcasim

@@ -1,5 +1,6 @@
 #include "host/host.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "host/cpu_clock.h"
@@ -35,22 +36,43 @@ int host::mmap(uint32_t pid, uint64_t length, std::optional<uint64_t> va, uint64
 int host::munmap(uint32_t pid, uint64_t va, uint64_t length) {
     cpu_clock cpu;
     cpu.add(to_time(m_cfg.cpu.syscall));
+    // The mmu notifier: the HCA lets go of mirrored pages before they leave the page table.
+    m_impl->m_driver->odp_invalidate_range(pid, va, length);
     int err = m_impl->process(pid).munmap(va, length);
     cpu.settle();
     return err;
 }
 
-int host::write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data) {
-    if (int err = m_impl->touch(pid, va, data.size())) return err;
-    m_impl->process(pid).write(va, data.data(), data.size());
+// The CPU's accesses go page by page, each page faulted in just before it is used, so reclaim
+// that a fault runs cannot take a page the access has already faulted in and not yet used.
+template <class Fn>
+static int page_by_page(host_impl& impl, uint32_t pid, uint64_t va, uint64_t length, Fn&& fn) {
+    const uint64_t page = impl.m_frames.page_size();
+    if (!impl.process(pid).mapped(va, length)) return EFAULT;
+    uint64_t done = 0;
+    while (done < length) {
+        const uint64_t at = va + done;
+        const uint64_t n = std::min(length - done, page - at % page);
+        if (int err = impl.touch(pid, at, n)) return err;
+        fn(at, n, done);
+        done += n;
+    }
     return 0;
 }
 
+int host::write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data) {
+    address_space& as = m_impl->process(pid);
+    return page_by_page(*m_impl, pid, va, data.size(), [&](uint64_t at, uint64_t n, uint64_t done) {
+        as.write(at, data.data() + done, n);
+    });
+}
+
 int host::read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out) {
-    if (int err = m_impl->touch(pid, va, length)) return err;
-    out.resize(length);
-    m_impl->process(pid).read(va, out.data(), length);
-    return 0;
+    out.assign(length, 0);
+    address_space& as = m_impl->process(pid);
+    return page_by_page(*m_impl, pid, va, length, [&](uint64_t at, uint64_t n, uint64_t done) {
+        as.read(at, out.data() + done, n);
+    });
 }
 
 pagemap_entry host::pagemap(uint32_t pid, uint64_t va) {
@@ -61,6 +83,10 @@ pagemap_entry host::pagemap(uint32_t pid, uint64_t va) {
     e.pfn = info.pfn;
     e.pin_count = info.present ? m_impl->m_frames.pin_count(info.pfn) : 0;
     return e;
+}
+
+int host::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
+    return m_impl->memory_pressure(bytes, reclaimed);
 }
 
 void host::watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn) {
@@ -81,6 +107,32 @@ int host::dereg_mr(uint32_t handle) {
 }
 int host::query_mr(uint32_t handle, mr_info& out) {
     return m_impl->m_driver->query_mr(handle, out);
+}
+
+int host::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
+    return m_impl->m_driver->reg_phys_mr(pid, attr, out);
+}
+
+int host::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
+                        mr_info& out) {
+    return m_impl->m_driver->reg_shared_mr(pid, mr, pd, va, access, out);
+}
+
+int host::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
+    return m_impl->m_driver->rereg_mr(handle, attr, out);
+}
+
+int host::alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out) {
+    return m_impl->m_driver->alloc_mw(pid, pd, type, out);
+}
+
+int host::dealloc_mw(uint32_t handle) { return m_impl->m_driver->dealloc_mw(handle); }
+
+int host::query_mw(uint32_t handle, mw_info& out) { return m_impl->m_driver->query_mw(handle, out); }
+
+int host::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
+                  bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
+    return m_impl->m_driver->bind_mw(handle, qpn, mr, addr, length, access, signaled, wr_id, new_rkey);
 }
 int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
     return m_impl->m_driver->create_cq(pid, depth, cqn);

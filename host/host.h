@@ -26,10 +26,30 @@ namespace hcasim {
 
 struct host_swap_config {
     uint64_t size = 0;
+    time_ps latency{25000000};
+    double gbps = 24;
+    double low_watermark = 0.01;
+    double high_watermark = 0.02;
 
     template <class V>
     void visit(V& v) {
         v(size, p_bytes("size", "swap capacity; 0 = no swap").from("scenario choice"));
+        v(latency, p_time("latency", "access latency of one 4 KiB swap read or write, after its "
+                                     "transfer")
+                       .from("NVMe NAND SSD: ~25 us 4 KiB random read (datacenter NVMe data "
+                             "sheets, e.g. Intel P4510: 77 us read / 18 us write QD1 typical)"));
+        v(gbps, p_real("gbps", "Gbit/s", "transfer bandwidth of the swap device")
+                    .range(0.001, 1e4)
+                    .from("PCIe Gen3 x4 NVMe SSD: ~3 GB/s sequential"));
+        v(low_watermark,
+          p_real("low_watermark", "fraction",
+                 "free base-page frames (share of all frames) below which kswapd starts reclaiming")
+              .range(0, 1)
+              .from("Linux zone watermarks: low ~ min_free_kbytes x 1.25, ~0.1-1% of memory"));
+        v(high_watermark,
+          p_real("high_watermark", "fraction", "free frames (share of all frames) kswapd reclaims up to")
+              .range(0, 1)
+              .from("Linux: high = low + watermark_scale_factor (0.1% of memory) or more"));
     }
 };
 
@@ -51,6 +71,8 @@ struct host_cpu_config {
     time_ps pin_page{250000};
     time_ps page_fault{1000000};
     time_ps mem_latency{90000};
+    time_ps unpin_page{100000};
+    time_ps nic_fault{20000000};
 
     template <class V>
     void visit(V& v) {
@@ -75,6 +97,17 @@ struct host_cpu_config {
         v(mem_latency,
           p_time("mem_latency", "DRAM access latency seen by a DMA request at the root complex")
               .from("DDR4 loaded latency ~90 ns (Intel Memory Latency Checker on Xeon Scalable)"));
+        v(unpin_page,
+          p_time("unpin_page", "unpinning one page at deregistration (put_page and accounting)")
+              .from("Mietke et al., Euro-Par 2006: deregistration also grows with the page count, "
+                    "at a fraction of the pinning cost"));
+        v(nic_fault,
+          p_time("nic_fault",
+                 "driver work per NIC page-fault event: interrupt, EQE parsing, hmm_range_fault "
+                 "walk and MTT update (the commands' round trips and CPU faults come on top)")
+              .from("Lesokhin et al., Page Fault Support for Network Controllers, ASPLOS 2017: "
+                    "NIC page faults cost tens of microseconds or more, far above a CPU fault "
+                    "(seed 003)"));
     }
 };
 
@@ -199,6 +232,9 @@ class host : public sc_core::sc_module {
     int write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data);
     int read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out);
     pagemap_entry pagemap(uint32_t pid, uint64_t va);
+    // The OS reclaims up to `bytes` of unpinned memory (swapping it out); blocks for the swap
+    // writes. `reclaimed` gets the bytes that went; 0 with no swap device is not an error.
+    int memory_pressure(uint64_t bytes, uint64_t& reclaimed);
     // Calls `fn` once when a DMA write that overlaps [va, va+length) of `pid` becomes visible.
     void watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn);
 
@@ -208,6 +244,15 @@ class host : public sc_core::sc_module {
     int reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out);
     int dereg_mr(uint32_t handle);
     int query_mr(uint32_t handle, mr_info& out);
+    int reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out);
+    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
+                      mr_info& out);
+    int rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out);
+    int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
+    int dealloc_mw(uint32_t handle);
+    int query_mw(uint32_t handle, mw_info& out);
+    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
+                bool signaled, uint64_t wr_id, uint32_t& new_rkey);
     int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);

@@ -1,6 +1,10 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "host/host_impl.h"
 
+#include <cmath>
+
 #include "host/cpu_clock.h"
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -18,15 +22,19 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
       m_page_faults(m_stats.counter("page_faults", "faults",
                                     "CPU page faults: pages populated on first touch by a process, "
                                     "its memory accesses or the driver on its behalf")),
-      m_nic_page_faults(m_stats.counter("nic_page_faults", "faults",
-                                        "pages faulted in for the HCA (on-demand paging; not "
-                                        "modelled yet: 0)")),
-      m_swap_outs(m_stats.counter("swap_outs", "pages",
-                                  "pages written to swap (swap not modelled yet: 0)")),
-      m_swap_ins(m_stats.counter("swap_ins", "pages",
-                                 "pages read back from swap (swap not modelled yet: 0)")),
+      m_swap_outs(m_stats.counter("swap_outs", "pages", "pages written to the swap device")),
+      m_reclaim_runs(m_stats.counter("reclaim_runs", "runs",
+                                     "reclaim passes: memory_pressure steps, kswapd wake-ups and "
+                                     "direct reclaim in faults")),
+      m_kswapd_runs(m_stats.counter("kswapd_wakeups", "wakeups",
+                                    "times kswapd woke because free frames fell below the low "
+                                    "watermark")),
+      m_reclaim_time(
+          m_stats.latency("reclaim_time", "one reclaim pass: start to its last swap write done")),
       m_mem(cfg.memory),
-      m_frames(cfg.memory, cfg.page_size, seed, placement_of(cfg.placement)) {
+      m_frames(cfg.memory, cfg.page_size, seed, placement_of(cfg.placement)),
+      m_swap(cfg.swap.size, cfg.page_size, to_time(cfg.swap.latency), cfg.swap.gbps),
+      m_reclaimer(m_procs, m_swap) {
     // Boot-time reservations, largest first so 1 GiB pages are not split by 2 MiB ones.
     uint64_t got_1g = m_frames.fill_pool(frame_allocator::shift_1g, cfg.hugepages_1g);
     uint64_t got_2m = m_frames.fill_pool(frame_allocator::shift_2m, cfg.hugepages_2m);
@@ -44,6 +52,18 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
             return mmio_store(offset, value, delay);
         },
         m_stats, m_page_faults);
+    m_rc->set_origin_resolver([this](const dma_origin& o, uint32_t& pid, uint64_t& va) {
+        return m_driver->origin_owner(o, pid, va);
+    });
+    m_reclaimer.set_mirror(reclaimer::mirror_hooks{
+        [this](uint32_t pid, uint64_t page_va) { return m_driver->odp_mirrored(pid, page_va); },
+        [this](uint32_t pid, const std::vector<uint64_t>& pages) {
+            m_driver->odp_invalidate(pid, pages);
+        }});
+    if (m_swap.enabled()) {
+        sc_core::sc_spawn_options opts;
+        sc_core::sc_spawn([this] { kswapd(); }, "kswapd", &opts);
+    }
 
     auto formula = [this](const char* name, const char* unit, const char* desc, auto fn) {
         m_stats.formula(name, unit, desc, [fn] { return json(fn()); });
@@ -84,6 +104,16 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
                 " huge pages beyond the pool from overcommit (surplus_hugepages; not modelled: 0)",
             [pool] { return json(pool().surplus); });
     }
+    formula("swap_ins", "pages", "pages read back from the swap device by faults (CPU or NIC)",
+            [this] {
+                uint64_t n = 0;
+                for (const auto& [pid, as] : m_procs) n += as->swap_ins();
+                return n;
+            });
+    formula("swapped_pages", "pages", "pages on the swap device now",
+            [this] { return m_swap.slots_used(); });
+    formula("swap_slots", "pages", "capacity of the swap device in pages",
+            [this] { return m_swap.slots_total(); });
     formula("processes", "processes", "processes (address spaces) on the host",
             [this] { return m_procs.size(); });
     formula("sim_memory_bytes", "bytes",
@@ -105,18 +135,85 @@ uint32_t host_impl::process_id(const std::string& name) {
 
 address_space& host_impl::process(uint32_t pid) {
     auto& as = m_procs[pid];
-    if (!as) as = std::make_unique<address_space>(pid, m_frames, m_mem, m_cfg.memlock_limit);
+    if (!as) {
+        as = std::make_unique<address_space>(pid, m_frames, m_mem, m_cfg.memlock_limit);
+        address_space::vm_hooks hooks;
+        hooks.swap = &m_swap;
+        address_space* self = as.get();
+        // Direct reclaim: a small batch, without waiting for the HCA (mirrored pages skipped);
+        // the faulting thread pays for the writes.
+        hooks.reclaim = [this, self] {
+            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            sc_core::sc_time when = now;
+            const uint64_t got = reclaim(32, false, when);
+            self->add_io_lag(when - now);
+            return got > 0;
+        };
+        hooks.allocated = [this] { check_watermark(); };
+        as->set_hooks(std::move(hooks));
+    }
     return *as;
 }
 
 int host_impl::touch(uint32_t pid, uint64_t va, uint64_t length) {
     uint64_t faults = 0;
-    int err = process(pid).touch(va, length, faults);
+    address_space& as = process(pid);
+    int err = as.touch(va, length, faults);
     m_page_faults += faults;
     cpu_clock cpu;
     cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+    cpu.add(as.take_io_lag());
     cpu.settle();
     return err;
+}
+
+uint64_t host_impl::reclaim(uint64_t pages, bool may_block, sc_core::sc_time& when) {
+    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    ++m_reclaim_runs;
+    const uint64_t got = m_reclaimer.reclaim(pages, may_block, when);
+    m_swap_outs += got;
+    m_reclaim_time.add(to_ps(when - start));
+    return got;
+}
+
+int host_impl::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
+    const uint64_t page = m_frames.page_size();
+    sc_core::sc_time when = sc_core::sc_time_stamp();
+    const uint64_t got = reclaim((bytes + page - 1) / page, cpu_clock::in_thread(), when);
+    reclaimed = got * page;
+    if (cpu_clock::in_thread() && when > sc_core::sc_time_stamp()) {
+        sc_core::wait(when - sc_core::sc_time_stamp());
+        ++kernel_events();
+    }
+    return 0;
+}
+
+void host_impl::check_watermark() {
+    if (!m_swap.enabled() || m_kswapd_busy || !sc_core::sc_is_running()) return;
+    const double low = m_cfg.swap.low_watermark * static_cast<double>(m_frames.frames_total());
+    if (static_cast<double>(m_frames.frames_free()) < low)
+        m_kswapd_wake.notify(sc_core::SC_ZERO_TIME);
+}
+
+void host_impl::kswapd() {
+    for (;;) {
+        cpu_clock::wait_for(m_kswapd_wake);
+        m_kswapd_busy = true;
+        ++m_kswapd_runs;
+        const double high =
+            m_cfg.swap.high_watermark * static_cast<double>(m_frames.frames_total());
+        while (static_cast<double>(m_frames.frames_free()) < high) {
+            const auto want = static_cast<uint64_t>(std::ceil(high)) - m_frames.frames_free();
+            sc_core::sc_time when = sc_core::sc_time_stamp();
+            const uint64_t got = reclaim(std::min<uint64_t>(want, 256), true, when);
+            if (got == 0) break;
+            if (when > sc_core::sc_time_stamp()) {
+                sc_core::wait(when - sc_core::sc_time_stamp());
+                ++kernel_events();
+            }
+        }
+        m_kswapd_busy = false;
+    }
 }
 
 bool host_impl::mmio_store(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {

@@ -14,7 +14,9 @@
 #include "host/frame_allocator.h"
 #include "host/host.h"
 #include "host/phys_mem.h"
+#include "host/reclaimer.h"
 #include "host/root_complex.h"
+#include "host/swap_device.h"
 #include "sim/stats.h"
 
 namespace hcasim {
@@ -30,18 +32,29 @@ class host_impl {
     // The process touching its memory: faults pages in, counts and charges the faults.
     int touch(uint32_t pid, uint64_t va, uint64_t length);
     bool mmio_store(uint64_t offset, uint64_t value, sc_core::sc_time& delay);
+    // Reclaims up to `pages` base pages (counting them); `when` as in reclaimer::reclaim.
+    uint64_t reclaim(uint64_t pages, bool may_block, sc_core::sc_time& when);
+    int memory_pressure(uint64_t bytes, uint64_t& reclaimed);
+    // kswapd: woken when free frames fall below the low watermark, reclaims up to the high one.
+    void kswapd();
+    void check_watermark();
 
     host& m_host;
     host_config m_cfg;
     stats_group m_stats;
     uint64_t& m_page_faults;
-    uint64_t& m_nic_page_faults;
     uint64_t& m_swap_outs;
-    uint64_t& m_swap_ins;
+    uint64_t& m_reclaim_runs;
+    uint64_t& m_kswapd_runs;
+    histogram& m_reclaim_time;
     phys_mem m_mem;
     frame_allocator m_frames;
+    swap_device m_swap;
     std::map<std::string, uint32_t> m_pids;
     std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
+    reclaimer m_reclaimer;
+    sc_core::sc_event m_kswapd_wake;
+    bool m_kswapd_busy = false;
     std::unique_ptr<root_complex> m_rc;
     std::unique_ptr<driver> m_driver;
 };

@@ -1,6 +1,9 @@
 #include "host/root_complex.h"
 
 #include <algorithm>
+#include <sstream>
+
+#include "sim/log.h"
 
 namespace hcasim {
 
@@ -21,10 +24,77 @@ root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
                              "DMA requests answered with an error response (beyond memory, "
                              "unsupported command, byte enables or streaming)")),
       m_stale_dma(stats.counter("stale_dma", "requests",
-                                "DMA that reached a frame the OS no longer gives to the mapping it "
-                                "was registered for (here: a free frame)")),
+                                "DMA that reached a frame no longer owned by the (process, page) "
+                                "its translation entry was written for, or a free frame")),
       m_wakeups(stats.counter("watch_wakeups", "wakeups",
-                              "watchers fired by a DMA write (software noticing DMA)")) {}
+                              "watchers fired by a DMA write (software noticing DMA)")),
+      m_interrupts(
+          stats.counter("interrupts", "messages", "MSI-X messages received from the HCA")) {
+    stats.formula("stale_dma_events", "events",
+                  "the first stale DMA accesses: time, direction, frame, its owner, the page the "
+                  "translation was written for, and the key",
+                  [this] { return m_stale_events; });
+}
+
+void root_complex::set_interrupt(uint64_t addr, std::function<void()> fn) {
+    m_msi_addr = addr;
+    m_on_interrupt = std::move(fn);
+}
+
+namespace {
+json owner_json(frame_use use, uint32_t pid, uint64_t va) {
+    static const char* names[] = {"free", "user", "kernel", "hugepool", "orphan"};
+    json j = {{"use", names[static_cast<int>(use)]}};
+    if (use == frame_use::user) {
+        j["pid"] = pid;
+        j["va"] = hex(va);
+    }
+    return j;
+}
+}  // namespace
+
+void root_complex::report_stale(uint64_t pfn, bool write, const dma_origin& o, bool resolved,
+                                uint32_t pid, uint64_t va) {
+    ++m_stale_dma;
+    if (m_stale_events.size() >= max_stale_events) return;
+    const unsigned shift = m_frames.page_shift();
+    const frame_owner now = m_frames.page_owner(pfn);
+    json e = {{"time_ns", sc_core::sc_time_stamp().to_seconds() * 1e9},
+              {"dir", write ? "write" : "read"},
+              {"frame", hex(pfn)},
+              {"owner", owner_json(now.use, now.pid, now.vpn << shift)},
+              {"key", hex(o.key)}};
+    if (resolved) e["registered_for"] = owner_json(frame_use::user, pid, va);
+    std::ostringstream os;
+    os << "warning: stale DMA " << (write ? "write" : "read") << " to frame " << hex(pfn)
+       << " now owned by " << e["owner"].dump() << ", key " << hex(o.key);
+    if (resolved) os << " was registered for pid " << pid << " va " << hex(va);
+    logger::instance().write(name(), os.str());
+    m_stale_events.push_back(std::move(e));
+}
+
+bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext) {
+    if (len == 0) return false;
+    const unsigned shift = m_frames.page_shift();
+    bool stale = false;
+    for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
+        const uint64_t offset = std::max(addr, pfn << shift) - addr;
+        const frame_owner owner = m_frames.page_owner(pfn);
+        uint32_t pid = 0;
+        uint64_t va = 0;
+        dma_origin o;
+        const bool resolved =
+            ext && m_resolve && (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
+        const bool ok = resolved ? owner.use == frame_use::user && owner.pid == pid &&
+                                       owner.vpn == (va >> shift)
+                                 : owner.use != frame_use::free;
+        if (!ok) {
+            report_stale(pfn, write, ext ? o : dma_origin{}, resolved, pid, va);
+            stale = true;
+        }
+    }
+    return stale;
+}
 
 void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const uint64_t addr = gp.get_address();
@@ -38,7 +108,7 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
     } else if (gp.is_read()) {
         ++m_reads;
         m_read_bytes += len;
-        if (reaches_free_frame(addr, len)) ++m_stale_dma;
+        check_owner(addr, len, false, gp.get_extension<dma_origin_ext>());
         m_mem.read(addr, gp.get_data_ptr(), len);
         const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
         for (const auto& [key, w] : m_pending) {
@@ -51,10 +121,14 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         }
         delay += m_mem_latency;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    } else if (gp.is_write() && m_on_interrupt && addr == m_msi_addr && len <= 8) {
+        ++m_interrupts;
+        m_notify.at(sc_core::sc_time_stamp() + delay, m_on_interrupt);
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else if (gp.is_write()) {
         ++m_writes;
         m_write_bytes += len;
-        if (reaches_free_frame(addr, len)) ++m_stale_dma;
+        check_owner(addr, len, true, gp.get_extension<dma_origin_ext>());
         if (delay == sc_core::SC_ZERO_TIME) {
             land(addr, gp.get_data_ptr(), len);
         } else {
@@ -73,15 +147,6 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     }
     if (!gp.is_response_ok()) ++m_errors;
-}
-
-bool root_complex::reaches_free_frame(uint64_t addr, uint64_t len) const {
-    const unsigned shift = m_frames.page_shift();
-    if (len == 0) return false;
-    for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
-        if (m_frames.owner(pfn).use == frame_use::free) return true;
-    }
-    return false;
 }
 
 root_complex::watch_id root_complex::watch(const byte_ranges& ranges, std::function<void()> fn) {

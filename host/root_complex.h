@@ -11,8 +11,16 @@
 // the write becomes visible (through a callback_queue, so one kernel event per distinct time).
 // wait_cq, the command interface and perftest's latency loop (polling a buffer's last byte) use it.
 //
-// DMA that reaches a frame the OS has freed counts as stale_dma (seed 001: the hazard of a frame
-// that changed hands under a device that still holds its address).
+// Ownership check (seed 001: the hazard of a frame that changed hands under a device that still
+// holds its address). A DMA for a region's bytes carries a dma_origin_ext (tlm/dma_origin.h)
+// naming the translation entry it came from; the driver says which (process, virtual page) it
+// wrote that entry for (`origin_resolver`), and every base frame the access touches must still
+// be that page's frame. DMA without an origin (the driver's contexts, WQEs, CQEs, tables) must
+// only reach allocated frames. Each miss counts in stale_dma, the first ones are kept in
+// stale_dma_events and printed as warnings naming the frame, its owner, the page the
+// translation was written for, and the key.
+// Interrupts: a DMA write to the registered MSI address is an MSI-X message; it is not stored,
+// the handler runs when it arrives.
 // Abstracted: IOMMU/IOTLB (host.iommu), DMA ordering rules, DRAM bandwidth and bank conflicts.
 #pragma once
 
@@ -30,6 +38,7 @@
 #include "host/phys_mem.h"
 #include "sim/kernel.h"
 #include "sim/stats.h"
+#include "tlm/dma_origin.h"
 
 namespace hcasim {
 
@@ -49,6 +58,13 @@ class root_complex : public sc_core::sc_module {
     void unwatch(watch_id id);
     size_t watchers() const { return m_watchers.size(); }
 
+    // The (process, virtual address) a translation entry was written for; false if unknown.
+    using origin_resolver = std::function<bool(const dma_origin&, uint32_t& pid, uint64_t& va)>;
+    void set_origin_resolver(origin_resolver fn) { m_resolve = std::move(fn); }
+    // DMA writes to [addr, addr + 8) are MSI-X messages: `fn` runs when one arrives.
+    void set_interrupt(uint64_t addr, std::function<void()> fn);
+    static constexpr size_t max_stale_events = 16;
+
   private:
     struct watcher {
         byte_ranges ranges;
@@ -61,7 +77,10 @@ class root_complex : public sc_core::sc_module {
     using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // arrival, sequence
     void land(uint64_t addr, const uint8_t* data, uint64_t len);
     void notify_write(uint64_t addr, uint64_t len);
-    bool reaches_free_frame(uint64_t addr, uint64_t len) const;
+    // Counts and reports the frames of the access that are not the origin's; true if any.
+    bool check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext);
+    void report_stale(uint64_t pfn, bool write, const dma_origin& o, bool resolved, uint32_t pid,
+                      uint64_t va);
 
     callback_queue m_notify;
     phys_mem& m_mem;
@@ -72,6 +91,10 @@ class root_complex : public sc_core::sc_module {
     std::map<watch_id, watcher> m_watchers;
     std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
     watch_id m_next_id = 1;
+    origin_resolver m_resolve;
+    uint64_t m_msi_addr = 0;
+    std::function<void()> m_on_interrupt;
+    json m_stale_events = json::array();
 
     uint64_t& m_reads;
     uint64_t& m_writes;
@@ -80,6 +103,7 @@ class root_complex : public sc_core::sc_module {
     uint64_t& m_errors;
     uint64_t& m_stale_dma;
     uint64_t& m_wakeups;
+    uint64_t& m_interrupts;
 };
 
 }  // namespace hcasim

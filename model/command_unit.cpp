@@ -37,9 +37,12 @@ void command_unit::start() {
             case cmd::flush_qpc: m_qpc.flush(static_cast<uint32_t>(c.in0), done); break;
             case cmd::flush_cqc: m_cq.flush(static_cast<uint32_t>(c.in0), done); break;
             case cmd::invalidate_mpt: m_tpt.invalidate_mpt(static_cast<uint32_t>(c.in0), done); break;
-            case cmd::invalidate_mtt:
-                m_tpt.invalidate_mtt(c.in0, c.in1);
-                done();
+            case cmd::invalidate_mtt: m_tpt.invalidate_mtt_range(c.in0, c.in1, done); break;
+            case cmd::page_fault_resume:
+                if (m_tpt.resume(static_cast<uint32_t>(c.in0), c.in1 == 0))
+                    done();
+                else
+                    finish(c, cmd_status::bad_index);
                 break;
             default: finish(c, cmd_status::bad_op); break;
         }

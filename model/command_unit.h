@@ -1,7 +1,9 @@
 // The command unit: executes the driver's commands (tlm/hca_interface.h) one at a time and
 // DMA-writes each command's completion record. Flushes write cached contexts back so the driver
 // may rewrite them; invalidating a region/window entry completes only after the transfers that
-// use it have finished (seed 003: NIC invalidations wait for in-flight RDMA).
+// use it have finished (seed 003: NIC invalidations wait for in-flight RDMA), and so does
+// invalidating translation entries; page_fault_resume restarts (or fails) the translations
+// waiting on an on-demand page fault.
 #pragma once
 
 #include <deque>

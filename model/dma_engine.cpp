@@ -40,7 +40,8 @@ uint64_t dma_engine::outstanding_reads() const {
 }
 
 sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
-                                      uint64_t len, const sc_core::sc_time& start, dma_op& op) {
+                                      uint64_t len, const sc_core::sc_time& start, dma_op& op,
+                                      const dma_origin& origin) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     tlm::tlm_generic_payload gp;
     gp.set_command(cmd);
@@ -51,8 +52,12 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     gp.set_byte_enable_ptr(nullptr);
     gp.set_dmi_allowed(false);
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    dma_origin_ext ext;
+    ext.origin = origin;
+    if (origin.valid()) gp.set_extension(&ext);
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
+    if (origin.valid()) gp.clear_extension(&ext);
     if (!gp.is_response_ok()) {
         op.ok = false;
         ++m_errors;
@@ -81,7 +86,8 @@ void dma_engine::submit(dma_op_ptr op) {
                     issue = *tag;
                 }
                 sc_core::sc_time arrived =
-                    transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op);
+                    transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
+                             seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 *tag = arrived;
                 HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));
                 m_tag_busy_ps += to_ps(arrived - issue);
@@ -111,7 +117,8 @@ void dma_engine::submit(dma_op_ptr op) {
                         chunk = std::min(chunk, op->pacing[pace + 1].offset - offset);
                 }
                 sc_core::sc_time sent =
-                    transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op);
+                    transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op,
+                             seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 finish = std::max(finish, sent);
                 addr += chunk;
                 offset += chunk;

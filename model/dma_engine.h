@@ -21,6 +21,7 @@
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
+#include "tlm/dma_origin.h"
 
 namespace hcasim {
 
@@ -37,9 +38,15 @@ struct dma_config {
     }
 };
 
+// `origin` says which region translation produced the address (none for driver structures); the
+// engine hands it to the host with each transaction (tlm/dma_origin.h).
 struct dma_segment {
     uint64_t addr = 0;
     uint64_t length = 0;
+    dma_origin origin;
+
+    dma_segment() = default;
+    dma_segment(uint64_t a, uint64_t n, const dma_origin& o = {}) : addr(a), length(n), origin(o) {}
 };
 
 // Bytes from `offset` on become available at `when` (for writes fed by arriving packets).
@@ -87,7 +94,7 @@ public:
 
 private:
     sc_core::sc_time transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint64_t len,
-                              const sc_core::sc_time& start, dma_op& op);
+                              const sc_core::sc_time& start, dma_op& op, const dma_origin& origin);
 
     dma_config m_cfg;
     const clock_domain& m_clk;

@@ -1,5 +1,7 @@
 #include "model/doorbell.h"
 
+#include <tuple>
+
 #include "sim/log.h"
 #include "sim/tracer.h"
 
@@ -27,6 +29,15 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
     table_register("cqc", reg::cqc_base, &m_tables.cqc_base, &m_tables.cqc_entries);
     table_register("mpt", reg::mpt_base, &m_tables.mpt_base, &m_tables.mpt_entries);
     table_register("mtt", reg::mtt_base, &m_tables.mtt_base, &m_tables.mtt_entries);
+    table_register("eq", reg::eq_base, &m_tables.eq_base, &m_tables.eq_entries);
+    for (auto [n, off, field] : {std::tuple{"msi_addr", reg::msi_addr, &m_tables.msi_addr},
+                                 {"msi_data", reg::msi_data, &m_tables.msi_data}})
+        m_regs.add(n, off, register_bank::access::rw).on_write =
+            [this, field = field](uint64_t v, const sc_core::sc_time&) {
+                ++m_config_writes;
+                *field = v;
+                return true;
+            };
     m_regs.add("port_lid", reg::port_lid, register_bank::access::rw).on_write =
         [this](uint64_t v, const sc_core::sc_time&) {
             ++m_config_writes;

@@ -1,0 +1,166 @@
+// The driver's on-demand paging (seeds 003/004) and the ownership of its translation entries.
+#include <algorithm>
+#include <cerrno>
+
+#include "host/driver.h"
+#include "sim/log.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+
+bool driver::setup_events() {
+    const uint64_t page = 1ULL << m_page_shift;
+    const uint64_t pages = ((uint64_t{eqe::size} << m_eq_log) + page - 1) >> m_page_shift;
+    auto eq = kernel_alloc(pages);
+    auto msi = eq ? kernel_alloc(1) : std::nullopt;
+    if (!msi) return false;
+    m_eq_base = *eq << m_page_shift;
+    const uint64_t msi_addr = *msi << m_page_shift;
+    m_rc.set_interrupt(msi_addr, [this] {
+        m_irq_pending = true;
+        m_irq.notify(sc_core::SC_ZERO_TIME);
+    });
+    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    mmio(reg::eq_base, m_eq_base, delay);
+    mmio(reg::eq_log_entries, m_eq_log, delay);
+    mmio(reg::msi_addr, msi_addr, delay);
+    mmio(reg::msi_data, 1, delay);
+    return true;
+}
+
+void driver::odp_worker() {
+    for (;;) {
+        while (!m_irq_pending) cpu_clock::wait_for(m_irq);
+        m_irq_pending = false;
+        for (;;) {
+            const uint64_t slot =
+                m_eq_base + uint64_t{m_eq_ci & ((1u << m_eq_log) - 1)} * eqe::size;
+            uint8_t bytes[eqe::size];
+            m_mem.read(slot, bytes, sizeof bytes);
+            const eqe e = eqe::decode(bytes);
+            if (e.owner != cqe::owner_for(m_eq_ci, static_cast<uint8_t>(m_eq_log))) break;
+            ++m_eq_ci;
+            if (e.type == event_type::page_fault) odp_fault(e);
+        }
+    }
+}
+
+void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count) {
+    for (uint64_t i = first; i < first + count; ++i) {
+        const uint64_t page_va = first_page_va(st) + ((i - st.mtt_index) << st.page_shift);
+        auto pa = as.translate(page_va);
+        m_mem.write_u64(m_mtt.base + i * mtt_entry_size,
+                        mtt_encode(pa.value_or(0), pa.has_value()));
+    }
+}
+
+// hmm_range_fault for the HCA: fault the pages of the access in, write their translation entries,
+// make the HCA drop what it cached, and let the waiting translations go.
+void driver::odp_fault(const eqe& e) {
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    ++m_nic_faults;
+    cpu_clock cpu;
+    cpu.add(to_time(m_cfg.cpu.nic_fault));
+    bool resolved = false;
+    uint64_t first = 0, count = 0;
+    auto it = m_mrs.find(e.mpt_index);
+    if (it != m_mrs.end() && it->second.on_demand) {
+        const mr_state& st = it->second;
+        address_space& as = m_process(st.pid);
+        const uint64_t page = 1ULL << st.page_shift;
+        const uint64_t va = st.info.va + (e.addr - st.info.iova);
+        const uint64_t end =
+            std::min(va + std::max<uint64_t>(e.length, 1), st.info.va + st.info.length);
+        uint64_t faults = 0;
+        if (va >= st.info.va && va < end && as.touch(va, end - va, faults) == 0) {
+            const uint64_t lo = va & ~(page - 1);
+            first = st.mtt_index + ((lo - first_page_va(st)) >> st.page_shift);
+            count = (end - lo + page - 1) >> st.page_shift;
+            write_mtt(st, as, first, count);
+            m_nic_fault_pages += count;
+            resolved = true;
+        }
+        m_page_faults += faults;
+        cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+        cpu.add(as.take_io_lag());
+    }
+    if (!resolved) {
+        ++m_nic_fault_failed;
+        HCASIM_LOG(name(), host,
+                   "NIC page fault token " << e.token << " at " << hex(e.addr) << " not resolved");
+    }
+    if (resolved) command(cmd::invalidate_mtt, first, count, cpu);
+    command(cmd::page_fault_resume, e.token, resolved ? 0 : 1, cpu);
+    cpu.settle();
+    m_odp_fault_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+}
+
+bool driver::odp_mirrored(uint32_t pid, uint64_t page_va) const {
+    for (const auto& [handle, st] : m_mrs) {
+        if (!st.on_demand || st.pid != pid) continue;
+        const uint64_t lo = first_page_va(st);
+        if (page_va < lo || page_va >= st.info.va + st.info.length) continue;
+        const uint64_t index = st.mtt_index + ((page_va - lo) >> st.page_shift);
+        if (mtt_present(m_mem.read_u64(m_mtt.base + index * mtt_entry_size))) return true;
+    }
+    return false;
+}
+
+void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
+    if (!m_booted || !cpu_clock::in_thread()) return;
+    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    std::vector<std::pair<uint64_t, uint64_t>> runs;  // {first entry, count}
+    for (const auto& [handle, st] : m_mrs) {
+        if (!st.on_demand || st.pid != pid) continue;
+        const uint64_t lo = first_page_va(st);
+        for (uint64_t page_va : pages) {
+            if (page_va < lo || page_va >= st.info.va + st.info.length) continue;
+            const uint64_t index = st.mtt_index + ((page_va - lo) >> st.page_shift);
+            const uint64_t addr = m_mtt.base + index * mtt_entry_size;
+            if (!mtt_present(m_mem.read_u64(addr))) continue;
+            m_mem.write_u64(addr, 0);
+            ++m_odp_invalidations;
+            if (!runs.empty() && runs.back().first + runs.back().second == index)
+                ++runs.back().second;
+            else
+                runs.emplace_back(index, 1);
+        }
+    }
+    if (runs.empty()) return;
+    cpu_clock cpu;
+    for (const auto& [first, n] : runs) command(cmd::invalidate_mtt, first, n, cpu);
+    cpu.settle();
+    m_odp_invalidate_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+}
+
+void driver::odp_invalidate_range(uint32_t pid, uint64_t va, uint64_t length) {
+    std::vector<uint64_t> pages;
+    for (const auto& [handle, st] : m_mrs) {
+        if (!st.on_demand || st.pid != pid) continue;
+        const uint64_t page = 1ULL << st.page_shift;
+        const uint64_t lo = std::max(first_page_va(st), va & ~(page - 1));
+        const uint64_t hi = std::min(st.info.va + st.info.length, va + length);
+        for (uint64_t p = lo; p < hi; p += page) pages.push_back(p);
+    }
+    std::sort(pages.begin(), pages.end());
+    pages.erase(std::unique(pages.begin(), pages.end()), pages.end());
+    odp_invalidate(pid, pages);
+}
+
+bool driver::origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) const {
+    auto it = m_mtt_owner.upper_bound(o.mtt_index);
+    if (it == m_mtt_owner.begin()) return false;
+    --it;
+    auto mr = m_mrs.find(it->second);
+    if (mr == m_mrs.end()) return false;
+    const mr_state& st = mr->second;
+    if (o.mtt_index < st.mtt_index || o.mtt_index >= st.mtt_index + st.info.pages ||
+        o.page_shift != st.page_shift)
+        return false;
+    pid = st.pid;
+    va = first_page_va(st) + ((o.mtt_index - st.mtt_index) << st.page_shift) + o.page_offset;
+    return true;
+}
+
+}  // namespace hcasim
