@@ -1,11 +1,13 @@
 // A write-back cache of fixed-size context entries whose backing store is a table in host memory
 // (QP contexts, CQ contexts, region/window entries). A hit costs `hit_cycles`; a miss reads the
-// entry by DMA (misses to the same index are merged, as MSHRs do) and evicts the LRU line of its
+// entry by DMA (misses to the same index are merged, as MSHRs do; at most `misses_in_flight`
+// distinct misses are filled at once, later ones wait in order) and evicts the LRU line of its
 // set, writing it back first if the HCA changed it. Every lookup occupies the cache's single port
 // for one cycle. The entry handed to a callback stays valid for the duration of that callback.
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <unordered_map>
 #include <vector>
@@ -22,6 +24,7 @@ struct cache_geometry {
     uint64_t entries = 256;
     uint64_t ways = 4;
     uint64_t hit_cycles = 2;
+    uint64_t misses_in_flight = 8;
 
     template <class V>
     void visit(V& v, const std::string& what, const std::string& source) {
@@ -29,6 +32,8 @@ struct cache_geometry {
         v(ways, p_count("ways", "ways", "associativity; entries/ways sets").range(1, 64).from(source));
         v(hit_cycles, p_count("hit_cycles", "cycles", "cycles from lookup to data on a hit").range(0, 1000)
                           .from("design estimate: an on-chip SRAM lookup of a few cycles"));
+        v(misses_in_flight, p_count("misses_in_flight", "misses", "misses being filled at once (MSHRs); further misses wait for one to finish")
+                                .range(1, 1024).from("design estimate; bounded miss handling is why RDMA NICs lose message rate when contexts thrash (Kalia et al., ATC 2016)"));
     }
 };
 
@@ -47,7 +52,8 @@ public:
           m_hits(stats.counter(prefix + "hits", "lookups", "lookups that found the entry on chip")),
           m_misses(stats.counter(prefix + "misses", "lookups", "lookups that had to read the entry from host memory")),
           m_evictions(stats.counter(prefix + "evictions", "entries", "valid entries evicted to make room")),
-          m_writebacks(stats.counter(prefix + "writebacks", "entries", "evicted or flushed entries written back to host memory")) {
+          m_writebacks(stats.counter(prefix + "writebacks", "entries", "evicted or flushed entries written back to host memory")),
+      m_miss_waits(stats.counter(prefix + "miss_waits", "misses", "misses that waited for a free miss slot (all slots busy)")) {
         stats.formula(prefix + "hit_rate", "fraction", "hits / (hits + misses)", [this] {
             uint64_t n = m_hits + m_misses;
             return json(n ? static_cast<double>(m_hits) / static_cast<double>(n) : 0.0);
@@ -86,13 +92,13 @@ public:
         HCASIM_TRACE(pulse(&m_misses, start));
         auto& waiting = m_pending[index];
         waiting.push_back(std::move(fn));
-        if (waiting.size() > 1) return;
-        auto op = std::make_shared<dma_op>();
-        op->dir = dma_op::direction::read;
-        op->segments.push_back({m_base + index * Entry::size, Entry::size});
-        op->not_before = start + m_clk.cycles(m_geo.hit_cycles);
-        op->done = [this, index](dma_op& done) { fill(index, done); };
-        m_dma.submit(op);
+        if (waiting.size() > 1) return;  // merged with the miss already being filled
+        if (m_filling >= m_geo.misses_in_flight) {
+            ++m_miss_waits;
+            m_blocked.push_back(index);
+            return;
+        }
+        start_fill(index, start + m_clk.cycles(m_geo.hit_cycles));
     }
 
     Entry* resident(uint64_t index) {
@@ -141,7 +147,23 @@ private:
         bool dirty = false;
     };
 
+    void start_fill(uint64_t index, const sc_core::sc_time& not_before) {
+        ++m_filling;
+        auto op = std::make_shared<dma_op>();
+        op->dir = dma_op::direction::read;
+        op->segments.push_back({m_base + index * Entry::size, Entry::size});
+        op->not_before = not_before;
+        op->done = [this, index](dma_op& done) { fill(index, done); };
+        m_dma.submit(op);
+    }
+
     void fill(uint64_t index, dma_op& op) {
+        --m_filling;
+        if (!m_blocked.empty()) {
+            const uint64_t next = m_blocked.front();
+            m_blocked.pop_front();
+            start_fill(next, sc_core::sc_time_stamp());
+        }
         auto waiting = std::move(m_pending[index]);
         m_pending.erase(index);
         if (!op.ok) {
@@ -173,12 +195,15 @@ private:
     callback_queue& m_queue;
     serial_resource m_port;
     std::unordered_map<uint64_t, std::vector<callback>> m_pending;
+    std::deque<uint64_t> m_blocked;  // misses waiting for a free miss slot, in order
+    uint64_t m_filling = 0;
     uint64_t m_base = 0;
     uint64_t m_table_entries = 0;
     uint64_t& m_hits;
     uint64_t& m_misses;
     uint64_t& m_evictions;
     uint64_t& m_writebacks;
+    uint64_t& m_miss_waits;
 };
 
 }  // namespace hcasim
