@@ -59,7 +59,7 @@ struct host_iommu_config {
     template <class V>
     void visit(V& v) {
         v(enabled,
-          p_flag("enabled", "DMA addresses are IO virtual addresses translated by an IOMMU"));
+          p_flag("enabled", "DMA addresses are IO virtual addresses translated by an IOMMU (not modelled yet: true is refused)"));
     }
 };
 
