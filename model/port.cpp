@@ -4,6 +4,17 @@
 
 namespace hcasim {
 
+std::vector<dma_pacing> pacing_of(const ib_message& msg) {
+    std::vector<dma_pacing> out;
+    out.reserve(msg.packets());
+    uint64_t offset = 0;
+    for (uint32_t i = 0; i < msg.packets(); ++i) {
+        out.push_back({offset, msg.arrivals[i]});
+        offset += msg.packet_payload(i);
+    }
+    return out;
+}
+
 port::port(sc_core::sc_module_name name, const port_config& cfg)
     : sc_core::sc_module(name),
       m_cfg(cfg),

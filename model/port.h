@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include <systemc>
 
+#include "model/dma_engine.h"
 #include "sim/params.h"
 #include "sim/stats.h"
 #include "tlm/ib_link.h"
@@ -25,6 +27,10 @@ struct port_config {
                    .from("IBA 1.4 §7.7.8; perftest default 4096 on IB"));
     }
 };
+
+// Paces a DMA write of a message's payload by its packets' arrival: the bytes of packet i may be
+// written from the time packet i arrived (cut-through, one DMA operation per message).
+std::vector<dma_pacing> pacing_of(const ib_message& msg);
 
 class port : public sc_core::sc_module {
 public:

@@ -351,11 +351,7 @@ void requester::on_response(ib_message_ptr msg) {
             for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->data = msg->payload;
             op->data.resize(op->length(), 0);
-            uint64_t offset = 0;
-            for (uint32_t i = 0; i < msg->packets(); ++i) {
-                op->pacing.push_back({offset, msg->arrivals[i]});
-                offset += msg->packet_payload(i);
-            }
+            op->pacing = pacing_of(*msg);
             op->done = [this, qpn, s](dma_op& done) {
                 complete(qpn, s, done.ok ? wc_status::success : wc_status::loc_prot_err);
             };

@@ -184,11 +184,7 @@ void responder::rdma_write(request_ptr r) {
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
-        uint64_t offset = 0;
-        for (uint32_t i = 0; i < r->msg->packets(); ++i) {
-            op->pacing.push_back({offset, r->msg->arrivals[i]});
-            offset += r->msg->packet_payload(i);
-        }
+        op->pacing = pacing_of(*r->msg);
         op->done = [this, r, t, finish](dma_op& done) {
             m_tpt.release(t);
             if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
@@ -246,11 +242,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             op->data = r->msg->payload;
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
-            uint64_t offset = 0;
-            for (uint32_t i = 0; i < r->msg->packets(); ++i) {
-                op->pacing.push_back({offset, r->msg->arrivals[i]});
-                offset += r->msg->packet_payload(i);
-            }
+            op->pacing = pacing_of(*r->msg);
             op->done = [this, r, opcode, results, w](dma_op& done) {
                 for (const auto& h : *results) m_tpt.release(h);
                 if (!done.ok) {
