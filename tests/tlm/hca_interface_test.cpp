@@ -139,7 +139,7 @@ TEST(hca_interface, wqe_strides_and_decoding_limits) {
     // A WQE claiming more SGEs than its stride holds is read only as far as the stride.
     send_wqe w;
     w.num_sge = 4;
-    std::vector<uint8_t> b(128, 0);
+    std::vector<uint8_t> b(1024, 0);  // as large as the largest stride decoded below
     w.encode(b.data());
     EXPECT_EQ(send_wqe::decode(b.data(), 64).num_sge, 1u) << "a 64-byte stride holds one SGE";
     b[2] = 200;
