@@ -154,17 +154,22 @@ bool responder::halted(request_ptr r) {
     return true;
 }
 
-void responder::rdma_write(request_ptr r) {
-    const ib_message& m = *r->msg;
-    if (!(r->ctx.access & access::remote_write)) return answer(r, ib_op::nak, ib_nak::inv_request);
+// The R_Key check of a remote request, against the responder QP's PD (and QP, for type 2 windows).
+tpt_request responder::remote_request(const request& r, uint8_t rights, uint64_t length) const {
     tpt_request req;
-    req.key = m.rkey;
-    req.pd = r->ctx.pd;
-    req.qpn = r->ctx.qpn;
-    req.addr = m.remote_addr;
-    req.length = m.length;
-    req.rights = access::remote_write;
+    req.key = r.msg->rkey;
+    req.pd = r.ctx.pd;
+    req.qpn = r.ctx.qpn;
+    req.addr = r.msg->remote_addr;
+    req.length = length;
+    req.rights = rights;
     req.remote = true;
+    return req;
+}
+
+void responder::rdma_write(request_ptr r) {
+    if (!(r->ctx.access & access::remote_write)) return answer(r, ib_op::nak, ib_nak::inv_request);
+    const tpt_request req = remote_request(*r, access::remote_write, r->msg->length);
     m_tpt.translate(req, [this, r](tpt_result t) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
         if (halted(r)) return m_tpt.release(t);
@@ -283,16 +288,8 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
 }
 
 void responder::rdma_read(request_ptr r) {
-    const ib_message& m = *r->msg;
     if (!(r->ctx.access & access::remote_read)) return answer(r, ib_op::nak, ib_nak::inv_request);
-    tpt_request req;
-    req.key = m.rkey;
-    req.pd = r->ctx.pd;
-    req.qpn = r->ctx.qpn;
-    req.addr = m.remote_addr;
-    req.length = m.length;
-    req.rights = access::remote_read;
-    req.remote = true;
+    const tpt_request req = remote_request(*r, access::remote_read, r->msg->length);
     m_tpt.translate(req, [this, r](tpt_result t) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
         if (halted(r)) return m_tpt.release(t);
@@ -327,14 +324,7 @@ void responder::run_next_atomic() {
     request_ptr r = m_atomics.front();
     m_atomics.pop_front();
     auto next = [this] { run_next_atomic(); };
-    tpt_request req;
-    req.key = r->msg->rkey;
-    req.pd = r->ctx.pd;
-    req.qpn = r->ctx.qpn;
-    req.addr = r->msg->remote_addr;
-    req.length = 8;
-    req.rights = access::remote_atomic;
-    req.remote = true;
+    const tpt_request req = remote_request(*r, access::remote_atomic, 8);
     m_tpt.translate(req, [this, r, next](tpt_result t) {
         if (!t.ok()) {
             answer(r, ib_op::nak, t.fault == tpt_fault::alignment ? ib_nak::inv_request : ib_nak::rem_access);

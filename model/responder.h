@@ -80,6 +80,7 @@ private:
     using request_ptr = std::shared_ptr<request>;
 
     void admit(ib_message_ptr msg, hca_if::qp_context* ctx, const sc_core::sc_time& ready_at);
+    tpt_request remote_request(const request& r, uint8_t rights, uint64_t length) const;
     void rdma_write(request_ptr r);
     void receive(request_ptr r, hca_if::cqe_opcode opcode);
     // Reads the receive WQE the request claimed; `fn` gets nullptr if it could not be read.
