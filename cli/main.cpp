@@ -50,7 +50,7 @@ const char* k_usage =
 
 const char* k_run_usage =
     "usage: hcasim run SCENARIO.json [-o OUTDIR] [--set KEY=VALUE]... [--vcd] [--trace] [--quiet]\n"
-    "                  [--trace-units LIST] [--trace-window A:B] [--log UNIT=LEVEL]... [--debug TOPICS]\n"
+    "                  [--progress] [--trace-units LIST] [--trace-window A:B] [--log UNIT=LEVEL]... [--debug TOPICS]\n"
     "\n"
     "  -o, --out DIR        output folder (default: out/<scenario name>/)\n"
     "  --set KEY=VALUE      override a scenario value by dotted path, e.g.\n"
@@ -61,7 +61,9 @@ const char* k_run_usage =
     "  --trace-units LIST   only these units in waves.vcd and trace.json: name prefixes,\n"
     "                       comma-separated, e.g. a.hca,b.hca.tpt\n"
     "  --trace-window A:B   only simulated time A to B in waves.vcd and trace.json, e.g. 10us:50us\n"
-    "  --quiet              no summary on stdout\n"
+    "  --quiet              no summary on stdout, no progress line on stderr\n"
+    "  --progress           the progress line on stderr (simulated time, WQEs, rate) even when\n"
+    "                       stderr is not a terminal or with --quiet (default: on a terminal)\n"
     "  --log UNIT=LEVEL     log level for units under a name prefix, e.g. a.hca.tpt=debug\n"
     "  --debug TOPICS       log topics, comma-separated: QP,WQE,DMA,PCIE,TPT,HOST,PORT,CQ,ALL\n";
 
@@ -154,6 +156,7 @@ int cmd_run(const std::vector<std::string>& args) {
     std::vector<std::string> sets;
     run_options opts;
     bool log_ok = true;
+    bool force_progress = false;
     for (size_t i = 0; i < args.size(); ++i) {
         const std::string& a = args[i];
         std::string value;
@@ -193,6 +196,8 @@ int cmd_run(const std::vector<std::string>& args) {
             opts.trace = true;
         } else if (a == "--quiet" || a == "-q") {
             opts.quiet = true;
+        } else if (a == "--progress") {
+            force_progress = true;
         } else if (a.size() > 1 && a[0] == '-') {
             return bad_usage("run", "unknown option " + a);
         } else if (file.empty()) {
@@ -209,6 +214,7 @@ int cmd_run(const std::vector<std::string>& args) {
     if (opts.out_dir.empty()) opts.out_dir = "out/" + s.name;
     opts.vcd = opts.vcd || s.trace.vcd;
     opts.trace = opts.trace || s.trace.events;
+    opts.progress = force_progress || (!opts.quiet && isatty(STDERR_FILENO) != 0);
     return run_scenario(s, opts);
 }
 

@@ -1,6 +1,8 @@
 #include "engine/runner.h"
 
 #include <chrono>
+#include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include "engine/workloads.h"
 #include "engine/world.h"
 #include "sim/kernel.h"
+#include "sim/log.h"
 #include "sim/tracer.h"
 #include "sim/version.h"
 
@@ -60,12 +63,69 @@ private:
     bool m_finished = false;
 };
 
+// Runs the kernel to the end, as one sc_start would, in slices of simulated time, and between
+// slices rewrites a progress line on stderr: simulated time, WQEs on the wire, their rate in
+// wall-clock time. The slice adapts so that one takes about a tenth of a second of wall time;
+// slicing does not change what the kernel does, only where it pauses (a test compares stats).
+class progress_run {
+public:
+    using clock = std::chrono::steady_clock;
+
+    void run(std::optional<uint64_t> stop_ps) {
+        const sc_core::sc_time stop = stop_ps ? ps_time(*stop_ps) : sc_core::SC_ZERO_TIME;
+        // With a stop time, time runs to it as sc_start(stop) would, even past the last event.
+        const auto policy = stop_ps ? sc_core::SC_RUN_TO_TIME : sc_core::SC_EXIT_ON_STARVATION;
+        sc_core::sc_time slice(1, sc_core::SC_US);
+        const sc_core::sc_time max_slice(1, sc_core::SC_SEC);
+        for (;;) {
+            sc_core::sc_time step = slice;
+            if (stop_ps) {
+                const sc_core::sc_time now = sc_core::sc_time_stamp();
+                if (now >= stop) break;
+                if (stop - now < step) step = stop - now;
+            }
+            const auto t0 = clock::now();
+            sc_core::sc_start(step, policy);
+            if (sc_core::sc_get_status() == sc_core::SC_STOPPED) break;
+            if (!stop_ps && !sc_core::sc_pending_activity()) break;
+            const double took = std::chrono::duration<double>(clock::now() - t0).count();
+            if (took < 0.05 && slice < max_slice) slice = slice * 2;
+            if (took > 0.2 && slice > sc_core::sc_time(2, sc_core::SC_NS)) slice = slice / 2;
+            show(false);
+        }
+        show(true);
+    }
+
+private:
+    void show(bool last) {
+        const auto now = clock::now();
+        if (!last && now - m_shown < std::chrono::milliseconds(250)) return;
+        const double wall = std::chrono::duration<double>(now - m_start).count();
+        const uint64_t wqes = wqes_on_wire();
+        char line[160];
+        std::snprintf(line, sizeof line, "simulated %.3f us, %llu WQEs on the wire, %.0f WQE/s, %.1f s",
+                      static_cast<double>(to_ps(sc_core::sc_time_stamp())) / 1e6,
+                      static_cast<unsigned long long>(wqes), wall > 0 ? wqes / wall : 0.0, wall);
+        logger::instance().status(line);
+        if (last) logger::instance().end_status();
+        m_shown = now;
+    }
+
+    clock::time_point m_start = clock::now();
+    clock::time_point m_shown = m_start;
+};
+
 }  // namespace
 
 int run_scenario(const scenario& s, const run_options& opts) {
     const auto wall_start = std::chrono::steady_clock::now();
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+    if ((opts.trace || opts.vcd) && !tracer::hooks_built()) {
+        std::cerr << "hcasim: this binary was built with HCASIM_TRACE_HOOKS=OFF: --trace and --vcd "
+                     "need a default build\n";
+        return 2;
+    }
     tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
     auto snapshot = [&s] {
@@ -78,7 +138,9 @@ int run_scenario(const scenario& s, const run_options& opts) {
         return j;
     };
     scenario_player player("scenario", w, s, snapshot);
-    if (s.stop_ps)
+    if (opts.progress)
+        progress_run().run(s.stop_ps);
+    else if (s.stop_ps)
         sc_core::sc_start(ps_time(*s.stop_ps));
     else
         sc_core::sc_start();

@@ -13,9 +13,11 @@ struct run_options {
     bool vcd = false;
     bool trace = false;
     bool quiet = false;
+    bool progress = false;  // a progress line on stderr while the simulation runs
 };
 
-// Returns the exit code: 0 every expectation held, 1 one failed, 3 internal error.
+// Returns the exit code: 0 every expectation held, 1 one failed, 2 tracing asked of a binary
+// built without its hooks, 3 internal error.
 int run_scenario(const scenario& s, const run_options& opts);
 
 }  // namespace hcasim

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
 
@@ -310,6 +311,7 @@ void requester::drain(uint32_t qpn) {
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
         ++m_wqes;
+        ++wqes_on_wire();
         m_bytes += s->length;
         if (sq.type != qp_type::rc) {
             s->stage = wqe_stage::completed;  // unreliable: done once on the wire

@@ -10,6 +10,11 @@ uint64_t& kernel_events() {
     return count;
 }
 
+uint64_t& wqes_on_wire() {
+    static uint64_t count = 0;
+    return count;
+}
+
 callback_queue::callback_queue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
     SC_METHOD(dispatch);
     sensitive << m_wake;

@@ -22,6 +22,9 @@ namespace hcasim {
 
 // Kernel events the simulation processed: callback-queue activations plus host thread wake-ups.
 uint64_t& kernel_events();
+// Send-queue WQEs whose message went on the wire, on every node: the work count of `hcasim run`'s
+// progress line.
+uint64_t& wqes_on_wire();
 
 class callback_queue : public sc_core::sc_module {
 public:

@@ -68,7 +68,20 @@ bool logger::enabled_slow(const char* unit, log_topic topic) const {
 
 void logger::write(const char* unit, const std::string& text) const {
     double us = sc_core::sc_time_stamp().to_seconds() * 1e6;
+    if (m_status_shown) std::fputs("\r\x1b[K", stderr);
+    m_status_shown = false;
     std::fprintf(stderr, "[%.3fus] %s: %s\n", us, unit, text.c_str());
+}
+
+void logger::status(const std::string& line) {
+    std::fprintf(stderr, "\r%s\x1b[K", line.c_str());
+    std::fflush(stderr);
+    m_status_shown = true;
+}
+
+void logger::end_status() {
+    if (m_status_shown) std::fputs("\n", stderr);
+    m_status_shown = false;
 }
 
 }  // namespace hcasim

@@ -24,8 +24,13 @@ public:
         return m_any && enabled_slow(unit, topic);
     }
     void write(const char* unit, const std::string& text) const;
+    // A status line on stderr (the run's progress), rewritten in place; a log line clears it
+    // first, so log lines and the status never share a line. `end_status` leaves the last one.
+    void status(const std::string& line);
+    void end_status();
 
 private:
+    mutable bool m_status_shown = false;
     bool enabled_slow(const char* unit, log_topic topic) const;
     bool m_any = false;
     uint32_t m_topics = 0;

@@ -30,7 +30,14 @@ inline uint64_t wqe_trace_id(uint32_t qpn, uint32_t index) {
 
 class tracer {
 public:
+#ifdef HCASIM_NO_TRACE_HOOKS
+    // Built with -DHCASIM_TRACE_HOOKS=OFF (bench/tracing_cost.sh): every hook compiles away.
+    static constexpr bool on() { return false; }
+    static constexpr bool hooks_built() { return false; }
+#else
     static bool on() { return s_on; }
+    static constexpr bool hooks_built() { return true; }
+#endif
     static tracer& instance();
 
     // Configuration, before the run. `events`: trace.json; `waves`: waves.vcd.

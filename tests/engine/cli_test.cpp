@@ -1,6 +1,5 @@
 // The `hcasim` binary as a user meets it: exit codes and the stderr lines for the bad inputs in
-// scenarios/invalid/, --version, schema, usage errors. The binary is found next to the tests
-// folder (build/tests/<test> -> build/hcasim); the sources through this file's path.
+// scenarios/invalid/, --version, schema, usage errors.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -13,111 +12,66 @@
 #include <vector>
 
 #include "engine/scenario.h"
+#include "support/cli_run.h"
 
 namespace hcasim {
 namespace {
 
-std::string self_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, static_cast<size_t>(n));
-    return p.substr(0, p.rfind('/'));
-}
-
-const std::string& binary() {
-    static const std::string b = self_dir() + "/../hcasim";
-    return b;
-}
-
-const std::string& source_root() {
-    static const std::string r = [] {
-        std::string here = __FILE__;
-        return here.substr(0, here.rfind("/tests/engine/"));
-    }();
-    return r;
-}
+using test::hcasim_binary;
+using test::run_hcasim;
+using test::slurp;
+using test::source_root;
 
 std::string invalid(const std::string& name) {
     return source_root() + "/scenarios/invalid/" + name;
 }
 
-struct result {
-    int code = -1;
-    std::string out, err;
-    std::vector<std::string> err_lines() const {
-        std::vector<std::string> v;
-        std::istringstream in(err);
-        for (std::string line; std::getline(in, line);) v.push_back(line);
-        return v;
-    }
-};
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-result run(const std::string& args) {
-    const std::string out = testing::TempDir() + "/cli_out.txt";
-    const std::string err = testing::TempDir() + "/cli_err.txt";
-    int status =
-        std::system(("'" + binary() + "' " + args + " >'" + out + "' 2>'" + err + "'").c_str());
-    result r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-}
-
 class cli : public ::testing::Test {
   protected:
     void SetUp() override {
-        if (access(binary().c_str(), X_OK) != 0)
-            GTEST_FAIL() << "hcasim binary not found at " << binary();
+        if (access(hcasim_binary().c_str(), X_OK) != 0)
+            GTEST_FAIL() << "hcasim binary not found at " << hcasim_binary();
     }
 };
 
 TEST_F(cli, version_and_help) {
-    auto v = run("--version");
+    auto v = run_hcasim("--version");
     EXPECT_EQ(v.code, 0);
     EXPECT_EQ(v.out.rfind("hcasim ", 0), 0u) << v.out;
-    auto h = run("--help");
+    auto h = run_hcasim("--help");
     EXPECT_EQ(h.code, 0);
     EXPECT_NE(h.out.find("usage: hcasim"), std::string::npos);
     for (const char* cmd : {"run", "check", "schema", "sweep"}) {
-        auto c = run(std::string(cmd) + " --help");
+        auto c = run_hcasim(std::string(cmd) + " --help");
         EXPECT_EQ(c.code, 0) << cmd;
         EXPECT_NE(c.out.find(std::string("usage: hcasim ") + cmd), std::string::npos) << c.out;
     }
 }
 
 TEST_F(cli, schema_prints_the_generated_schema) {
-    auto r = run("schema");
+    auto r = run_hcasim("schema");
     EXPECT_EQ(r.code, 0);
     EXPECT_EQ(r.out, scenario_schema().dump(2) + "\n");
     EXPECT_TRUE(r.err.empty()) << r.err;
 }
 
 TEST_F(cli, usage_errors_exit_2) {
-    auto unknown = run("frobnicate");
+    auto unknown = run_hcasim("frobnicate");
     EXPECT_EQ(unknown.code, 2);
     EXPECT_NE(unknown.err.find("unknown command \"frobnicate\""), std::string::npos);
-    auto option = run("run " + invalid("unknown_key.json") + " --bogus");
+    auto option = run_hcasim("run " + invalid("unknown_key.json") + " --bogus");
     EXPECT_EQ(option.code, 2);
     EXPECT_EQ(option.err_lines().at(0), "hcasim run: unknown option --bogus");
     EXPECT_EQ(option.err_lines().at(1), "Try 'hcasim run --help'.");
-    EXPECT_EQ(run("run").code, 2);
-    EXPECT_EQ(run("").code, 2);
-    auto debug = run("run " + source_root() + "/scenarios/invalid/sweep_base.json --debug NOPE");
+    EXPECT_EQ(run_hcasim("run").code, 2);
+    EXPECT_EQ(run_hcasim("").code, 2);
+    auto debug = run_hcasim("run " + source_root() + "/scenarios/invalid/sweep_base.json --debug NOPE");
     EXPECT_EQ(debug.code, 2) << debug.err;
 }
 
 TEST_F(cli, check_accepts_a_good_scenario) {
     const std::string f = invalid("sweep_base.json");
-    auto r = run("check " + f);
+    auto r = run_hcasim("check " + f);
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_EQ(r.out, f + ": ok\n");
 }
@@ -169,7 +123,7 @@ TEST_F(cli, check_and_run_report_every_problem_and_exit_2) {
         for (const auto& l : c.lines) want.push_back(path + ": " + l);
         for (const std::string& cmd : std::vector<std::string>{
                  "check ", "run --quiet -o " + testing::TempDir() + "/never "}) {
-            auto r = run(cmd + "'" + path + "'");
+            auto r = run_hcasim(cmd + "'" + path + "'");
             EXPECT_EQ(r.code, 2) << cmd << c.file;
             EXPECT_EQ(r.err_lines(), want) << cmd << c.file;
             EXPECT_TRUE(r.out.empty()) << cmd << c.file << ": " << r.out;
@@ -180,7 +134,7 @@ TEST_F(cli, check_and_run_report_every_problem_and_exit_2) {
 }
 
 TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
-    auto r = run("run --quiet '" + invalid("sweep_base.json") +
+    auto r = run_hcasim("run --quiet '" + invalid("sweep_base.json") +
                  "' --set workloads.4.size=1 --set defaults.hca.qpc_cache.entries=lots");
     EXPECT_EQ(r.code, 2);
     std::vector<std::string> want = {
@@ -193,7 +147,7 @@ TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
 
 TEST_F(cli, check_validates_sweeps) {
     const std::string path = invalid("bad_sweep.json");
-    auto r = run("check '" + path + "'");
+    auto r = run_hcasim("check '" + path + "'");
     EXPECT_EQ(r.code, 2);
     auto lines = r.err_lines();
     ASSERT_EQ(lines.size(), 4u) << r.err;
@@ -210,16 +164,54 @@ TEST_F(cli, check_validates_sweeps) {
 
 TEST_F(cli, unreadable_file) {
     const std::string path = testing::TempDir() + "/does_not_exist.json";
-    auto r = run("check '" + path + "'");
+    auto r = run_hcasim("check '" + path + "'");
     EXPECT_EQ(r.code, 2);
     EXPECT_EQ(r.err, path + ": /: cannot read file: No such file or directory\n");
 }
 
 TEST_F(cli, sweep_refuses_a_bad_sweep_file_as_check_does) {
     const std::string path = invalid("bad_sweep.json");
-    auto r = run("sweep '" + path + "' -o '" + testing::TempDir() + "/cli_bad_sweep'");
+    auto r = run_hcasim("sweep '" + path + "' -o '" + testing::TempDir() + "/cli_bad_sweep'");
     EXPECT_EQ(r.code, 2) << "bad input runs nothing (tests/engine/sweep_test.cpp runs sweeps)";
-    EXPECT_EQ(r.err, run("check '" + path + "'").err);
+    EXPECT_EQ(r.err, run_hcasim("check '" + path + "'").err);
+}
+
+// stats.json without what depends on the machine (wall-clock time).
+json machine_independent(json j) {
+    if (j.is_object()) {
+        j.erase("wall_time_s");
+        for (auto& [k, v] : j.items()) v = machine_independent(v);
+    } else if (j.is_array()) {
+        for (auto& v : j) v = machine_independent(v);
+    }
+    return j;
+}
+
+TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
+    const std::string base = testing::TempDir() + "/cli_progress_";
+    const std::string run = "run '" + source_root() +
+                            "/scenarios/quickstart.json' --set workloads.0.iters=300 --set "
+                            "workloads.1.iters=20 -o '" + base;
+    const auto plain = run_hcasim(run + "plain'");
+    const auto shown = run_hcasim(run + "shown' --progress");
+    const auto quiet = run_hcasim(run + "quiet' --quiet");
+    ASSERT_EQ(plain.code, 0) << plain.err;
+    ASSERT_EQ(shown.code, 0) << shown.err;
+    ASSERT_EQ(quiet.code, 0) << quiet.err;
+    EXPECT_EQ(plain.err.find("WQEs on the wire"), std::string::npos)
+        << "no progress line when stderr is not a terminal";
+    EXPECT_EQ(quiet.err, "");
+    const size_t at = shown.err.rfind("\rsimulated ");
+    ASSERT_NE(at, std::string::npos) << shown.err;
+    const std::string last = shown.err.substr(at + 1);
+    const json stats = json::parse(slurp(base + "shown/stats.json"));
+    uint64_t wqes = 0;
+    for (const auto& [node, v] : stats["nodes"].items()) wqes += v["hca"]["requester"]["wqes"].get<uint64_t>();
+    EXPECT_NE(last.find(" us, " + std::to_string(wqes) + " WQEs on the wire, "), std::string::npos)
+        << "the last line counts the WQEs of every node (" << wqes << "): " << last;
+    EXPECT_EQ(last.back(), '\n') << "the last progress line is left on the terminal";
+    EXPECT_EQ(machine_independent(json::parse(slurp(base + "plain/stats.json"))), machine_independent(stats))
+        << "running the kernel in slices for the progress line changes no result";
 }
 
 }  // namespace

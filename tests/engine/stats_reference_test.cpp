@@ -17,30 +17,14 @@
 #include <vector>
 
 #include "engine/stats_reference.h"
+#include "support/cli_run.h"
 #include "sim/units.h"
 
 namespace hcasim {
 namespace {
 
-std::string self_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, static_cast<size_t>(n));
-    return p.substr(0, p.rfind('/'));
-}
-
-std::string source_root() {
-    std::string here = __FILE__;
-    return here.substr(0, here.rfind("/tests/engine/"));
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+using test::slurp;
+using test::source_root;
 
 TEST(stats_reference, docs_stats_md_is_generated_from_the_declarations) {
     const std::string doc = slurp(source_root() + "/docs/stats.md");
@@ -80,9 +64,8 @@ void walk(const json& j, const std::string& path, const std::map<std::string, bo
 
 TEST(stats_reference, every_key_a_run_writes_is_documented) {
     const std::string out = "/tmp/hcasim_stats_reference_test_" + std::to_string(getpid());
-    const std::string cmd = self_dir() + "/../hcasim run " + source_root() + "/scenarios/quickstart.json --quiet -o " + out;
-    const int status = std::system(cmd.c_str());
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
+    const auto r = test::run_hcasim("run '" + source_root() + "/scenarios/quickstart.json' --quiet -o '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
     const json stats = json::parse(slurp(out + "/stats.json"));
     std::map<std::string, bool> documented;
     for (const auto& k : stats_reference()) documented[k.path] = k.subtree;

@@ -20,36 +20,21 @@
 #include "engine/slurm.h"
 #include "engine/sweep_runner.h"
 #include "engine/sweep_spec.h"
+#include "support/cli_run.h"
 
 namespace hcasim {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string binary() {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    std::string p(buf, n > 0 ? static_cast<size_t>(n) : 0);
-    return p.substr(0, p.rfind('/')) + "/../hcasim";
-}
+using test::lines_of;
+using test::slurp;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
+std::string binary() { return test::hcasim_binary(); }
 
 size_t line_count(const std::string& path) {
     const std::string text = slurp(path);
     return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-std::vector<std::string> lines_of(const std::string& text) {
-    std::vector<std::string> v;
-    std::istringstream in(text);
-    for (std::string line; std::getline(in, line);) v.push_back(line);
-    return v;
 }
 
 // A fresh folder with a base scenario and a sweep file over it.

@@ -1,8 +1,7 @@
 // `hcasim run --trace` writes trace.json in Chrome Trace Event format: every complete event has
 // ts, dur, pid, tid and name, every process and thread is named, and one WQE's stages appear on
 // both nodes in the order of the architecture (doorbell, fetch, payload read, wire, remote write,
-// CQE), inside the WQE's overall span and linked by flow events. The binary is found next to the
-// tests folder (build/tests/<test> -> build/hcasim); the sources through this file's path.
+// CQE), inside the WQE's overall span and linked by flow events.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -19,40 +18,15 @@
 #include <vector>
 
 #include "sim/units.h"
+#include "support/cli_run.h"
 
 namespace hcasim {
 namespace {
 
-std::string self_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, static_cast<size_t>(n));
-    return p.substr(0, p.rfind('/'));
-}
+using test::slurp;
 
-std::string source_root() {
-    std::string here = __FILE__;
-    return here.substr(0, here.rfind("/tests/engine/"));
-}
-
-std::string slurp(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-}
-
-// Runs quickstart (shortened workloads) with `options`; returns the output folder.
 std::string run(const std::string& tag, const std::string& options) {
-    const std::string out = "/tmp/hcasim_trace_test_" + tag + "_" + std::to_string(getpid());
-    std::filesystem::remove_all(out);
-    const std::string cmd = self_dir() + "/../hcasim run " + source_root() +
-                            "/scenarios/quickstart.json --quiet --set workloads.0.iters=40 --set workloads.1.iters=10 -o " +
-                            out + " " + options;
-    const int status = std::system(cmd.c_str());
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
-    return out;
+    return test::run_short_quickstart("trace_test_" + tag, options);
 }
 
 struct trace_file {
@@ -189,10 +163,9 @@ TEST(trace, units_and_window_select_what_is_written) {
 
 TEST(trace, bad_selections_are_usage_errors) {
     for (const char* opt : {"--trace-window 5us", "--trace-window 30us:5us", "--trace-window x:y", "--trace-units ,"}) {
-        const std::string cmd = self_dir() + "/../hcasim run " + source_root() + "/scenarios/quickstart.json --quiet -o /tmp/hcasim_trace_bad " +
-                                opt + " 2>/dev/null";
-        const int status = std::system(cmd.c_str());
-        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 2) << cmd;
+        const auto r = test::run_hcasim("run '" + test::source_root() +
+                                        "/scenarios/quickstart.json' --quiet -o /tmp/hcasim_trace_bad " + opt);
+        EXPECT_EQ(r.code, 2) << opt << "\n" << r.err;
     }
 }
 

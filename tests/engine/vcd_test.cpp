@@ -1,8 +1,7 @@
 // `hcasim run --vcd` writes waves.vcd that a strict reader accepts (IEEE 1364 §18): header
 // sections closed by $end, balanced scopes, every identifier declared before use, timestamps
 // strictly increasing, well-formed values; the signals the docs promise exist under their
-// hierarchical names, and --trace-units / --trace-window select signals and time. The binary is
-// found next to the tests folder (build/tests/<test> -> build/hcasim).
+// hierarchical names, and --trace-units / --trace-window select signals and time.
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -18,30 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "support/cli_run.h"
+
 namespace {
 
-std::string self_dir() {
-    char buf[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
-    if (n <= 0) return ".";
-    std::string p(buf, static_cast<size_t>(n));
-    return p.substr(0, p.rfind('/'));
-}
-
-std::string source_root() {
-    std::string here = __FILE__;
-    return here.substr(0, here.rfind("/tests/engine/"));
-}
-
 std::string run(const std::string& tag, const std::string& options) {
-    const std::string out = "/tmp/hcasim_vcd_test_" + tag + "_" + std::to_string(getpid());
-    std::filesystem::remove_all(out);
-    const std::string cmd = self_dir() + "/../hcasim run " + source_root() +
-                            "/scenarios/quickstart.json --quiet --set workloads.0.iters=40 --set workloads.1.iters=10 -o " +
-                            out + " " + options;
-    const int status = std::system(cmd.c_str());
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << cmd;
-    return out;
+    return hcasim::test::run_short_quickstart("vcd_test_" + tag, options);
 }
 
 struct vcd {
