@@ -93,19 +93,20 @@ void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
     const uint32_t index = key_index(req.key);
     const uint32_t ptag = e->ptag;
     if (!window) {
-        translate_pages(req, *e, index, ptag, fn);
+        translate_pages(req, *e, index, index, ptag, fn);
         return;
     }
     // A window: translate through the region it is bound to.
-    m_mpt.lookup(e->parent, [this, req, index, ptag, fn](mpt_entry* region) {
+    const uint32_t parent = e->parent;
+    m_mpt.lookup(parent, [this, req, index, parent, ptag, fn](mpt_entry* region) {
         if (!region) return fail(tpt_fault::dma_error, fn);
         if (!region->valid) return fail(tpt_fault::invalid_entry, fn);
-        translate_pages(req, *region, index, ptag, fn);
+        translate_pages(req, *region, parent, index, ptag, fn);
     });
 }
 
-void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint32_t hold,
-                          uint32_t ptag, callback fn) {
+void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint32_t region_index,
+                          uint32_t hold, uint32_t ptag, callback fn) {
     const uint64_t shift = region.page_shift;
     const uint64_t first_page = (req.addr - region.page_base) >> shift;
     const uint64_t last_page = (req.addr + req.length - 1 - region.page_base) >> shift;
@@ -118,8 +119,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
     hold_mtt(mtt_first, count);
     const bool on_demand = region.access & access::on_demand;
     m_mtt.fetch(m_mtt_base + 8 * mtt_first, count,
-                [this, req, shift, hold, ptag, base = region.page_base, first_page, mtt_first, count,
-                 on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
+                [this, req, shift, region_index, hold, ptag, base = region.page_base, first_page,
+                 mtt_first, count, on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
                     auto drop = [this, hold, mtt_first, count] {
                         release_mtt(mtt_first, count);
                         if (--m_in_flight[hold] == 0) finish_waiters(hold);
@@ -139,7 +140,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                         const uint64_t page_va = base + ((first_page + i) << shift);
                         if (!mtt_present(words[i])) {
                             drop();
-                            if (on_demand) return park(req, hold, mtt_first + i, std::max(addr, page_va), fn);
+                            if (on_demand)
+                                return park(req, region_index, mtt_first + i, std::max(addr, page_va), fn);
                             return fail(tpt_fault::not_present, fn);
                         }
                         const uint64_t in_page = addr - page_va;

@@ -116,8 +116,10 @@ public:
 
 private:
     void check(const tpt_request& req, const hca_if::mpt_entry* e, callback fn);
-    void translate_pages(const tpt_request& req, const hca_if::mpt_entry& region, uint32_t hold,
-                         uint32_t ptag, callback fn);
+    // `region_index`: the region whose translation entries are read (named in a page-fault
+    // event); `hold`: the key's own entry (a window's, or the region's), held while in flight.
+    void translate_pages(const tpt_request& req, const hca_if::mpt_entry& region,
+                         uint32_t region_index, uint32_t hold, uint32_t ptag, callback fn);
     void fail(tpt_fault f, const callback& fn);
     void finish_waiters(uint32_t index);
     void hold_mtt(uint64_t first, uint64_t count);

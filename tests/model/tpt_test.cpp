@@ -2,8 +2,9 @@
 // written with tlm/hca_interface.h; a reference page table kept by the test gives the expected
 // DMA segments. Every check is exercised alone and against the next one in the documented order
 // (a request failing two checks reports the first), bounds at the first and last byte and across
-// the 64-bit wrap, segments merge physically adjacent pages, and invalidate_mpt waits for a
-// holder's release.
+// the 64-bit wrap, segments merge physically adjacent pages, invalidate_mpt waits for a
+// holder's release, and a missing page of an on-demand region parks the request until the
+// driver resumes it (through a window too: the fault names the region the window is bound to).
 #include "model/tpt.h"
 
 #include <gtest/gtest.h>
@@ -244,6 +245,58 @@ void bench::run() {
         unit.invalidate_mpt(5, [&] { quick = true; });
         EXPECT_TRUE(wait_for([&] { return quick; }, sc_time(1, SC_US)))
             << "nothing held: completes at once";
+    }
+
+    // ---- on-demand paging: a missing page parks the request, the fault names the region ----
+    {
+        mpt_entry odp = mr;
+        odp.key_byte = 0x88, odp.access = k_all | access::on_demand | access::mw_bind;
+        odp.mtt_index = 40;
+        put_mpt(8, odp);
+        for (int i = 0; i < 5; ++i) put_mtt(40 + i, k_pages[i], i != 3);  // page 3 not present
+        mpt_entry win = mw1;
+        win.key_byte = 0x99, win.access = access::remote_write, win.parent = 8;
+        win.start = k_va + 0x2000, win.length = 0x2000;  // pages 2 and 3
+        put_mpt(9, win);
+        std::vector<eqe> events;
+        unit.on_page_fault = [&](const eqe& e) { events.push_back(e); };
+        tpt_request r;
+        r.key = make_key(9, 0x99), r.pd = k_pd, r.qpn = k_qpn, r.remote = true, r.rights = rw;
+        r.addr = k_va + 0x2800, r.length = 0x1000;
+        bool got = false;
+        tpt_result res;
+        unit.translate(r, [&](tpt_result x) {
+            res = std::move(x);
+            got = true;
+        });
+        ASSERT_TRUE(wait_for([&] { return !events.empty(); })) << "the missing page raises a fault";
+        EXPECT_FALSE(got) << "the request waits for the fault, it does not fail";
+        EXPECT_EQ(events[0].mpt_index, 8u)
+            << "a window's fault names the region it is bound to (whose pages the driver mirrors)";
+        EXPECT_EQ(events[0].addr, k_va + 0x3000) << "the first missing byte";
+        EXPECT_EQ(events[0].flags & eqe_flags::write, eqe_flags::write);
+        put_mtt(43, k_pages[3], true);  // the driver writes the entry, drops the cached one, resumes
+        unit.invalidate_mtt(43, 1);
+        EXPECT_TRUE(unit.resume(events[0].token, true));
+        ASSERT_TRUE(wait_for([&] { return got; })) << "resumed, the translation starts over";
+        ASSERT_TRUE(res.ok()) << to_string(res.fault);
+        EXPECT_EQ(pairs(res.segments), pairs(reference(r.addr, r.length)));
+        EXPECT_EQ(res.mpt_index, 9u) << "the window is held, not the region";
+        unit.release(res);
+        // Not resolved (the driver found no mapping): the request fails.
+        put_mtt(43, k_pages[3], false);
+        unit.invalidate_mtt(43, 1);
+        got = false;
+        events.clear();
+        unit.translate(r, [&](tpt_result x) {
+            res = std::move(x);
+            got = true;
+        });
+        ASSERT_TRUE(wait_for([&] { return !events.empty(); }));
+        EXPECT_TRUE(unit.resume(events[0].token, false));
+        ASSERT_TRUE(wait_for([&] { return got; }));
+        EXPECT_EQ(res.fault, tpt_fault::not_present);
+        unit.release(res);
     }
     finished = true;
 }
