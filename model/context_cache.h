@@ -77,7 +77,7 @@ public:
         }
         if (m_lines.peek(index)) {
             ++m_hits;
-            HCASIM_TRACE(pulse(&m_hits, start));
+            HCASIM_TRACE(pulse(&m_hits, start, false));
             m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [this, index, fn] {
                 line* l = m_lines.lookup(index);
                 if (l) {

@@ -101,7 +101,7 @@ bool doorbell::ring(bool send_queue, uint64_t value, const sc_core::sc_time& del
         return false;
     }
     ++m_count;
-    HCASIM_TRACE(pulse(&m_count, sc_core::sc_time_stamp() + delay));
+    HCASIM_TRACE(pulse(&m_count, sc_core::sc_time_stamp() + delay, false));
     ++(send_queue ? m_send : m_recv);
     const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
     const sc_core::sc_time start = m_decoder.reserve(arrival, m_clk.cycles(m_cfg.decode_cycles));

@@ -106,8 +106,9 @@ void tracer::add(const char* unit, const char* signal, int64_t delta) {
     m_deltas.push_back({to_ps(sc_core::sc_time_stamp()), signal_index(unit, unit, signal), delta});
 }
 
-void tracer::pulse(const uint64_t* counter, const sc_core::sc_time& at) {
+void tracer::pulse(const uint64_t* counter, const sc_core::sc_time& at, bool timeline) {
     const uint32_t s = signal_index(counter, nullptr, "pulse");
+    m_signals[s].timeline = timeline;
     const uint64_t ps = to_ps(at);
     m_deltas.push_back({ps, s, 1});
     m_deltas.push_back({ps + 1000, s, -1});
@@ -261,7 +262,9 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
         place(&s, it->second, unit);
     }
 
-    const auto signals = signal_changes();
+    auto signals = signal_changes();
+    for (uint32_t i = 0; i < m_signals.size(); ++i)
+        if (!m_signals[i].timeline) signals.erase(signal_name(i));
     for (const auto& sig : signals) pid_of(sig.first);
 
     f << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"hcasim\",\"time\":\"simulated\"},\"traceEvents\":[\n";

@@ -58,7 +58,9 @@ public:
     // Signal `unit.signal` changes by `delta` now.
     void add(const char* unit, const char* signal, int64_t delta);
     // A one-nanosecond strobe on the signal named after a stats counter (`a.hca.qpc_cache.misses`).
-    void pulse(const uint64_t* counter, const sc_core::sc_time& at);
+    // Strobes of the common case (cache hits, doorbells) go to waves.vcd only (`timeline` false):
+    // in trace.json they would outnumber everything else and say less than the spans do.
+    void pulse(const uint64_t* counter, const sc_core::sc_time& at, bool timeline = true);
     // Remembers when a stage began, for a span whose end is in another callback.
     void mark(const void* owner, const char* stage, uint64_t id);
     sc_core::sc_time marked(const void* owner, const char* stage, uint64_t id) const;
@@ -109,6 +111,7 @@ private:
         const char* unit;          // or null: a counter pulse, named at write time
         const char* signal;
         const uint64_t* counter;
+        bool timeline = true;      // also a counter track in trace.json
     };
     std::vector<signal_decl> m_signals;
     std::vector<span_rec> m_spans;
