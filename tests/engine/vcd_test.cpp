@@ -159,6 +159,33 @@ TEST(vcd, strict_reader_accepts_the_waves_and_the_promised_signals_exist) {
     std::filesystem::remove_all(out);
 }
 
+// GTKWave's own reader (Debian's gtkwave package, which build.sh installs): vcd2fst converts the
+// waves into its FST format and fst2vcd writes them back; what comes back must be what the strict
+// reader saw, signal for signal and change for change.
+TEST(vcd, gtkwave_reads_the_same_signals_and_changes) {
+    ASSERT_EQ(std::system("command -v vcd2fst >/dev/null && command -v fst2vcd >/dev/null"), 0)
+        << "GTKWave's vcd2fst and fst2vcd are needed (apt-get install gtkwave; build.sh installs it)";
+    const std::string out = run("gtkwave", "--vcd");
+    const std::string cmd = "vcd2fst '" + out + "/waves.vcd' '" + out + "/waves.fst' >'" + out +
+                            "/vcd2fst.log' 2>&1 && fst2vcd '" + out + "/waves.fst' >'" + out + "/back.vcd' 2>'" +
+                            out + "/fst2vcd.log'";
+    ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    const vcd ours = parse(out + "/waves.vcd");
+    const vcd theirs = parse(out + "/back.vcd");
+    EXPECT_EQ(theirs.timescale, ours.timescale);
+    std::set<std::string> ours_names, their_names;
+    for (const auto& [id, name] : ours.names) ours_names.insert(name);
+    for (const auto& [id, name] : theirs.names) their_names.insert(name);
+    EXPECT_EQ(their_names, ours_names) << "the same hierarchy of signals";
+    EXPECT_EQ(theirs.times, ours.times) << "the same timestamps";
+    ASSERT_FALSE(ours.changes.empty());
+    for (const auto& [name, changes] : ours.changes) {
+        ASSERT_TRUE(theirs.changes.count(name)) << name;
+        EXPECT_EQ(theirs.changes.at(name), changes) << "the value changes of " << name;
+    }
+    std::filesystem::remove_all(out);
+}
+
 TEST(vcd, units_and_window_select_signals_and_time) {
     const std::string out = run("select", "--vcd --trace-units a.hca.dma,a.hca.qpc_cache --trace-window 10us:40us");
     const vcd v = parse(out + "/waves.vcd");
