@@ -113,7 +113,8 @@ TEST(scenario_loader, decl_arg_reads_defaults_for_hand_built_args) {
           "query_mr",  "dereg_mr",   "alloc_mw",  "query_mw",        "dealloc_mw",    "bind_mw",
           "create_cq", "destroy_cq", "create_qp", "destroy_qp",      "connect",       "modify_qp",
           "query_qp",  "post_send",  "post_recv", "poll_cq",         "mmap",          "munmap",
-          "write_mem", "check_mem",  "pagemap",   "memory_pressure", "check_stats",   "wait"})
+          "write_mem", "check_mem",  "pagemap",   "memory_pressure", "check_stats",   "wait",
+          "create_ah", "destroy_ah"})
         EXPECT_NE(find_op(op), nullptr) << op << " is declared";
 }
 
