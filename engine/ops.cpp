@@ -398,8 +398,14 @@ std::vector<op_decl> build_ops() {
     add("check_stats", "assert on stats at this point of the run", s);
 
     s = {};
-    s.fields = {req("time", field_kind::time, "simulated time to wait")};
-    add("wait", "let simulated time pass", s);
+    s.fields = {
+        opt("time", field_kind::time, "simulated time to wait"),
+        f("until", field_kind::stat_list, false,
+          "wait until these stat assertions hold (checked every `poll`)"),
+        opt("timeout", field_kind::time, "with until: give up (the step fails) after this", "1ms"),
+        opt("poll", field_kind::time, "with until: how often the stats are checked", "1us")};
+    s.exactly_one = {{"time", "until"}};
+    add("wait", "let simulated time pass, a fixed time or until stats reach a condition", s);
     return ops;
 }
 

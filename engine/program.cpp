@@ -1,5 +1,6 @@
 #include "engine/program.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "engine/report.h"
@@ -275,17 +276,43 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         r.err = h.memory_pressure(u64_or(a, "bytes", 0), reclaimed);
         r.fields["reclaimed"] = reclaimed;
     } else if (op == "wait") {
-        auto ps = parse_time_ps(a["time"]);
-        if (ps) {
-            ++kernel_events();
-            sc_core::wait(ps_time(*ps));
-        }
+        op_wait(a, r);
     } else {
         // Verbs not executed by this version of the model: an honest errno, never a silent no-op.
         r.err = ENOSYS;
         r.problems.push_back("op \"" + op + "\" is not implemented by this version of hcasim");
     }
     if (r.err) r.outcome = "error";
+}
+
+void program_runner::op_wait(const json& a, step_result& r) {
+    auto pause = [](uint64_t ps) {
+        ++kernel_events();
+        sc_core::wait(ps_time(ps));
+    };
+    if (!a.contains("until")) {
+        if (auto ps = parse_time_ps(a["time"])) pause(*ps);
+        return;
+    }
+    // Polls the stats in simulated time: a condition on what the model did (bytes landed, a
+    // counter reached) instead of a time tuned to the model's current speed.
+    const uint64_t timeout = parse_time_ps(a["timeout"]).value_or(1000000000ULL);
+    const uint64_t poll = std::max<uint64_t>(parse_time_ps(a["poll"]).value_or(1000000ULL), 1);
+    for (uint64_t waited = 0;; waited += poll) {
+        const json stats = m_stats_now();
+        std::vector<std::string> unmet;
+        for (const auto& e : a["until"]) {
+            std::string problem;
+            if (!check_stat_expectation(stats, e, problem)) unmet.push_back(problem);
+        }
+        if (unmet.empty()) return;
+        if (waited >= timeout) {
+            r.met = false;
+            for (auto& p : unmet) r.problems.push_back("not met within the timeout: " + p);
+            return;
+        }
+        pause(poll);
+    }
 }
 
 void program_runner::op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r) {

@@ -45,6 +45,8 @@ private:
     std::pair<std::string, std::string> split_ref(const std::string& node, const std::string& ref) const;
     uint64_t address_of(const std::string& node, const json& args, step_result& r, uint32_t* pid = nullptr);
 
+    // A fixed time, or until stat assertions hold (polled).
+    void op_wait(const json& a, step_result& r);
     void op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r);
     void op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check);
     void op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r);
