@@ -150,8 +150,15 @@ const field_shape& send_wr_shape() {
             opt("length", field_kind::size, "bind_mw: window length"),
             f("access", field_kind::access, false, "bind_mw: window access"),
             integer("key_byte", 0, 255, false, "bind_mw: new low byte of the window's R_Key"),
+            ref("ah", resource_kind::ah, false, "UD: the address handle (where the datagram goes)"),
+            ref("remote_qp", resource_kind::qp, false,
+                "UD: the destination QP (\"b.qp0\"): its QPN"),
+            opt("remote_qpn", field_kind::u64, "UD: the destination QPN (instead of remote_qp)"),
+            opt("remote_qkey", field_kind::u64,
+                "UD: the Q_Key to send (default: the Q_Key remote_qp was given; high bit set: this "
+                "QP's own)"),
         };
-        s.at_most_one = {{"offset", "va"}};
+        s.at_most_one = {{"offset", "va"}, {"remote_qp", "remote_qpn"}};
         return s;
     }();
     return s;
@@ -307,12 +314,33 @@ std::vector<op_decl> build_ops() {
     s = {};
     s.fields = {list("qps", ref("", resource_kind::qp, true, "a QP (\"a.qp0\")"), true,
                      "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2)};
-    add("connect", "connect two QPs (RESET/INIT -> RTS on both)", s);
+    add("connect", "connect two RC or UC QPs (RESET/INIT -> RTS on both); UD QPs use modify_qp", s);
 
     s = {};
-    s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
-                choice("state", qp_state_names(), true, "target state")};
-    add("modify_qp", "move a QP to a state (ibv_modify_qp)", s);
+    s.fields = {
+        ref("qp", resource_kind::qp, true, "queue pair"),
+        choice("state", qp_state_names(), true, "target state"),
+        opt("qkey", field_kind::u64,
+            "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)")};
+    add("modify_qp",
+        "move a QP to a state (ibv_modify_qp); a UD QP goes INIT (with qkey), RTR, RTS", s);
+
+    s = {};
+    s.fields = {
+        define(resource_kind::ah, "address handle name"),
+        ref("pd", resource_kind::pd, true, "protection domain"),
+        ref("dest", resource_kind::node, false, "destination node: its port's LID (and GID)"),
+        integer("dlid", 0, 65535, false, "destination LID (instead of dest)"),
+        integer("sl", 0, 255, false, "service level (0..15)", 0),
+        opt("grh", field_kind::flag, "global routing: the datagrams carry a GRH", false),
+        opt("dgid", field_kind::hex_data,
+            "destination GID, 16 bytes (with grh; default: the dest node's port GID)")};
+    s.exactly_one = {{"dest", "dlid"}};
+    s.requires_key = {{"dgid", "grh"}};
+    add("create_ah", "create an address handle for UD sends (ibv_create_ah)", s);
+    s = {};
+    s.fields = {ref("ah", resource_kind::ah, true, "address handle")};
+    add("destroy_ah", "destroy an address handle (ibv_destroy_ah)", s);
 
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
@@ -370,8 +398,14 @@ std::vector<op_decl> build_ops() {
     add("check_stats", "assert on stats at this point of the run", s);
 
     s = {};
-    s.fields = {req("time", field_kind::time, "simulated time to wait")};
-    add("wait", "let simulated time pass", s);
+    s.fields = {
+        opt("time", field_kind::time, "simulated time to wait"),
+        f("until", field_kind::stat_list, false,
+          "wait until these stat assertions hold (checked every `poll`)"),
+        opt("timeout", field_kind::time, "with until: give up (the step fails) after this", "1ms"),
+        opt("poll", field_kind::time, "with until: how often the stats are checked", "1us")};
+    s.exactly_one = {{"time", "until"}};
+    add("wait", "let simulated time pass, a fixed time or until stats reach a condition", s);
     return ops;
 }
 
@@ -494,7 +528,7 @@ const std::vector<std::string>& send_opcode_names() {
 }
 
 const std::vector<std::string>& qp_state_names() {
-    static const std::vector<std::string> v = {"RESET", "INIT", "RTR", "RTS", "ERR"};
+    static const std::vector<std::string> v = {"RESET", "INIT", "RTR", "RTS", "SQE", "ERR"};
     return v;
 }
 
@@ -515,7 +549,10 @@ const std::vector<std::string>& result_fields() {
                                                "raw",       "pages",
                                                "sq_depth",  "rq_depth",
                                                "reclaimed", "bound",
-                                               "match", "first_difference"};
+                                               "match",     "first_difference",
+                                               "ah",        "dlid",
+                                               "slid",      "sl",
+                                               "grh"};
     return v;
 }
 
@@ -526,6 +563,11 @@ const std::vector<std::string>& expect_keys() {
         return k;
     }();
     return v;
+}
+
+bool is_flag_expect_key(const std::string& key) {
+    static const std::vector<std::string> v = {"ok", "present", "swapped", "match", "bound", "grh"};
+    return std::find(v.begin(), v.end(), key) != v.end();
 }
 
 std::string resource_noun(resource_kind k) {
@@ -544,6 +586,8 @@ std::string resource_noun(resource_kind k) {
             return "a buffer (mmap)";
         case resource_kind::node:
             return "a node";
+        case resource_kind::ah:
+            return "an address handle";
         case resource_kind::none:
             break;
     }

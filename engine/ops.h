@@ -19,7 +19,7 @@
 
 namespace hcasim {
 
-enum class resource_kind { none, pd, mr, mw, cq, qp, buf, node };
+enum class resource_kind { none, pd, mr, mw, cq, qp, buf, node, ah };
 
 enum class field_kind {
     text,       // any string
@@ -93,6 +93,8 @@ const std::vector<std::string>& qp_state_names();
 // Keys a step's `expect` may hold and fields a step's `save` may take.
 const std::vector<std::string>& expect_keys();
 const std::vector<std::string>& result_fields();
+// Expect keys whose values are true or false.
+bool is_flag_expect_key(const std::string& key);
 
 // "a memory region", "a protection domain", ...
 std::string resource_noun(resource_kind k);

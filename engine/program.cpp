@@ -1,5 +1,6 @@
 #include "engine/program.h"
 
+#include <algorithm>
 #include <cerrno>
 
 #include "engine/report.h"
@@ -87,6 +88,9 @@ json completion_json(const work_completion& wc) {
     j["wr_id"] = wc.wr_id;
     j["qp_num"] = wc.qpn;
     j["src_qp"] = wc.src_qp;
+    j["slid"] = wc.slid;
+    j["sl"] = wc.sl;
+    j["grh"] = (wc.flags & cqe_flags::grh) != 0;
     if (wc.flags & cqe_flags::with_imm) j["imm"] = wc.imm;
     if (wc.flags & cqe_flags::with_inv) j["invalidated_rkey"] = wc.imm;
     return j;
@@ -241,6 +245,8 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         auto it = res.qps.find(a["qp"].get<std::string>());
         r.err = it == res.qps.end() ? EINVAL : h.destroy_qp(it->second.info.qpn);
         if (!r.err) res.qps.erase(it);
+    } else if (op == "create_ah" || op == "destroy_ah") {
+        op_address_handle(op, n, pid, a, r);
     } else if (op == "connect") {
         op_connect(a, r);
     } else if (op == "modify_qp") {
@@ -270,17 +276,43 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         r.err = h.memory_pressure(u64_or(a, "bytes", 0), reclaimed);
         r.fields["reclaimed"] = reclaimed;
     } else if (op == "wait") {
-        auto ps = parse_time_ps(a["time"]);
-        if (ps) {
-            ++kernel_events();
-            sc_core::wait(ps_time(*ps));
-        }
+        op_wait(a, r);
     } else {
         // Verbs not executed by this version of the model: an honest errno, never a silent no-op.
         r.err = ENOSYS;
         r.problems.push_back("op \"" + op + "\" is not implemented by this version of hcasim");
     }
     if (r.err) r.outcome = "error";
+}
+
+void program_runner::op_wait(const json& a, step_result& r) {
+    auto pause = [](uint64_t ps) {
+        ++kernel_events();
+        sc_core::wait(ps_time(ps));
+    };
+    if (!a.contains("until")) {
+        if (auto ps = parse_time_ps(a["time"])) pause(*ps);
+        return;
+    }
+    // Polls the stats in simulated time: a condition on what the model did (bytes landed, a
+    // counter reached) instead of a time tuned to the model's current speed.
+    const uint64_t timeout = parse_time_ps(a["timeout"]).value_or(1000000000ULL);
+    const uint64_t poll = std::max<uint64_t>(parse_time_ps(a["poll"]).value_or(1000000ULL), 1);
+    for (uint64_t waited = 0;; waited += poll) {
+        const json stats = m_stats_now();
+        std::vector<std::string> unmet;
+        for (const auto& e : a["until"]) {
+            std::string problem;
+            if (!check_stat_expectation(stats, e, problem)) unmet.push_back(problem);
+        }
+        if (unmet.empty()) return;
+        if (waited >= timeout) {
+            r.met = false;
+            for (auto& p : unmet) r.problems.push_back("not met within the timeout: " + p);
+            return;
+        }
+        pause(poll);
+    }
 }
 
 void program_runner::op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r) {
@@ -404,20 +436,22 @@ void program_runner::report_mw(const mw_info& info, step_result& r) {
     r.fields["access"] = access_names(info.access);
 }
 
-mr_record* program_runner::find_mr(const std::string& n, const json& ref) {
+template <class T>
+T* program_runner::find_ref(const std::string& n, const json& ref,
+                            std::map<std::string, T> node_resources::*which) {
     if (!ref.is_string()) return nullptr;
     auto [rn, name] = split_ref(n, ref.get<std::string>());
-    auto& mrs = m_world.resources(rn).mrs;
-    auto it = mrs.find(name);
-    return it == mrs.end() ? nullptr : &it->second;
+    auto& resources = m_world.resources(rn).*which;
+    auto it = resources.find(name);
+    return it == resources.end() ? nullptr : &it->second;
+}
+
+mr_record* program_runner::find_mr(const std::string& n, const json& ref) {
+    return find_ref(n, ref, &node_resources::mrs);
 }
 
 mw_record* program_runner::find_mw(const std::string& n, const json& ref) {
-    if (!ref.is_string()) return nullptr;
-    auto [rn, name] = split_ref(n, ref.get<std::string>());
-    auto& mws = m_world.resources(rn).mws;
-    auto it = mws.find(name);
-    return it == mws.end() ? nullptr : &it->second;
+    return find_ref(n, ref, &node_resources::mws);
 }
 
 bool program_runner::op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a,
@@ -561,6 +595,7 @@ void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json
     qp_record rec;
     rec.info = info;
     rec.pid = pid;
+    rec.type = attr.type;
     rec.send_cqn = attr.send_cqn;
     rec.recv_cqn = attr.recv_cqn;
     res.qps[a["name"].get<std::string>()] = rec;
@@ -585,6 +620,15 @@ void program_runner::op_connect(const json& a, step_result& r) {
             return;
         }
         q[i] = &it->second;
+        if (q[i]->type == qp_type::ud) {
+            // A UD QP has no peer: it reaches others through address handles.
+            r.err = EINVAL;
+            r.problems.push_back(
+                "connect: " + ref +
+                " is a UD QP; bring it to RTS with modify_qp (INIT with qkey, RTR, "
+                "RTS) and address datagrams with create_ah and the WR's ah/remote_qp");
+            return;
+        }
     }
     for (int i = 0; i < 2; ++i) {
         q[i]->peer_node = nodes[1 - i];
@@ -604,7 +648,48 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
         r.err = EINVAL;
         return;
     }
-    r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn, it->second.peer_lid);
+    std::optional<uint32_t> qkey;
+    if (a.contains("qkey")) qkey = static_cast<uint32_t>(u64_or(a, "qkey", 0));
+    r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
+                                           it->second.peer_lid, qkey);
+    if (!r.err && qkey) it->second.qkey = *qkey;
+}
+
+void program_runner::op_address_handle(const std::string& op, const std::string& n, uint32_t pid,
+                                       const json& a, step_result& r) {
+    host& h = m_world.at(n).host();
+    auto& ahs = m_world.resources(n).ahs;
+    if (op == "destroy_ah") {
+        auto it = ahs.find(a["ah"].get<std::string>());
+        r.err = it == ahs.end() ? EINVAL : h.destroy_ah(it->second.handle);
+        return;
+    }
+    ah_attr attr;
+    auto& pds = m_world.resources(n).pds;
+    auto pd = pds.find(a["pd"].get<std::string>());
+    attr.pd = pd == pds.end() ? 0 : pd->second;
+    const std::string dest = str_or(a, "dest", "");
+    attr.dlid = static_cast<uint16_t>(dest.empty() ? u64_or(a, "dlid", 0) : m_world.at(dest).lid());
+    attr.sl = static_cast<uint8_t>(u64_or(a, "sl", 0));
+    attr.grh = bool_or(a, "grh", false);
+    if (attr.grh) {
+        attr.dgid = port_gid(attr.dlid);
+        if (a.contains("dgid")) {
+            auto bytes = parse_hex(a["dgid"].get<std::string>());
+            if (!bytes || bytes->size() != attr.dgid.size()) {
+                r.err = EINVAL;
+                r.problems.push_back("create_ah: dgid must be 16 bytes");
+                return;
+            }
+            std::copy(bytes->begin(), bytes->end(), attr.dgid.begin());
+        }
+    }
+    uint32_t handle = 0;
+    r.err = h.create_ah(pid, attr, handle);
+    if (r.err) return;
+    ahs[a["name"].get<std::string>()] = ah_record{handle, pid};
+    r.fields["ah"] = handle;
+    r.fields["dlid"] = attr.dlid;
 }
 
 bool program_runner::build_sges(const std::string& n, const json& list, std::vector<sge>& out, step_result& r) {
@@ -698,6 +783,7 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
         }
         return;
     }
+    if (!fill_datagram(n, w, wr, r)) return;
     if (wr.opcode == wqe_opcode::atomic_fetch_add) {
         wr.compare_add = u64_or(w, "add", 0);
     } else {
@@ -706,6 +792,20 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
     }
     wr.signaled = bool_or(w, "signaled", true);
     r.err = m_world.at(n).host().post_send(it->second.info.qpn, wr);
+}
+
+bool program_runner::fill_datagram(const std::string& n, const json& w, send_wr& wr,
+                                   step_result& r) {
+    const ah_record* ah = find_ref(n, w.value("ah", json()), &node_resources::ahs);
+    const qp_record* qp = find_ref(n, w.value("remote_qp", json()), &node_resources::qps);
+    if ((w.contains("ah") && !ah) || (w.contains("remote_qp") && !qp)) {
+        r.err = EINVAL;
+        return false;
+    }
+    if (ah) wr.ah = ah->handle;
+    wr.remote_qpn = qp ? qp->info.qpn : static_cast<uint32_t>(u64_or(w, "remote_qpn", 0));
+    wr.remote_qkey = static_cast<uint32_t>(u64_or(w, "remote_qkey", qp ? qp->qkey : 0));
+    return true;
 }
 
 void program_runner::op_post_recv(const std::string& n, const json& a, step_result& r) {

@@ -45,6 +45,8 @@ private:
     std::pair<std::string, std::string> split_ref(const std::string& node, const std::string& ref) const;
     uint64_t address_of(const std::string& node, const json& args, step_result& r, uint32_t* pid = nullptr);
 
+    // A fixed time, or until stat assertions hold (polled).
+    void op_wait(const json& a, step_result& r);
     void op_mmap(const std::string& n, uint32_t pid, const json& a, step_result& r);
     void op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check);
     void op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r);
@@ -52,14 +54,22 @@ private:
     bool op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a, step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
+    // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.
+    template <class T>
+    T* find_ref(const std::string& n, const json& ref, std::map<std::string, T> node_resources::*which);
     mr_record* find_mr(const std::string& n, const json& ref);
     mw_record* find_mw(const std::string& n, const json& ref);
     void op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r);
+    // create_ah, destroy_ah.
+    void op_address_handle(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                           step_result& r);
     void op_connect(const json& a, step_result& r);
     void op_modify_qp(const std::string& n, const json& a, step_result& r);
     void op_post_send(const std::string& n, const json& a, step_result& r);
     void op_post_recv(const std::string& n, const json& a, step_result& r);
     void op_poll_cq(const std::string& n, const json& a, step_result& r);
+    // The UD fields of a send WR (ah, remote_qp or remote_qpn, remote_qkey).
+    bool fill_datagram(const std::string& n, const json& w, send_wr& wr, step_result& r);
     bool build_sges(const std::string& n, const json& list, std::vector<hca_if::sge>& out, step_result& r);
 
     world& m_world;

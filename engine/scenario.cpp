@@ -689,7 +689,7 @@ void checker::check_expected_value(const std::string& op, const std::string& key
         return;
     }
     field_decl f;
-    if (key == "ok" || key == "present" || key == "swapped" || key == "match" || key == "bound") {
+    if (is_flag_expect_key(key)) {
         f.kind = field_kind::flag;
     } else if (key == "error") {
         check_names(v, errno_names(), false, "errno name", ptr);

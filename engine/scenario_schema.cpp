@@ -142,7 +142,7 @@ json step_expect_schema() {
     json props = json::object();
     for (const auto& k : expect_keys()) {
         json v;
-        if (k == "ok" || k == "present" || k == "swapped" || k == "match")
+        if (is_flag_expect_key(k))
             v = json{{"type", "boolean"}};
         else if (k == "error")
             v = enum_schema(errno_names());

@@ -31,10 +31,17 @@ struct mw_record {
 struct qp_record {
     qp_info info;
     uint32_t pid = 0;
+    hca_if::qp_type type = hca_if::qp_type::rc;
+    uint32_t qkey = 0;      // UD: as the program last set it
     std::string peer_node;  // set by connect
     uint32_t peer_qpn = 0;
     uint16_t peer_lid = 0;
     uint32_t send_cqn = 0, recv_cqn = 0;
+};
+
+struct ah_record {
+    uint32_t handle = 0;  // kept after destroy_ah: a later WR may still name the stale handle
+    uint32_t pid = 0;
 };
 
 struct node_resources {
@@ -44,6 +51,7 @@ struct node_resources {
     std::map<std::string, qp_record> qps;
     std::map<std::string, buf_record> bufs;
     std::map<std::string, mw_record> mws;
+    std::map<std::string, ah_record> ahs;
 };
 
 class world {

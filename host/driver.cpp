@@ -596,7 +596,8 @@ bool driver::legal_transition(qp_state from, qp_state to) {
     return false;
 }
 
-int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid) {
+int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
+                      std::optional<uint32_t> qkey) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -605,9 +606,15 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
     qp_context ctx;
     int err = read_qpc(qpn, ctx, cpu);
     if (!err && !legal_transition(ctx.state, state)) err = EINVAL;
+    // The Q_Key is a UD attribute, required on RESET -> INIT (ib_modify_qp_is_ok's mask).
+    const bool ud = qp.attr.type == qp_type::ud;
+    if (!err && qkey && !ud) err = EINVAL;
+    if (!err && ud && !qkey && ctx.state == qp_state::reset && state == qp_state::init)
+        err = EINVAL;
     if (!err) {
         ctx.state = state;
-        if (state == qp_state::rtr) {
+        if (qkey) ctx.qkey = *qkey;
+        if (state == qp_state::rtr && !ud) {
             ctx.remote_qpn = remote_qpn;
             ctx.remote_lid = remote_lid;
         }
@@ -640,14 +647,58 @@ int driver::query_qp(uint32_t qpn, qp_state& state) {
     return leave(cpu, err);
 }
 
+// ---- address handles ----
+
+int driver::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
+    if (int err = wait_boot()) return err;
+    auto pd = m_pds.find(attr.pd);
+    // LID 0 is reserved (IBA ch. 4, addressing); service levels are 0..15.
+    if (pd == m_pds.end() || pd->second.pid != pid || attr.dlid == 0 || attr.sl > 15) return EINVAL;
+    handle = m_next_ah++;
+    m_ahs[handle] = ah_state{pid, attr};
+    ++pd->second.members;
+    return 0;
+}
+
+int driver::destroy_ah(uint32_t handle) {
+    auto it = m_ahs.find(handle);
+    if (it == m_ahs.end()) return EINVAL;
+    auto pd = m_pds.find(it->second.attr.pd);
+    if (pd != m_pds.end()) --pd->second.members;
+    m_ahs.erase(it);
+    return 0;
+}
+
+datagram_seg driver::datagram_of(uint32_t pid, const send_wr& wr) const {
+    datagram_seg d;
+    d.remote_qpn = wr.remote_qpn & 0xffffff;
+    d.qkey = wr.remote_qkey;
+    // A handle that names no live address handle of this process leaves the address vector
+    // empty (PD 0, which no PD has): the HCA completes the WR with LOC_QP_OP_ERR, as rxe does for
+    // an AH it cannot find. libibverbs providers would read freed memory here.
+    auto ah = m_ahs.find(wr.ah);
+    if (ah == m_ahs.end() || ah->second.pid != pid) return d;
+    const ah_attr& a = ah->second.attr;
+    d.dlid = a.dlid;
+    d.sl = a.sl;
+    d.pd = a.pd;
+    if (a.grh) {
+        d.flags |= datagram_flags::grh;
+        d.dgid = a.dgid;
+    }
+    return d;
+}
+
 // ---- data path ----
 
 int driver::post_send(uint32_t qpn, const send_wr& wr) {
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) return EINVAL;
     qp_state_t& qp = it->second;
-    // Work posted to a QP in the error state is accepted and completes with WR_FLUSH_ERR.
-    if ((qp.state != qp_state::rts && qp.state != qp_state::err) || wr.sges.size() > qp.attr.max_send_sge)
+    // Work posted to a QP in the error (or send queue error) state is accepted and completes with
+    // WR_FLUSH_ERR.
+    if ((qp.state != qp_state::rts && qp.state != qp_state::err && qp.state != qp_state::sqe) ||
+        wr.sges.size() > qp.attr.max_send_sge)
         return EINVAL;
     ring& sq = qp.sq;
     if (sq.pi - sq.ci >= sq.depth) return ENOMEM;
@@ -661,9 +712,11 @@ int driver::post_send(uint32_t qpn, const send_wr& wr) {
     w.rkey = wr.rkey;
     w.compare_add = wr.compare_add;
     w.swap = wr.swap;
+    const bool ud = qp.attr.type == qp_type::ud;
+    if (ud) w.datagram = datagram_of(qp.pid, wr);
     std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
     std::vector<uint8_t> bytes(sq.stride);
-    w.encode(bytes.data());
+    w.encode(bytes.data(), ud);
     m_process(qp.pid).write(sq.va + uint64_t{sq.pi & (sq.depth - 1)} * sq.stride, bytes.data(),
                             bytes.size());
     ++sq.pi;
@@ -748,6 +801,8 @@ int driver::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
         wc.imm = c.imm;
         wc.qpn = c.qpn;
         wc.src_qp = c.src_qp;
+        wc.slid = c.slid;
+        wc.sl = c.sl;
         wc.flags = c.flags;
         out.push_back(wc);
     }

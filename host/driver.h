@@ -24,6 +24,9 @@
 //    waits for invalidate_mtt (mmu_interval_notifier.invalidate).
 //  - DMA ownership: which (process, virtual page) each translation entry was written for
 //    (origin_owner), for the root complex's stale-DMA check.
+//  - UD: address handles are user-space objects (create_ah), members of their PD; post_send on a
+//    UD QP copies the handle's address vector and PD into the WQE's datagram segment with the
+//    WR's remote QPN and Q_Key. modify_qp sets a UD QP's Q_Key (required on RESET -> INIT).
 // Costs (host.cpu): syscall per kernel verb, pin_page per translation entry pinned, page_fault
 // per page faulted in (plus swap-in time), unpin_page per page unpinned, post_wr per WQE, poll_cq
 // per poll, nic_fault per NIC page-fault event; plus the commands' round trips.
@@ -88,7 +91,8 @@ class driver : public sc_core::sc_module {
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     int destroy_qp(uint32_t qpn);
-    int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid);
+    int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
+                  std::optional<uint32_t> qkey = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     int post_send(uint32_t qpn, const send_wr& wr);
     int post_recv(uint32_t qpn, const recv_wr& wr);
@@ -96,6 +100,12 @@ class driver : public sc_core::sc_module {
     std::vector<work_completion> wait_cq(uint32_t cqn, int count, const sc_core::sc_time& timeout);
 
     static bool legal_transition(hca_if::qp_state from, hca_if::qp_state to);
+
+    // ---- address handles (UD) ----
+    // ibv_create_ah: a user-space object holding the address vector (no HCA state); a member of
+    // its PD until destroyed. post_send copies its address vector, PD included, into the WQE.
+    int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
+    int destroy_ah(uint32_t handle);
 
     // ---- memory protection beyond ibv_reg_mr (driver_protection.cpp) ----
     int reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out);
@@ -153,6 +163,10 @@ class driver : public sc_core::sc_module {
         uint8_t type = 1;
         uint8_t key_byte = 0;
     };
+    struct ah_state {
+        uint32_t pid = 0;
+        ah_attr attr;
+    };
     struct cq_state {
         ring buf;
         uint32_t users = 0;
@@ -192,6 +206,8 @@ class driver : public sc_core::sc_module {
         m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
     }
     void retire(const hca_if::cqe& c);
+    // The datagram segment of a UD send WR: its address handle's vector, PD included.
+    hca_if::datagram_seg datagram_of(uint32_t pid, const send_wr& wr) const;
     // Kernel verbs: wait for boot, charge the system call; `leave` waits out the CPU time.
     int enter_kernel(cpu_clock& cpu);
     static int leave(cpu_clock& cpu, int err);
@@ -236,6 +252,8 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, cq_state> m_cqs;
     std::map<uint32_t, qp_state_t> m_qps;
     std::map<uint32_t, mw_state> m_mws;
+    std::map<uint32_t, ah_state> m_ahs;
+    uint32_t m_next_ah = 1;
     // Registration steps shared by reg_mr, reg_phys_mr and reg_shared_mr (driver_protection.cpp).
     int check_access(uint8_t access) const;
     uint8_t next_key_byte(uint64_t index) const;

@@ -146,9 +146,15 @@ int host::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
 int host::destroy_qp(uint32_t qpn) {
     return m_impl->m_driver->destroy_qp(qpn);
 }
-int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn,
-                    uint16_t remote_lid) {
-    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid);
+int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
+                    std::optional<uint32_t> qkey) {
+    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey);
+}
+int host::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
+    return m_impl->m_driver->create_ah(pid, attr, handle);
+}
+int host::destroy_ah(uint32_t handle) {
+    return m_impl->m_driver->destroy_ah(handle);
 }
 int host::query_qp(uint32_t qpn, hca_if::qp_state& state) {
     return m_impl->m_driver->query_qp(qpn, state);

@@ -257,8 +257,13 @@ class host : public sc_core::sc_module {
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     int destroy_qp(uint32_t qpn);
-    // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR.
-    int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid);
+    // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR;
+    // `qkey` (UD only, required on RESET->INIT) is the Q_Key incoming datagrams must carry.
+    int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
+                  std::optional<uint32_t> qkey = std::nullopt);
+    // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
+    int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
+    int destroy_ah(uint32_t handle);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     int post_send(uint32_t qpn, const send_wr& wr);
     int post_recv(uint32_t qpn, const recv_wr& wr);

@@ -52,6 +52,15 @@ struct qp_info {
     uint32_t rq_depth = 0;
 };
 
+// ibv_ah_attr: where a UD send goes. The PD is the address handle's (ibv_create_ah(pd, attr)).
+struct ah_attr {
+    uint32_t pd = 0;
+    uint16_t dlid = 0;
+    uint8_t sl = 0;      // 0..15
+    bool grh = false;    // global routing: the packets carry a GRH
+    hca_if::gid dgid{};  // with grh
+};
+
 struct send_wr {
     uint64_t wr_id = 0;
     hca_if::wqe_opcode opcode = hca_if::wqe_opcode::send;
@@ -63,6 +72,10 @@ struct send_wr {
     uint64_t swap = 0;
     bool signaled = true;
     bool mw_type1 = false;  // a bind posted by ibv_bind_mw (type 1 window)
+    // UD (wr.ud): the address handle, the destination QP and the Q_Key to send.
+    uint32_t ah = 0;
+    uint32_t remote_qpn = 0;
+    uint32_t remote_qkey = 0;
 };
 
 struct recv_wr {
@@ -110,6 +123,8 @@ struct work_completion {
     uint32_t imm = 0;
     uint32_t qpn = 0;
     uint32_t src_qp = 0;
+    uint16_t slid = 0;
+    uint8_t sl = 0;
     uint8_t flags = 0;  // hca_if::cqe_flags
 };
 

@@ -51,6 +51,12 @@ wc_status nak_status(ib_nak n) {
     }
 }
 
+// A send queue that completes every WQE with WR_FLUSH_ERR: the QP is in the error state, or (UD)
+// in the send queue error state.
+bool flushing(qp_state s) {
+    return s == qp_state::err || s == qp_state::sqe;
+}
+
 bool carries_local_payload(wqe_opcode op) {
     return op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm || op == wqe_opcode::send ||
            op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
@@ -80,6 +86,8 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg, 
       m_flushed(m_stats.counter("flushed", "WQEs", "WQEs completed with WR_FLUSH_ERR because their QP was in the error state")),
       m_rnr_retries(m_stats.counter("rnr_retries", "messages", "messages resent after a receiver-not-ready NAK")),
       m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells", "doorbells for a QPN without a valid context")),
+      m_ud_oversize(m_stats.counter("ud_oversize", "WQEs",
+                                    "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
       m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
 
 void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
@@ -95,7 +103,7 @@ void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
         if (sq.idle()) {
             sq.ci = ctx->sq_ci;
             sq.next_psn = ctx->next_psn;
-            sq.error = ctx->state == qp_state::err;
+            sq.error = flushing(ctx->state);
         }
         sq.type = ctx->type;
         sq.send_cqn = ctx->send_cqn;
@@ -113,7 +121,7 @@ void requester::kick(uint32_t qpn) {
         sq_state& sq = m_sq[qpn];
         sq.fetching = false;
         if (!ctx) return;
-        if (ctx->state == qp_state::err) sq.error = true;
+        if (flushing(ctx->state)) sq.error = true;
         const bool flush = sq.error;
         if (!flush && ctx->state != qp_state::rts) return;  // resumes on the next doorbell
         const uint32_t pending = sq.pi - sq.fetched();
@@ -125,7 +133,8 @@ void requester::kick(uint32_t qpn) {
         const uint32_t first = sq.fetched();
         HCASIM_TRACE(mark(this, "fetch", wqe_trace_id(qpn, first)));
         sq.fetching = true;
-        m_fetcher.fetch(q, first, n, [this, qpn, first, stride = 1u << q.wqe_shift](
+        const bool ud = ctx->type == qp_type::ud;
+        m_fetcher.fetch(q, first, n, [this, qpn, first, stride = 1u << q.wqe_shift, ud](
                                          bool ok, uint32_t count, std::vector<uint8_t> bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
@@ -137,7 +146,7 @@ void requester::kick(uint32_t qpn) {
             }
             for (uint32_t i = 0; i < count; ++i) {
                 auto s = std::make_shared<wqe_slot>();
-                s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride);
+                s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride, ud);
                 s->index = first + i;
                 s->psn = sq.next_psn++;
                 s->doorbell_time = sq.last_doorbell;
@@ -197,10 +206,18 @@ void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
     if (is_window_op(op)) return start_window_op(qpn, ctx, s);
     const bool reliable = ctx.type == qp_type::rc;
     const bool ud = ctx.type == qp_type::ud;
-    const bool is_send = op == wqe_opcode::send || op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
     const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
-    if ((ud && !is_send) || (needs_rc && !reliable) || (!carries_local_payload(op) && !needs_rc)) {
+    // UD carries SEND and SEND with immediate only (IBA 9.2: the UD opcodes are SEND Only and
+    // SEND Only with Immediate).
+    const bool ud_ok = op == wqe_opcode::send || op == wqe_opcode::send_with_imm;
+    if ((ud && !ud_ok) || (needs_rc && !reliable) || (!carries_local_payload(op) && !needs_rc)) {
         // Operations this QP type cannot carry complete as local QP operation errors.
+        complete(qpn, s, wc_status::loc_qp_op_err);
+        return;
+    }
+    if (ud && s->w.datagram.pd != ctx.pd) {
+        // The address handle must belong to the QP's PD (rxe_get_av; an empty address vector, from
+        // a handle that no longer exists, has PD 0 and fails here too).
         complete(qpn, s, wc_status::loc_qp_op_err);
         return;
     }
@@ -218,6 +235,13 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     s->length = total;
     if (total > (1ULL << 31)) {
         complete(qpn, s, wc_status::loc_len_err);
+        return;
+    }
+    if (ctx.type == qp_type::ud && total > m_port.mtu()) {
+        // A UD message is one packet. IBA C10-93.1.1: a UD message longer than the port's MTU is
+        // not sent, and the CI generates no error for it (rxe does the same).
+        ++m_ud_oversize;
+        complete(qpn, s, wc_status::success);
         return;
     }
     if (s->w.num_sge == 0 || total == 0) {
@@ -292,6 +316,16 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     m->compare_add = s->w.compare_add;
     m->swap = s->w.swap;
     m->trace_id = (static_cast<uint64_t>(ctx.qpn) << 32) | s->index;
+    if (ctx.type == qp_type::ud) {
+        const datagram_seg& d = s->w.datagram;
+        m->datagram = true;
+        m->dst_lid = d.dlid;
+        m->dst_qpn = d.remote_qpn;
+        m->qkey = (d.qkey & controlled_qkey_bit) ? ctx.qkey : d.qkey;
+        m->sl = d.sl;
+        if (d.flags & datagram_flags::grh)
+            m->grh = ib_link::make_grh(m->op, m->length, port_gid(lid), d.dgid);
+    }
     s->msg = std::move(m);
 }
 
@@ -384,6 +418,13 @@ void requester::enter_error(uint32_t qpn) {
         sq.error = true;
         m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
             if (!ctx) return;
+            // IBA ch. 10, Send Queue Error state: on a UD QP a send error stops only the send queue;
+            // receives go on until the consumer moves the QP back to RTS.
+            if (ctx->type == qp_type::ud && ctx->state != qp_state::err) {
+                ctx->state = qp_state::sqe;
+                m_qpc.mark_dirty(qpn);
+                return;
+            }
             ctx->state = qp_state::err;
             m_qpc.mark_dirty(qpn);
             if (on_qp_error) on_qp_error(qpn);

@@ -9,6 +9,12 @@
 // `max_outstanding` WQEs between fetch and completion. After an error completion the QP is in the
 // error state and every later WQE completes with WR_FLUSH_ERR. A receiver-not-ready NAK rewinds
 // the QP to the refused message and sends again after `rnr_delay`.
+//
+// UD (unreliable datagram): SEND and SEND with immediate only; the WQE's datagram segment names
+// the destination (DLID, QPN, Q_Key) and the address handle's PD, which must be the QP's. One
+// packet per message, no acknowledgement: the WQE completes once its packet is handed to the
+// port. A send error moves a UD QP to the send queue error state (SQE) instead of ERR: its
+// receive queue keeps working.
 #pragma once
 
 #include <cstdint>
@@ -126,6 +132,7 @@ private:
     uint64_t& m_flushed;
     uint64_t& m_rnr_retries;
     uint64_t& m_bad_doorbells;
+    uint64_t& m_ud_oversize;
     histogram& m_latency;
 };
 

@@ -26,9 +26,14 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg, 
       m_stats(this->name()),
       m_messages(m_stats.counter("messages", "messages", "requests admitted (in sequence, to a QP ready to receive)")),
       m_bytes(m_stats.counter("bytes", "bytes", "payload bytes of admitted requests (read: bytes asked for)")),
-      m_naks(m_stats.counter("naks", "messages", "requests refused with a NAK other than receiver-not-ready")),
-      m_rnr_naks(m_stats.counter("rnr_naks", "messages", "sends refused because no receive WQE was posted")),
-      m_dropped(m_stats.counter("dropped", "messages", "requests for an unknown QP, a QP not ready to receive, or another LID")),
+      m_naks(m_stats.counter("naks", "messages", "RC requests refused with a NAK other than receiver-not-ready")),
+      m_rnr_naks(m_stats.counter("rnr_naks", "messages", "RC sends refused (RNR NAK) because no receive WQE was posted")),
+      m_no_receive(m_stats.counter("no_receive_drops", "messages",
+                                   "UC and UD sends dropped because no receive WQE was posted (no RNR on unreliable QPs)")),
+      m_qkey_violations(m_stats.counter("qkey_violations", "messages", "UD messages dropped because their Q_Key was not the QP's")),
+      m_dropped(m_stats.counter("dropped", "messages",
+                                "requests for an unknown QP, a QP not ready to receive, a QP of another transport "
+                                "(UD vs RC/UC), or another LID")),
       m_out_of_sequence(m_stats.counter("out_of_sequence", "messages", "requests dropped because their PSN was not the expected one")),
       m_recv_wqes(m_stats.counter("recv_wqes", "WQEs", "receive WQEs consumed")),
       m_flushed(m_stats.counter("flushed", "WQEs", "receive WQEs completed with WR_FLUSH_ERR (QP in the error state)")),
@@ -92,12 +97,29 @@ void responder::on_message(ib_message_ptr msg) {
     m_qpc.lookup(msg->dst_qpn, [this, msg, ready_at](qp_context* ctx) { admit(msg, ctx, ready_at); });
 }
 
+namespace {
+// A QP takes incoming requests in RTR and RTS; a UD QP also in SQE (only its send queue stopped).
+bool receiving(const qp_context& c) {
+    return c.state == qp_state::rtr || c.state == qp_state::rts ||
+           (c.type == qp_type::ud && c.state == qp_state::sqe);
+}
+}  // namespace
+
 void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_time& ready_at) {
-    if (!ctx || (ctx->state != qp_state::rtr && ctx->state != qp_state::rts)) {
+    // The packet's transport (its BTH opcode names UD or RC/UC) must be the QP's (IBA ch. 9,
+    // header validation); anything else is dropped.
+    if (!ctx || !receiving(*ctx) || msg->datagram != (ctx->type == qp_type::ud)) {
         ++m_dropped;
         return;
     }
     const uint32_t qpn = msg->dst_qpn;
+    const bool ud = msg->datagram;
+    if (ud && msg->qkey != ctx->qkey) {
+        // A datagram whose Q_Key is not the QP's is silently dropped and counted, as the port's
+        // Q_Key violation counter does (IBA 10.2.5, Q_Keys).
+        ++m_qkey_violations;
+        return;
+    }
     rq_state& rq = m_rq[qpn];
     if (!rq.known || rq.replies.empty()) {
         rq.known = true;
@@ -105,15 +127,20 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         rq.pi = ctx->rq_pi;
         rq.ci = ctx->rq_ci;
     }
-    if (msg->psn != rq.expected_psn) {
+    if (!ud && msg->psn != rq.expected_psn) {
         ++m_out_of_sequence;
         return;
     }
     const bool needs_wqe = msg->op == ib_op::send || msg->op == ib_op::send_with_imm ||
                            msg->op == ib_op::send_with_inv || msg->op == ib_op::rdma_write_with_imm;
     if (needs_wqe && rq.ci == rq.pi) {
+        // No receive WQE: RC answers receiver-not-ready; UC and UD drop the message silently.
+        if (ctx->type != qp_type::rc) {
+            ++m_no_receive;
+            return;
+        }
         ++m_rnr_naks;
-        if (ctx->type == qp_type::rc) nak_now(msg, ib_nak::rnr, ready_at);
+        nak_now(msg, ib_nak::rnr, ready_at);
         return;
     }
     ++m_messages;
@@ -128,7 +155,7 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         r->rq_index = rq.ci++;
         ++m_recv_wqes;
     }
-    ++rq.expected_psn;
+    if (!ud) ++rq.expected_psn;
     rq.replies.push_back(r->out);
     save_indices(qpn);
 
@@ -214,24 +241,38 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
     fetch_recv_wqe(r, [this, r, opcode](const recv_wqe* fetched) {
         if (!fetched) return answer(r, ib_op::nak, ib_nak::rem_op);
         auto w = std::make_shared<recv_wqe>(*fetched);
-        const uint64_t length = r->msg->length;
-        // Scatter the payload over the SGEs in order; only the bytes that arrive need a translation.
-        std::vector<std::pair<const sge*, uint64_t>> parts;
-        uint64_t left = length;
-        for (unsigned i = 0; i < w->num_sge && left > 0; ++i) {
-            uint64_t n = std::min<uint64_t>(left, w->sges[i].length);
-            parts.push_back({&w->sges[i], n});
-            left -= n;
+        // UD: the first 40 bytes of the receive buffer are the GRH's (IBA 11.4.1.2); the HCA writes
+        // the GRH there when the packet has one and leaves them as they are otherwise, and the
+        // completion's byte_len counts them either way.
+        const bool ud = r->msg->datagram;
+        const bool grh = ud && !r->msg->grh.empty();
+        const uint64_t length = (ud ? grh_bytes : 0) + r->msg->length;
+        const uint64_t skip = ud && !grh ? grh_bytes : 0;
+        // Scatter bytes [skip, length) over the SGEs in order; only those need a translation.
+        struct part {
+            uint32_t lkey;
+            uint64_t addr, length;
+        };
+        std::vector<part> parts;
+        uint64_t pos = 0;
+        for (unsigned i = 0; i < w->num_sge && pos < length; ++i) {
+            const sge& g = w->sges[i];
+            const uint64_t n = std::min<uint64_t>(length - pos, g.length);
+            const uint64_t from = std::max(pos, skip);
+            if (pos + n > from) parts.push_back({g.lkey, g.addr + (from - pos), pos + n - from});
+            pos += n;
         }
         auto on_error = [this, r, opcode](wc_status status, ib_nak nak) {
             post_recv_cqe(r, opcode, status, 0);
             answer(r, ib_op::nak, nak);
-            enter_error(r->ctx.qpn);
+            // A message too long for the receive buffer does not stop an unreliable datagram QP
+            // (the message is lost, the QP goes on); any other receive error does.
+            if (!(r->msg->datagram && status == wc_status::loc_len_err)) enter_error(r->ctx.qpn);
         };
-        if (left > 0) return on_error(wc_status::loc_len_err, ib_nak::inv_request);
+        if (pos < length) return on_error(wc_status::loc_len_err, ib_nak::inv_request);
         auto results = std::make_shared<std::vector<tpt_result>>(parts.size());
         auto pending = std::make_shared<size_t>(parts.size());
-        auto scatter = [this, r, opcode, w, results, on_error] {
+        auto scatter = [this, r, opcode, w, results, on_error, grh, length] {
             if (halted(r)) {
                 for (const auto& h : *results) m_tpt.release(h);
                 return post_recv_cqe(r, opcode, wc_status::wr_flush_err, 0);
@@ -244,27 +285,29 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::write;
             for (const auto& t : *results) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
-            op->data = r->msg->payload;
+            op->data = grh ? r->msg->grh : std::vector<uint8_t>();
+            op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
             op->pacing = pacing_of(*r->msg);
-            op->done = [this, r, opcode, results, w](dma_op& done) {
+            op->done = [this, r, opcode, results, w, length](dma_op& done) {
                 for (const auto& h : *results) m_tpt.release(h);
                 if (!done.ok) {
                     post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
                     return answer(r, ib_op::nak, ib_nak::rem_op);
                 }
+                const auto byte_len = static_cast<uint32_t>(length);
                 if (r->msg->op != ib_op::send_with_inv) {
-                    post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
+                    post_recv_cqe(r, opcode, wc_status::success, byte_len);
                     return answer(r, ib_op::ack);
                 }
-                m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm, [this, r, opcode](wc_status status) {
+                m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm, [this, r, opcode, byte_len](wc_status status) {
                     if (status != wc_status::success) {
                         post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
                         answer(r, ib_op::nak, ib_nak::inv_request);
                         return enter_error(r->ctx.qpn);
                     }
-                    post_recv_cqe(r, opcode, wc_status::success, r->msg->length);
+                    post_recv_cqe(r, opcode, wc_status::success, byte_len);
                     answer(r, ib_op::ack);
                 });
             };
@@ -273,11 +316,11 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
         if (parts.empty()) return scatter();
         for (size_t i = 0; i < parts.size(); ++i) {
             tpt_request req;
-            req.key = parts[i].first->lkey;
+            req.key = parts[i].lkey;
             req.pd = r->ctx.pd;
             req.qpn = r->ctx.qpn;
-            req.addr = parts[i].first->addr;
-            req.length = parts[i].second;
+            req.addr = parts[i].addr;
+            req.length = parts[i].length;
             req.rights = access::local_write;
             m_tpt.translate(req, [results, pending, i, scatter, w](tpt_result t) {
                 (*results)[i] = std::move(t);
@@ -390,7 +433,7 @@ void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc
 }
 
 void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload) {
-    if (op == ib_op::nak) ++m_naks;
+    if (op == ib_op::nak && r->ctx.type == qp_type::rc) ++m_naks;
     if (op == ib_op::nak && nak != ib_nak::rnr && r->ctx.type == qp_type::rc) {
         // IBA 9.9.3 (class C, responder-detected errors): the QP goes to the error state and the
         // requests behind the NAKed one are not executed (their requester flushes them).
@@ -428,6 +471,9 @@ void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status
     c.byte_len = byte_len;
     c.qpn = r->ctx.qpn;
     c.src_qp = r->msg->src_qpn;
+    c.slid = r->msg->src_lid;
+    c.sl = r->msg->sl;
+    if (!r->msg->grh.empty()) c.flags |= cqe_flags::grh;
     const ib_op op = r->msg->op;
     if (op == ib_op::send_with_imm || op == ib_op::rdma_write_with_imm) {
         c.flags |= cqe_flags::with_imm;

@@ -8,9 +8,16 @@
 // makes them atomic with respect to each other. A send with invalidate invalidates the type 2
 // window its R_Key names (bound to this QP) before the receive completes. A local error on the
 // responder (receive buffer too small, bad L_Key in the receive WQE) moves the QP to the error
-// state; then every posted receive completes with WR_FLUSH_ERR. NAK codes follow IBA 1.4 §9.7.5.2.4: a key, PD,
-// rights or bounds violation is a Remote Access Error; an operation the QP is not enabled for,
-// or a receive buffer too small, is an Invalid Request; no receive WQE is Receiver Not Ready.
+// state; then every posted receive completes with WR_FLUSH_ERR. NAK codes follow IBA 1.4
+// §9.7.5.2.4: a key, PD, rights or bounds violation is a Remote Access Error; an operation the QP
+// is not enabled for, or a receive buffer too small, is an Invalid Request; no receive WQE is
+// Receiver Not Ready.
+//
+// UD: no PSN check and no reply. A datagram must carry the QP's Q_Key, else it is dropped and
+// counted; without a posted receive WQE it is dropped too (no RNR). The payload lands 40 bytes
+// into the receive buffer (the GRH's room, written when the packet has a GRH); a buffer too small
+// completes the receive with LOC_LEN_ERR and the QP stays as it is. A UD QP receives in RTR, RTS
+// and SQE.
 #pragma once
 
 #include <cstdint>
@@ -117,6 +124,8 @@ private:
     uint64_t& m_bytes;
     uint64_t& m_naks;
     uint64_t& m_rnr_naks;
+    uint64_t& m_no_receive;
+    uint64_t& m_qkey_violations;
     uint64_t& m_dropped;
     uint64_t& m_out_of_sequence;
     uint64_t& m_recv_wqes;

@@ -101,6 +101,7 @@ void qp_context::encode(uint8_t* p) const {
     put<uint32_t>(p + 68, expected_psn);
     put<uint32_t>(p + 72, ptag);
     put<uint32_t>(p + 76, qpn);
+    put<uint32_t>(p + 80, qkey);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -128,6 +129,7 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.expected_psn = get<uint32_t>(p + 68);
     c.ptag = get<uint32_t>(p + 72);
     c.qpn = get<uint32_t>(p + 76);
+    c.qkey = get<uint32_t>(p + 80);
     return c;
 }
 
@@ -232,25 +234,59 @@ sge get_sge(const uint8_t* p) {
 }
 }  // namespace
 
+gid port_gid(uint16_t lid) {
+    gid g{0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0x00, 0x02, 0xc9, 0x03, 0, 0};
+    g[14] = static_cast<uint8_t>(lid >> 8);
+    g[15] = static_cast<uint8_t>(lid);
+    return g;
+}
+
+void datagram_seg::encode(uint8_t* p) const {
+    put<uint32_t>(p + 16, (remote_qpn & 0xffffff) | (static_cast<uint32_t>(flags) << 24));
+    put<uint32_t>(p + 20, qkey);
+    put<uint16_t>(p + 24, dlid);
+    put<uint8_t>(p + 26, sl);
+    put<uint8_t>(p + 27, 0);
+    put<uint32_t>(p + 28, pd);
+    std::memcpy(p + 32, dgid.data(), dgid.size());
+}
+
+datagram_seg datagram_seg::decode(const uint8_t* p) {
+    datagram_seg d;
+    const uint32_t w = get<uint32_t>(p + 16);
+    d.remote_qpn = w & 0xffffff;
+    d.flags = static_cast<uint8_t>(w >> 24);
+    d.qkey = get<uint32_t>(p + 20);
+    d.dlid = get<uint16_t>(p + 24);
+    d.sl = get<uint8_t>(p + 26);
+    d.pd = get<uint32_t>(p + 28);
+    std::memcpy(d.dgid.data(), p + 32, d.dgid.size());
+    return d;
+}
+
 size_t send_wqe::stride_for(unsigned max_sge) {
     return next_pow2(send_wqe_header + sge_size * (max_sge ? max_sge : 1));
 }
 
-void send_wqe::encode(uint8_t* p) const {
+void send_wqe::encode(uint8_t* p, bool ud) const {
     std::memset(p, 0, send_wqe_header + sge_size * num_sge);
     put<uint8_t>(p + 0, static_cast<uint8_t>(opcode));
     put<uint8_t>(p + 1, flags);
     put<uint8_t>(p + 2, num_sge);
     put<uint32_t>(p + 4, imm);
     put<uint64_t>(p + 8, wr_id);
-    put<uint64_t>(p + 16, remote_addr);
-    put<uint32_t>(p + 24, rkey);
-    put<uint64_t>(p + 32, compare_add);
-    put<uint64_t>(p + 40, swap);
+    if (ud) {
+        datagram.encode(p);
+    } else {
+        put<uint64_t>(p + 16, remote_addr);
+        put<uint32_t>(p + 24, rkey);
+        put<uint64_t>(p + 32, compare_add);
+        put<uint64_t>(p + 40, swap);
+    }
     for (unsigned i = 0; i < num_sge; ++i) put_sge(p + send_wqe_header + sge_size * i, sges[i]);
 }
 
-send_wqe send_wqe::decode(const uint8_t* p, size_t stride) {
+send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
     send_wqe w;
     w.opcode = static_cast<wqe_opcode>(get<uint8_t>(p + 0));
     w.flags = get<uint8_t>(p + 1);
@@ -258,10 +294,14 @@ send_wqe send_wqe::decode(const uint8_t* p, size_t stride) {
     w.num_sge = static_cast<uint8_t>(std::min<size_t>({get<uint8_t>(p + 2), room, w.sges.size()}));
     w.imm = get<uint32_t>(p + 4);
     w.wr_id = get<uint64_t>(p + 8);
-    w.remote_addr = get<uint64_t>(p + 16);
-    w.rkey = get<uint32_t>(p + 24);
-    w.compare_add = get<uint64_t>(p + 32);
-    w.swap = get<uint64_t>(p + 40);
+    if (ud) {
+        w.datagram = datagram_seg::decode(p);
+    } else {
+        w.remote_addr = get<uint64_t>(p + 16);
+        w.rkey = get<uint32_t>(p + 24);
+        w.compare_add = get<uint64_t>(p + 32);
+        w.swap = get<uint64_t>(p + 40);
+    }
     for (unsigned i = 0; i < w.num_sge; ++i) w.sges[i] = get_sge(p + send_wqe_header + sge_size * i);
     return w;
 }
@@ -296,8 +336,10 @@ void cqe::encode(uint8_t* p) const {
     put<uint8_t>(p + 21, static_cast<uint8_t>(status));
     put<uint8_t>(p + 22, flags);
     put<uint8_t>(p + 23, owner);
-    put<uint32_t>(p + 24, src_qp);
-    put<uint32_t>(p + 28, vendor_err);
+    put<uint32_t>(p + 24, src_qp & 0xffffff);
+    put<uint8_t>(p + 27, sl);
+    put<uint16_t>(p + 28, vendor_err);
+    put<uint16_t>(p + 30, slid);
 }
 
 cqe cqe::decode(const uint8_t* p) {
@@ -310,8 +352,10 @@ cqe cqe::decode(const uint8_t* p) {
     c.status = static_cast<wc_status>(get<uint8_t>(p + 21));
     c.flags = get<uint8_t>(p + 22);
     c.owner = get<uint8_t>(p + 23);
-    c.src_qp = get<uint32_t>(p + 24);
-    c.vendor_err = get<uint32_t>(p + 28);
+    c.src_qp = get<uint32_t>(p + 24) & 0xffffff;
+    c.sl = get<uint8_t>(p + 27);
+    c.vendor_err = get<uint16_t>(p + 28);
+    c.slid = get<uint16_t>(p + 30);
     return c;
 }
 

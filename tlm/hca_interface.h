@@ -185,6 +185,7 @@ struct qp_context {
     uint32_t expected_psn = 0;   // HCA-owned
     uint32_t ptag = 0;           // owning process (seed 003's Ptag)
     uint32_t qpn = 0;
+    uint32_t qkey = 0;           // UD: incoming datagrams must carry this Q_Key
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);
@@ -241,6 +242,8 @@ inline uint64_t mtt_addr(uint64_t e) { return e & ~0xfffULL; }
 
 // ---- WQEs ---------------------------------------------------------------------------------------
 // Send WQE: ctrl (16) | remote (16) | atomic (16) | sge[n] (16 each); stride = next power of two.
+// On a UD QP the 32 bytes after ctrl are the datagram segment instead (a UD QP has no RDMA and
+// no atomics), so the stride does not depend on the QP type.
 constexpr size_t send_wqe_header = 48;
 constexpr size_t sge_size = 16;
 namespace wqe_flags {
@@ -251,6 +254,37 @@ struct sge {
     uint32_t lkey = 0;
     uint64_t addr = 0;
 };
+
+// A port's GID (IBA ch. 4): the link-local prefix fe80::/64 and the port GUID, here the Mellanox
+// OUI 00:02:c9 with the LID in the low bits. Network byte order, as the GRH carries it.
+using gid = std::array<uint8_t, 16>;
+gid port_gid(uint16_t lid);
+
+// The datagram segment of a UD send WQE: the address vector the driver copied from the address
+// handle (as mlx4/mthca do, with the handle's PD), the destination QP and its Q_Key.
+//   16: u24 remote QPN, u8 flags | 20: u32 Q_Key | 24: u16 DLID, u8 SL, u8 0 | 28: u32 PD
+//   32: u8[16] DGID (flags & grh)
+namespace datagram_flags {
+constexpr uint8_t grh = 1;  // global routing: the packet carries a GRH to `dgid`
+}
+struct datagram_seg {
+    uint32_t remote_qpn = 0;     // 24 bits
+    uint8_t flags = 0;
+    uint32_t qkey = 0;           // high bit set: the sending QP's own Q_Key (IBA 10.2.5)
+    uint16_t dlid = 0;
+    uint8_t sl = 0;
+    uint32_t pd = 0;             // the address handle's PD; the HCA checks it against the QP's
+    gid dgid{};
+
+    void encode(uint8_t* p) const;  // p: the start of the WQE
+    static datagram_seg decode(const uint8_t* p);
+};
+// A Q_Key with the high-order bit set is a controlled Q_Key: a send WR naming one sends the QP's
+// own Q_Key instead (IBA 10.2.5, ibv_post_send(3)).
+constexpr uint32_t controlled_qkey_bit = 0x80000000u;
+// The first 40 bytes of a UD receive buffer are the GRH's, present or not (IBA 11.4.1.2).
+constexpr uint32_t grh_bytes = 40;
+
 struct send_wqe {
     wqe_opcode opcode = wqe_opcode::send;
     uint8_t flags = 0;
@@ -261,10 +295,12 @@ struct send_wqe {
     uint32_t rkey = 0;
     uint64_t compare_add = 0;
     uint64_t swap = 0;
+    datagram_seg datagram;       // UD QPs, in place of remote_addr .. swap
     std::array<sge, 16> sges{};
 
-    void encode(uint8_t* p) const;
-    static send_wqe decode(const uint8_t* p, size_t stride);
+    // `ud`: the WQE belongs to a UD QP (bytes 16..47 are the datagram segment).
+    void encode(uint8_t* p, bool ud = false) const;
+    static send_wqe decode(const uint8_t* p, size_t stride, bool ud = false);
     static size_t stride_for(unsigned max_sge);
 };
 
@@ -283,7 +319,7 @@ struct recv_wqe {
 // The owner bit tells a fresh entry from a stale one without a separate index: on the n-th pass
 // over the ring the HCA writes owner = (n & 1) ^ 1, so the zeroed ring reads as empty.
 namespace cqe_flags {
-constexpr uint8_t with_imm = 1, with_inv = 2;
+constexpr uint8_t with_imm = 1, with_inv = 2, grh = 4;  // grh: the receive buffer starts with one
 }
 struct cqe {
     static constexpr size_t size = 32;
@@ -295,8 +331,10 @@ struct cqe {
     wc_status status = wc_status::success;
     uint8_t flags = 0;
     uint8_t owner = 0;
-    uint32_t src_qp = 0;
-    uint32_t vendor_err = 0;
+    uint32_t src_qp = 0;         // 24 bits: the sender's QPN (receives)
+    uint8_t sl = 0;              // receives: the service level the message came with
+    uint16_t vendor_err = 0;
+    uint16_t slid = 0;           // receives: the sender's LID
 
     void encode(uint8_t* p) const;
     static cqe decode(const uint8_t* p);

@@ -9,7 +9,8 @@ namespace hcasim {
 
 namespace {
 constexpr uint32_t k_lrh = 8, k_bth = 12, k_icrc = 4, k_vcrc = 2, k_reth = 16, k_imm = 4,
-                   k_ieth = 4, k_aeth = 4, k_atomic_eth = 28, k_atomic_ack = 8;
+                   k_ieth = 4, k_aeth = 4, k_atomic_eth = 28, k_atomic_ack = 8, k_deth = 8,
+                   k_grh = 40;
 
 bool carries_payload(ib_op op) {
     switch (op) {
@@ -31,8 +32,8 @@ uint32_t ib_message::packet_payload(uint32_t i) const {
     return static_cast<uint32_t>(std::min<uint64_t>(mtu, length - begin));
 }
 
-uint32_t ib_link::header_bytes(ib_op op, bool first, bool last) {
-    uint32_t h = k_lrh + k_bth + k_icrc + k_vcrc;
+uint32_t ib_link::header_bytes(ib_op op, bool first, bool last, bool datagram, bool grh) {
+    uint32_t h = k_lrh + k_bth + k_icrc + k_vcrc + (datagram ? k_deth : 0) + (grh ? k_grh : 0);
     switch (op) {
         case ib_op::rdma_write:
             if (first) h += k_reth;
@@ -59,6 +60,21 @@ uint32_t ib_link::header_bytes(ib_op op, bool first, bool last) {
         case ib_op::send: break;
     }
     return h;
+}
+
+std::vector<uint8_t> ib_link::make_grh(ib_op op, uint32_t payload,
+                                       const std::array<uint8_t, 16>& sgid,
+                                       const std::array<uint8_t, 16>& dgid) {
+    std::vector<uint8_t> g(k_grh, 0);
+    const uint32_t pay_len = header_bytes(op, true, true, true) - k_lrh - k_vcrc + payload;
+    g[0] = 0x60;  // IP version 6, traffic class 0, flow label 0
+    g[4] = static_cast<uint8_t>(pay_len >> 8);
+    g[5] = static_cast<uint8_t>(pay_len);
+    g[6] = 0x1b;  // next header: IBA transport
+    g[7] = 64;    // hop limit
+    std::copy(sgid.begin(), sgid.end(), g.begin() + 8);
+    std::copy(dgid.begin(), dgid.end(), g.begin() + 24);
+    return g;
 }
 
 ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu,
@@ -98,7 +114,8 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
     const sc_core::sc_time latency = to_time(m_cfg.latency);
     for (uint32_t i = 0; i < n; ++i) {
         uint32_t payload = msg->packet_payload(i);
-        uint32_t bytes = payload + header_bytes(msg->op, i == 0, i + 1 == n);
+        uint32_t bytes =
+            payload + header_bytes(msg->op, i == 0, i + 1 == n, msg->datagram, !msg->grh.empty());
         sc_core::sc_time dur = wire_time(bytes);
         sc_core::sc_time start = m_dir[end].reserve(ready, dur);
         HCASIM_TRACE(busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));

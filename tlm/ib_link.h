@@ -8,11 +8,14 @@
 // Per-packet bytes (IBA 1.4 vol. 1, ch. 9 and ch. 7): LRH 8, BTH 12, ICRC 4, VCRC 2 on every
 // packet; RETH 16 on the first packet of an RDMA write and on a read request; ImmDt 4 and IETH 4
 // on the last packet that carries them; AETH 4 on acknowledgements and on the first/last/only read
-// response; AtomicETH 28 on an atomic request, AtomicAckETH 8 on its response. The port rate is
-// the data rate after 64b/66b encoding (100 Gb/s for 4x EDR). Abstracted: credit-based flow
-// control, VLs and SLs, GRH (no routers), packet loss and retransmission.
+// response; AtomicETH 28 on an atomic request, AtomicAckETH 8 on its response; DETH 8 (Q_Key and
+// source QP) on every UD packet, and a GRH 40 when the sender's address handle asked for global
+// routing. The port rate is the data rate after 64b/66b encoding (100 Gb/s for 4x EDR).
+// Abstracted: credit-based flow control, VLs and SLs (the SL is carried, not scheduled), routers
+// and switches, packet loss and retransmission.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -48,6 +51,11 @@ struct ib_message {
     ib_nak nak = ib_nak::none;
     uint64_t trace_id = 0;        // the WQE this message belongs to, for traces
     std::vector<uint8_t> payload;
+    // Unreliable datagram (UD): one packet with a DETH carrying `qkey` (and src_qpn).
+    bool datagram = false;
+    uint32_t qkey = 0;
+    uint8_t sl = 0;
+    std::vector<uint8_t> grh;  // empty, or the 40-byte GRH the packet carries
 
     // Filled in by the link.
     uint32_t mtu = 4096;
@@ -87,7 +95,14 @@ public:
     sc_core::sc_time send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest);
 
     uint32_t mtu() const { return m_mtu; }
-    static uint32_t header_bytes(ib_op op, bool first, bool last);
+    // Header bytes of one packet; `datagram` adds the DETH, `grh` the GRH.
+    static uint32_t header_bytes(ib_op op, bool first, bool last, bool datagram = false,
+                                 bool grh = false);
+    // The 40-byte GRH (IBA ch. 8) of a UD packet: IP version 6, traffic class and flow label 0,
+    // PayLen from the BTH to the ICRC, next header 0x1B (IBA transport), hop limit 64.
+    static std::vector<uint8_t> make_grh(ib_op op, uint32_t payload,
+                                         const std::array<uint8_t, 16>& sgid,
+                                         const std::array<uint8_t, 16>& dgid);
     sc_core::sc_time wire_time(uint64_t bytes) const;
 
 private:

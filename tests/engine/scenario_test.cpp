@@ -113,7 +113,8 @@ TEST(scenario_loader, decl_arg_reads_defaults_for_hand_built_args) {
           "query_mr",  "dereg_mr",   "alloc_mw",  "query_mw",        "dealloc_mw",    "bind_mw",
           "create_cq", "destroy_cq", "create_qp", "destroy_qp",      "connect",       "modify_qp",
           "query_qp",  "post_send",  "post_recv", "poll_cq",         "mmap",          "munmap",
-          "write_mem", "check_mem",  "pagemap",   "memory_pressure", "check_stats",   "wait"})
+          "write_mem", "check_mem",  "pagemap",   "memory_pressure", "check_stats",   "wait",
+          "create_ah", "destroy_ah"})
         EXPECT_NE(find_op(op), nullptr) << op << " is declared";
 }
 
@@ -325,6 +326,28 @@ TEST(scenario_loader, check_stats_takes_its_own_expect_list) {
     ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
     EXPECT_TRUE(l.s.program[0].expect.is_null());
     EXPECT_EQ(l.s.program[0].args["expect"][0]["eq"], 0);
+}
+
+TEST(scenario_loader, wait_takes_a_time_or_stat_conditions) {
+    auto l = load(R"({"program": [
+        {"node": "a", "op": "wait", "until": [{"stat": "nodes.b.host.dma_write_bytes", "min": 1}]},
+        {"node": "a", "op": "wait", "time": "1us", "until": [{"stat": "x", "min": 1}]},
+        {"node": "a", "op": "wait"},
+        {"node": "a", "op": "wait", "until": [{"stat": "x", "mni": 1}]}]})");
+    EXPECT_TRUE(has_line(l,
+                         "t.json: /program/1/until: time, until exclude each other (expected "
+                         "exactly one of time, until)"));
+    EXPECT_TRUE(has_line(l,
+                         "t.json: /program/2: missing one of time, until (expected exactly one "
+                         "of time, until)"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /program/3/until/0/mni: unknown key \"mni\""));
+    for (const auto& line : l.lines)
+        EXPECT_EQ(line.rfind("t.json: /program/0", 0), std::string::npos) << line;
+    auto ok =
+        load(R"({"program": [{"node": "a", "op": "wait", "until": [{"stat": "x", "eq": 1}]}]})");
+    ASSERT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
+    EXPECT_EQ(ok.s.program[0].args["timeout"], "1ms") << "until gives up after 1 ms by default";
+    EXPECT_EQ(ok.s.program[0].args["poll"], "1us");
 }
 
 TEST(scenario_loader, invalid_json_reports_line_and_column) {

@@ -434,6 +434,79 @@ void bench::run() {
     EXPECT_TRUE(h.wait_cq(cqn, 1, sc_time(5, SC_US)).empty()) << "nothing came";
     EXPECT_GE(sc_core::sc_time_stamp() - before_timeout, sc_time(5, SC_US)) << "waited the timeout";
 
+    // ---- UD: Q_Key, address handles, the datagram segment ----
+    qp_attr ua = qa;
+    ua.type = qp_type::ud;
+    qp_info ud;
+    ASSERT_EQ(h.create_qp(pid, ua, ud), 0);
+    EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0), EINVAL)
+        << "UD RESET -> INIT needs a Q_Key";
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, 0x42u), EINVAL) << "an RC QP has no Q_Key";
+    ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u), 0);
+    ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rtr, 0x99, 7), 0);
+    ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rts, 0, 0), 0);
+    auto uctx =
+        qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + ud.qpn * 128, 128).data());
+    EXPECT_EQ(uctx.type, qp_type::ud);
+    EXPECT_EQ(uctx.qkey, 0x11111111u) << "the Q_Key is in the QP context";
+    EXPECT_EQ(uctx.remote_qpn, 0u) << "a UD QP has no remote QP";
+    uint32_t pd2 = 0;
+    ASSERT_EQ(h.alloc_pd(pid, pd2), 0);
+    ah_attr aa;
+    aa.pd = pd2;
+    aa.dlid = 0x1234;
+    aa.sl = 3;
+    aa.grh = true;
+    aa.dgid = port_gid(0x1234);
+    uint32_t ah = 0;
+    ASSERT_EQ(h.create_ah(pid, aa, ah), 0);
+    EXPECT_EQ(h.dealloc_pd(pd2), EBUSY) << "the address handle is a member of its PD";
+    auto refused = [&](void (*change)(ah_attr&), const char* why) {
+        ah_attr bad_ah = aa;
+        change(bad_ah);
+        uint32_t unused = 0;
+        EXPECT_EQ(h.create_ah(pid, bad_ah, unused), EINVAL) << why;
+    };
+    refused([](ah_attr& b) { b.dlid = 0; }, "LID 0 is reserved");
+    refused([](ah_attr& b) { b.sl = 16; }, "service levels are 0..15");
+    refused([](ah_attr& b) { b.pd = 999; }, "unknown PD");
+    send_wr uw;
+    uw.wr_id = 0x77;
+    uw.opcode = wqe_opcode::send_with_imm;
+    uw.sges = {sge{64, mr3.lkey, 0x141200}};
+    uw.ah = ah;
+    uw.remote_qpn = 0xABCDEF;
+    uw.remote_qkey = 0x80000000u;
+    ASSERT_EQ(h.post_send(ud.qpn, uw), 0);
+    auto uctx2 =
+        qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + ud.qpn * 128, 128).data());
+    auto ubytes = [&](uint32_t slot) {
+        const uint64_t stride = 1ULL << uctx2.sq_wqe_shift;
+        const uint64_t page_pa =
+            hca.dma_u64(uctx2.sq_buf_table + ((slot * stride) >> uctx2.page_shift) * 8);
+        return hca.dma_read(page_pa + ((slot * stride) & ((1ULL << uctx2.page_shift) - 1)), stride);
+    };
+    auto uwqe = send_wqe::decode(ubytes(0).data(), 1ULL << uctx2.sq_wqe_shift, true);
+    EXPECT_EQ(uwqe.wr_id, 0x77u);
+    EXPECT_EQ(uwqe.datagram.remote_qpn, 0xABCDEFu);
+    EXPECT_EQ(uwqe.datagram.qkey, 0x80000000u)
+        << "the WR's Q_Key as given (the HCA resolves the high bit)";
+    EXPECT_EQ(uwqe.datagram.dlid, 0x1234u) << "the address vector copied from the handle";
+    EXPECT_EQ(uwqe.datagram.sl, 3u);
+    EXPECT_EQ(uwqe.datagram.pd, pd2)
+        << "with the handle's PD, for the HCA to check against the QP's";
+    EXPECT_EQ(uwqe.datagram.flags, datagram_flags::grh);
+    EXPECT_EQ(uwqe.datagram.dgid, port_gid(0x1234));
+    ASSERT_EQ(h.destroy_ah(ah), 0);
+    EXPECT_EQ(h.destroy_ah(ah), EINVAL) << "destroyed once";
+    ASSERT_EQ(h.post_send(ud.qpn, uw), 0) << "a stale handle is not the driver's to refuse";
+    uwqe = send_wqe::decode(ubytes(1).data(), 1ULL << uctx2.sq_wqe_shift, true);
+    EXPECT_EQ(uwqe.datagram.pd, 0u)
+        << "no live handle: an empty address vector (PD 0) the HCA refuses";
+    EXPECT_EQ(uwqe.datagram.dlid, 0u);
+    EXPECT_EQ(h.dealloc_pd(pd2), 0) << "the PD is free once its address handle is gone";
+    ASSERT_EQ(h.destroy_qp(ud.qpn), 0);
+
     // ---- watchers on process memory ----
     bool seen = false;
     sc_time seen_at;

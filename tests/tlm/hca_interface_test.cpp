@@ -25,7 +25,8 @@ auto fields(const qp_context& c) {
     return std::make_tuple(c.state, c.type, c.access, c.page_shift, c.pd, c.send_cqn, c.recv_cqn,
                            c.remote_qpn, c.remote_lid, c.sq_log_depth, c.rq_log_depth,
                            c.sq_wqe_shift, c.rq_wqe_shift, c.sq_buf_table, c.rq_buf_table, c.sq_ci,
-                           c.rq_ci, c.sq_pi, c.rq_pi, c.next_psn, c.expected_psn, c.ptag, c.qpn);
+                           c.rq_ci, c.sq_pi, c.rq_pi, c.next_psn, c.expected_psn, c.ptag, c.qpn,
+                           c.qkey);
 }
 auto fields(const cq_context& c) {
     return std::make_tuple(c.log_depth, c.page_shift, c.valid, c.buf_table, c.producer_index,
@@ -41,16 +42,20 @@ auto fields(const eqe& q) {
 }
 auto fields(const cqe& c) {
     return std::make_tuple(c.wr_id, c.byte_len, c.imm, c.qpn, c.opcode, c.status, c.flags, c.owner,
-                           c.src_qp, c.vendor_err);
+                           c.src_qp, c.sl, c.vendor_err, c.slid);
 }
 auto sge_fields(const std::array<sge, 16>& s, unsigned n) {
     std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> out;
     for (unsigned k = 0; k < n; ++k) out.emplace_back(s[k].length, s[k].lkey, s[k].addr);
     return out;
 }
+auto fields(const datagram_seg& d) {
+    return std::make_tuple(d.remote_qpn, d.flags, d.qkey, d.dlid, d.sl, d.pd, d.dgid);
+}
 auto fields(const send_wqe& w) {
     return std::make_tuple(w.opcode, w.flags, w.num_sge, w.imm, w.wr_id, w.remote_addr, w.rkey,
-                           w.compare_add, w.swap, sge_fields(w.sges, w.num_sge));
+                           w.compare_add, w.swap, fields(w.datagram),
+                           sge_fields(w.sges, w.num_sge));
 }
 auto fields(const recv_wqe& w) {
     return std::make_tuple(w.wr_id, w.num_sge, sge_fields(w.sges, w.num_sge));
@@ -85,7 +90,7 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
         c.sq_buf_table = r<uint64_t>(), c.rq_buf_table = r<uint64_t>();
         c.sq_ci = r<uint32_t>(), c.rq_ci = r<uint32_t>(), c.sq_pi = r<uint32_t>();
         c.rq_pi = r<uint32_t>(), c.next_psn = r<uint32_t>(), c.expected_psn = r<uint32_t>();
-        c.ptag = r<uint32_t>(), c.qpn = r<uint32_t>();
+        c.ptag = r<uint32_t>(), c.qpn = r<uint32_t>(), c.qkey = r<uint32_t>();
         expect_round_trip(c, qp_context::size);
 
         cq_context q;
@@ -111,7 +116,8 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
         k.wr_id = r<uint64_t>(), k.byte_len = r<uint32_t>(), k.imm = r<uint32_t>();
         k.qpn = r<uint32_t>(), k.opcode = rng() % 2 ? cqe_opcode::recv : cqe_opcode::fetch_add;
         k.status = static_cast<wc_status>(rng() % 22), k.flags = r<uint8_t>(), k.owner = rng() % 2;
-        k.src_qp = r<uint32_t>(), k.vendor_err = r<uint32_t>();
+        k.src_qp = r<uint32_t>() & 0xFFFFFF, k.sl = r<uint8_t>(), k.vendor_err = r<uint16_t>();
+        k.slid = r<uint16_t>();
         expect_round_trip(k, cqe::size);
 
         send_wqe w;
@@ -120,6 +126,19 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
         w.remote_addr = r<uint64_t>(), w.rkey = r<uint32_t>(), w.compare_add = r<uint64_t>();
         w.swap = r<uint64_t>(), w.sges = random_sges(w.num_sge);
         expect_round_trip(w, send_wqe::stride_for(4), send_wqe::stride_for(4));
+
+        // The same WQE on a UD QP: the datagram segment in place of the remote and atomic ones.
+        send_wqe u = w;
+        u.remote_addr = u.compare_add = u.swap = 0, u.rkey = 0;
+        u.datagram.remote_qpn = r<uint32_t>() & 0xFFFFFF, u.datagram.flags = r<uint8_t>();
+        u.datagram.qkey = r<uint32_t>(), u.datagram.dlid = r<uint16_t>(),
+        u.datagram.sl = r<uint8_t>();
+        u.datagram.pd = r<uint32_t>();
+        for (auto& b : u.datagram.dgid) b = r<uint8_t>();
+        std::vector<uint8_t> ub(send_wqe::stride_for(4), 0xA5);
+        u.encode(ub.data(), true);
+        EXPECT_EQ(fields(send_wqe::decode(ub.data(), ub.size(), true)), fields(u))
+            << "a UD WQE round trips with its datagram segment";
 
         recv_wqe rw;
         rw.wr_id = r<uint64_t>(), rw.num_sge = static_cast<uint8_t>(rng() % 4);
@@ -161,6 +180,57 @@ TEST(hca_interface, little_endian_field_offsets) {
     q.encode(cb);
     EXPECT_EQ(cb[23], 1) << "CQE owner bit at byte 23";
     EXPECT_EQ(get<uint32_t>(std::vector<uint8_t>{1, 2, 3, 4}.data()), 0x04030201u);
+}
+
+TEST(hca_interface, ud_datagram_segment_and_cqe_offsets) {
+    send_wqe w;
+    w.opcode = wqe_opcode::send;
+    w.num_sge = 1;
+    w.sges[0] = {100, 0x1234, 0xABCD};
+    w.datagram.remote_qpn = 0x123456;
+    w.datagram.flags = datagram_flags::grh;
+    w.datagram.qkey = 0x80000000u;
+    w.datagram.dlid = 0xBEEF;
+    w.datagram.sl = 9;
+    w.datagram.pd = 0x01020304;
+    w.datagram.dgid = port_gid(0x0102);
+    const size_t stride = send_wqe::stride_for(1);
+    std::vector<uint8_t> b(stride, 0);
+    w.encode(b.data(), true);
+    EXPECT_EQ(stride, 64u) << "a UD WQE with one SGE keeps the 64-byte stride";
+    EXPECT_EQ(get<uint32_t>(b.data() + 16), 0x01123456u) << "remote QPN bits 23:0, flags 31:24";
+    EXPECT_EQ(get<uint32_t>(b.data() + 20), 0x80000000u) << "Q_Key at byte 20";
+    EXPECT_EQ(get<uint16_t>(b.data() + 24), 0xBEEFu) << "DLID at byte 24";
+    EXPECT_EQ(b[26], 9) << "SL at byte 26";
+    EXPECT_EQ(get<uint32_t>(b.data() + 28), 0x01020304u) << "the address handle's PD at byte 28";
+    EXPECT_EQ(b[32], 0xfe) << "DGID at byte 32, network order: fe80::";
+    EXPECT_EQ(b[33], 0x80);
+    EXPECT_EQ(b[46], 0x01) << "the port GUID ends with the LID";
+    EXPECT_EQ(b[47], 0x02);
+    EXPECT_EQ(get<uint32_t>(b.data() + send_wqe_header + 4), 0x1234u) << "SGEs start at byte 48";
+    const send_wqe rc = send_wqe::decode(b.data(), stride);
+    EXPECT_EQ(rc.remote_addr, 0x8000000001123456ULL)
+        << "read as RC, the same bytes are remote_addr";
+    EXPECT_EQ(rc.datagram.pd, 0u) << "and no datagram segment";
+
+    qp_context c;
+    c.qkey = 0x11223344;
+    uint8_t q[qp_context::size];
+    c.encode(q);
+    EXPECT_EQ(get<uint32_t>(q + 80), 0x11223344u) << "Q_Key at byte 80 of the QP context";
+
+    cqe e;
+    e.src_qp = 0xABCDEF;
+    e.sl = 7;
+    e.vendor_err = 0x1122;
+    e.slid = 0x3344;
+    e.flags = cqe_flags::grh;
+    uint8_t cb[cqe::size];
+    e.encode(cb);
+    EXPECT_EQ(get<uint32_t>(cb + 24), 0x07ABCDEFu) << "src_qp bits 23:0, SL in byte 27";
+    EXPECT_EQ(get<uint16_t>(cb + 28), 0x1122u) << "vendor_err at byte 28";
+    EXPECT_EQ(get<uint16_t>(cb + 30), 0x3344u) << "SLID at byte 30";
+    EXPECT_EQ(cb[22], cqe_flags::grh) << "flags at byte 22";
 }
 
 TEST(hca_interface, keys_split_into_index_and_key_byte) {

@@ -10,6 +10,7 @@
 #include <cmath>
 
 #include "support/ref_memory.h"
+#include "tlm/hca_interface.h"
 
 using namespace hcasim;
 using sc_core::SC_NS;
@@ -194,6 +195,19 @@ void bench::run() {
     const json s = test::stats_of("bench.ib");
     EXPECT_GT(s["utilization_0to1"].get<double>(), s["utilization_1to0"].get<double>())
         << "the direction that carried the data was busier";
+
+    // ---- UD: one packet with a DETH, plus a GRH when the sender asked for one ----
+    auto d = message(ib_op::send, 100), dg = message(ib_op::send_with_imm, 100);
+    d->datagram = dg->datagram = true;
+    dg->grh = ib_link::make_grh(dg->op, 100, hca_if::port_gid(1), hca_if::port_gid(2));
+    const uint64_t before = s["bytes"].get<uint64_t>();
+    link.send(0, d, sc_core::sc_time_stamp());
+    link.send(0, dg, sc_core::sc_time_stamp());
+    wait(sc_time(10, SC_US));
+    EXPECT_EQ(test::stats_of("bench.ib")["bytes"].get<uint64_t>() - before,
+              (100 + 26 + 8) + (100 + 26 + 8 + 4 + 40))
+        << "DETH 8 on every UD packet, ImmDt 4, GRH 40";
+    EXPECT_EQ(d->packets(), 1u);
     finished = true;
 }
 
@@ -207,6 +221,26 @@ bench& sim() {
 }
 
 }  // namespace
+
+TEST(ib_link, ud_headers_and_grh_layout) {
+    EXPECT_EQ(ib_link::header_bytes(ib_op::send, true, true, true), 26u + 8)
+        << "LRH BTH DETH ICRC VCRC";
+    EXPECT_EQ(ib_link::header_bytes(ib_op::send_with_imm, true, true, true, true),
+              26u + 8 + 4 + 40);
+    EXPECT_EQ(ib_link::header_bytes(ib_op::send, true, true), 26u) << "RC/UC packets have no DETH";
+    const auto g =
+        ib_link::make_grh(ib_op::send_with_imm, 100, hca_if::port_gid(1), hca_if::port_gid(0x0203));
+    ASSERT_EQ(g.size(), 40u);
+    EXPECT_EQ(g[0], 0x60) << "IP version 6, traffic class 0";
+    EXPECT_EQ((g[4] << 8) | g[5], 12 + 8 + 4 + 100 + 4)
+        << "PayLen: BTH, DETH, ImmDt, payload and ICRC";
+    EXPECT_EQ(g[6], 0x1b) << "next header: IBA transport";
+    EXPECT_EQ(g[7], 64) << "hop limit";
+    EXPECT_EQ(g[8], 0xfe) << "source GID fe80::...";
+    EXPECT_EQ(g[23], 1) << "... ending in the source port's LID";
+    EXPECT_EQ(g[38], 2) << "destination GID ends in LID 0x0203";
+    EXPECT_EQ(g[39], 3);
+}
 
 TEST(ib_link, packets_headers_arrivals_and_delivery_follow_iba_rules) {
     EXPECT_TRUE(sim().finished) << "the bench thread ran to the end";
