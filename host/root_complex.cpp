@@ -132,24 +132,29 @@ bool root_complex::resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_
 }
 
 sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arrival,
-                                                  sc_core::sc_time at) const {
+                                                  sc_core::sc_time at) {
     if (!translating()) return at;
-    for (const auto& [key, w] : m_pending)
-        if (w.arrival <= arrival) at = std::max(at, key.first);
+    // Writes visible by now cannot hold anything back any more.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_write_order.empty() && m_write_order.begin()->second <= now)
+        m_write_order.erase(m_write_order.begin());
+    auto it = m_write_order.upper_bound(arrival);
+    if (it != m_write_order.begin()) at = std::max(at, std::prev(it)->second);
     return at;
 }
 
 void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival) {
     const auto* ext = gp.get_extension<dma_origin_ext>();
     uint8_t* out = gp.get_data_ptr();
-    const bool translated = translating();
+    // It sees the writes that arrived before it, visible or not yet (reads do not pass posted
+    // writes); those become visible by `until`. Without the IOMMU a write is visible when it
+    // arrives.
+    const sc_core::sc_time until = after_writes_before(arrival, arrival);
     for (const piece& p : m_pieces) {
         check_owner(p.pa, p.len, false, ext, p.offset);
         m_mem.read(p.pa, out + p.offset, p.len);
-        // It sees the writes that arrived before it, landed or not (reads do not pass posted
-        // writes); without the IOMMU those are the ones landed by then.
         for (const auto& [key, w] : m_pending) {
-            if (!translated && key.first > arrival) break;
+            if (key.first > until) break;
             if (w.arrival > arrival) continue;
             const uint64_t lo = std::max(p.pa, w.addr);
             const uint64_t hi = std::min(p.pa + p.len, w.addr + w.data.size());
@@ -168,6 +173,10 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
     // Posted writes become visible in order of arrival, also when an earlier one still waits
     // for its walk.
     const sc_core::sc_time visible = after_writes_before(arrival, translated);
+    if (translating() && visible > sc_core::sc_time_stamp()) {
+        sc_core::sc_time& v = m_write_order[arrival];
+        v = std::max(v, visible);
+    }
     for (const piece& p : m_pieces) {
         check_owner(p.pa, p.len, true, ext, p.offset);
         if (visible == sc_core::sc_time_stamp()) {

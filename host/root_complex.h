@@ -103,8 +103,7 @@ class root_complex : public sc_core::sc_module {
     sc_core::sc_time serve_write(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival,
                                  const sc_core::sc_time& translated);
     // `at`, or later when a write that arrived by `arrival` becomes visible later (IOMMU on).
-    sc_core::sc_time after_writes_before(const sc_core::sc_time& arrival,
-                                         sc_core::sc_time at) const;
+    sc_core::sc_time after_writes_before(const sc_core::sc_time& arrival, sc_core::sc_time at);
     void land(uint64_t addr, const uint8_t* data, uint64_t len);
     void notify_write(uint64_t addr, uint64_t len);
     // Counts and reports the frames of the access that are not the origin's; true if any.
@@ -126,6 +125,10 @@ class root_complex : public sc_core::sc_module {
     origin_resolver m_resolve;
     iommu* m_iommu = nullptr;
     std::vector<piece> m_pieces;  // of the request being served (reused: no allocation per DMA)
+    // IOMMU on: writes not yet visible, arrival -> when visible (nondecreasing with arrival: a
+    // write waits for the ones that arrived before it, so the last entry at or before a time
+    // is the latest visibility among the writes that arrived by then).
+    std::map<sc_core::sc_time, sc_core::sc_time> m_write_order;
     uint64_t m_msi_addr = 0;
     std::function<void()> m_on_interrupt;
     json m_stale_events = json::array();
