@@ -224,6 +224,10 @@ std::vector<op_decl> build_ops() {
                            "the address remote peers use (default: the VA; 0 = zero-based)"));
     s.fields.push_back(
         opt("pin", field_kind::flag, "false: the driver-bug mode that skips pinning", true));
+    s.fields.push_back(opt("dma_map", field_kind::flag,
+                           "false: the driver-bug mode that writes physical addresses instead of "
+                           "DMA-mapping the pages (IO page faults with host.iommu.enabled)",
+                           true));
     add("reg_mr", "register a memory region (ibv_reg_mr / ibv_reg_mr_iova)", s);
 
     s = {};

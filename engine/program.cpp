@@ -404,6 +404,7 @@ void program_runner::op_reg_mr(const std::string& n, uint32_t pid, const json& a
         attr.iova = u64_or(a, "iova", 0);
     }
     attr.pin = bool_or(a, "pin", true);
+    attr.dma_map = bool_or(a, "dma_map", true);
     mr_info info;
     r.err = h.reg_mr(owner, attr, info);
     if (r.err) return;

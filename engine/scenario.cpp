@@ -95,7 +95,6 @@ class checker {
 
   private:
     void load_nodes(json& doc);
-    void reject_unmodelled();
     void load_fabric(json& doc);
     void load_program(json& doc);
     void load_step(json& step, size_t index);
@@ -195,7 +194,7 @@ void checker::load_nodes(json& doc) {
     auto it = doc.find("nodes");
     if (it == doc.end()) {
         m_s.nodes = {{"a", defaults}, {"b", defaults}};
-        return reject_unmodelled();
+        return;
     }
     if (!it->is_object() || it->empty()) {
         m_d.error("/nodes", it->is_object() ? "no nodes" : type_problem(*it),
@@ -213,15 +212,6 @@ void checker::load_nodes(json& doc) {
         load_config(c, *n, p, m_d);
         m_s.nodes.emplace_back(n.key(), c);
     }
-    reject_unmodelled();
-}
-
-// Parameters this version declares but does not model yet are refused rather than ignored.
-void checker::reject_unmodelled() {
-    for (const auto& [name, c] : m_s.nodes)
-        if (c.host.iommu.enabled)
-            m_d.error(pointer_join(pointer_join(pointer_join("/nodes", name), "host"), "iommu") + "/enabled",
-                      "the IOMMU is not modelled by this version of hcasim", "false");
 }
 
 void checker::load_fabric(json& doc) {

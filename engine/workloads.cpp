@@ -366,16 +366,11 @@ json run_dma(world& w, const workload_spec& spec) {
     uint64_t va = 0;
     require(h.mmap(pid, size, std::nullopt, 0, {}, va), node_name + ": mmap");
     require(h.write_mem(pid, va, pattern_bytes(7, size)), node_name + ": filling the buffer");
+    // The buffer's device addresses: physical, or IOVAs with the IOMMU on.
+    std::vector<std::pair<uint64_t, uint64_t>> ranges;
+    require(h.dma_map(pid, va, size, ranges), node_name + ": mapping the buffer for DMA");
     std::vector<dma_segment> segments;
-    for (uint64_t off = 0; off < size;) {
-        const uint64_t in_page = std::min<uint64_t>(size - off, 4096 - (va + off) % 4096);
-        const uint64_t pa = h.pagemap(pid, va + off).pfn * 4096 + (va + off) % 4096;
-        if (!segments.empty() && segments.back().addr + segments.back().length == pa)
-            segments.back().length += in_page;
-        else
-            segments.push_back({pa, in_page});
-        off += in_page;
-    }
+    for (const auto& [addr, length] : ranges) segments.push_back({addr, length});
     uint64_t remaining = count;
     bool all_ok = true;
     sc_core::sc_event finished;

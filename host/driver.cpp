@@ -35,8 +35,8 @@ bool is_recv(cqe_opcode op) {
 }  // namespace
 
 driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
-               phys_mem& mem, frame_allocator& frames, root_complex& rc, process_fn process,
-               mmio_fn mmio, stats_group& stats, uint64_t& page_faults)
+               phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
+               process_fn process, mmio_fn mmio, stats_group& stats, uint64_t& page_faults)
     : sc_core::sc_module(name),
       m_stats_ref(stats),
       m_cfg(cfg),
@@ -44,6 +44,7 @@ driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t se
       m_mem(mem),
       m_frames(frames),
       m_rc(rc),
+      m_iommu(mmu),
       m_process(std::move(process)),
       m_mmio(std::move(mmio)),
       m_page_shift(frames.page_shift()),
@@ -88,13 +89,14 @@ void driver::kernel_free(uint64_t pfn, uint64_t pages) {
     m_frames.release(pfn);
 }
 
-bool driver::alloc_table(table& t, unsigned log_entries, size_t entry_size) {
+bool driver::alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu) {
     // A host too small for the configured table gets the largest that fits.
     for (unsigned log = log_entries; log >= 1; --log) {
         uint64_t bytes = (1ULL << log) * entry_size;
         uint64_t pages = align_up(bytes, 1ULL << m_page_shift) >> m_page_shift;
-        if (auto pfn = kernel_alloc(pages)) {
-            t = table{*pfn << m_page_shift, log, pages};
+        uint64_t dma = 0;
+        if (auto pfn = kernel_alloc_dma(pages, dma, cpu)) {
+            t = table{*pfn << m_page_shift, dma, log, pages};
             if (log != log_entries)
                 HCASIM_LOG(
                     name(), host,
@@ -107,12 +109,13 @@ bool driver::alloc_table(table& t, unsigned log_entries, size_t entry_size) {
 
 void driver::boot() {
     const auto& d = m_cfg.driver;
-    bool ok = alloc_table(m_qpc, static_cast<unsigned>(d.log_qps), qp_context::size) &&
-              alloc_table(m_cqc, static_cast<unsigned>(d.log_cqs), cq_context::size) &&
-              alloc_table(m_mpt, static_cast<unsigned>(d.log_mpts), mpt_entry::size) &&
-              alloc_table(m_mtt, static_cast<unsigned>(d.log_mtts), mtt_entry_size);
-    auto record = ok ? kernel_alloc(1) : std::nullopt;
-    if (!record || !setup_events()) {
+    cpu_clock cpu;  // mapping the tables (IOMMU on)
+    bool ok = alloc_table(m_qpc, static_cast<unsigned>(d.log_qps), qp_context::size, cpu) &&
+              alloc_table(m_cqc, static_cast<unsigned>(d.log_cqs), cq_context::size, cpu) &&
+              alloc_table(m_mpt, static_cast<unsigned>(d.log_mpts), mpt_entry::size, cpu) &&
+              alloc_table(m_mtt, static_cast<unsigned>(d.log_mtts), mtt_entry_size, cpu);
+    auto record = ok ? kernel_alloc_dma(1, m_cmd_record_dma, cpu) : std::nullopt;
+    if (!record || !setup_events(cpu)) {
         HCASIM_LOG(name(), host, "boot failed: no contiguous kernel memory for the context tables");
         m_boot_failed = true;
         m_boot_done.notify(sc_core::SC_ZERO_TIME);
@@ -127,12 +130,21 @@ void driver::boot() {
                                                       index_allocator::policy::lowest_free);
     m_mtt_space = std::make_unique<range_allocator>(0, 1ULL << m_mtt.log_entries);
 
+    cpu.settle();  // the HCA learns the addresses once they are mapped
+    const std::pair<uint64_t, uint64_t> events[] = {
+        {reg::eq_base, m_eq_dma},
+        {reg::eq_log_entries, m_eq_log},
+        {reg::msi_addr, m_msi_addr},
+        {reg::msi_data, 1},
+    };
     sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
+    for (const auto& [offset, value] : events) mmio(offset, value, delay);
+    delay = sc_core::SC_ZERO_TIME;
     const std::pair<uint64_t, uint64_t> regs[] = {
-        {reg::qpc_base, m_qpc.base}, {reg::qpc_log_entries, m_qpc.log_entries},
-        {reg::cqc_base, m_cqc.base}, {reg::cqc_log_entries, m_cqc.log_entries},
-        {reg::mpt_base, m_mpt.base}, {reg::mpt_log_entries, m_mpt.log_entries},
-        {reg::mtt_base, m_mtt.base}, {reg::mtt_log_entries, m_mtt.log_entries},
+        {reg::qpc_base, m_qpc.dma}, {reg::qpc_log_entries, m_qpc.log_entries},
+        {reg::cqc_base, m_cqc.dma}, {reg::cqc_log_entries, m_cqc.log_entries},
+        {reg::mpt_base, m_mpt.dma}, {reg::mpt_log_entries, m_mpt.log_entries},
+        {reg::mtt_base, m_mtt.dma}, {reg::mtt_log_entries, m_mtt.log_entries},
         {reg::port_lid, m_lid},
     };
     for (const auto& [offset, value] : regs) mmio(offset, value, delay);
@@ -177,7 +189,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     sc_core::sc_time delay = cpu.take();
     const uint64_t op_word = static_cast<uint64_t>(op) | (static_cast<uint64_t>(token) << 16);
     bool sent = mmio(reg::cmd_in0, in0, delay) && mmio(reg::cmd_in1, in1, delay) &&
-                mmio(reg::cmd_out, m_cmd_record, delay) && mmio(reg::cmd_op, op_word, delay);
+                mmio(reg::cmd_out, m_cmd_record_dma, delay) && mmio(reg::cmd_op, op_word, delay);
     const sc_core::sc_time deadline = issued + delay + to_time(m_cfg.driver.cmd_timeout);
 
     int err = sent ? 0 : EIO;
@@ -282,6 +294,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     st.mtt_index = *mtt;
     st.on_demand = attr.access & access::on_demand;
     st.page_shift = shift;
+    st.info.va = attr.va;
     uint64_t faults = 0;
     // On demand: nothing pinned or faulted in; pin off (the driver bug): faulted in, not pinned.
     int err = st.on_demand ? 0
@@ -295,18 +308,19 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
         m_pinned_by_reg += st.pinned.size();
     }
     auto rollback = [&](int e) {
+        dma_unmap(st.dma, npages << shift, true, cpu);
         as.unpin(st.pinned);
         m_mtt_space->free(*mtt, npages);
         m_key_indices->free(*index);
         return leave(cpu, e);
     };
     if (err) return rollback(err);
-
-    for (uint64_t i = 0; i < npages; ++i) {
-        auto pa = as.translate(first_page + i * page);
-        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size,
-                        mtt_encode(pa.value_or(0), pa.has_value()));
+    if (attr.dma_map) {
+        auto iova = dma_reserve(npages << shift, cpu);
+        if (!iova) return rollback(ENOMEM);
+        st.dma = *iova;
     }
+    write_mtt(st, as, *mtt, npages, cpu);
     if ((err = command(cmd::invalidate_mtt, *mtt, npages, cpu))) return rollback(err);
 
     auto last = m_last_key_byte.find(*index);
@@ -365,6 +379,8 @@ int driver::dereg_mr(uint32_t handle) {
     put_entry(m_mpt, handle, mpt_entry{});
     int err = command(cmd::invalidate_mpt, handle, 0, cpu);
     if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
+    // The HCA has let go of the entries: take the IOVAs away before the pages may move.
+    dma_unmap(st.dma, uint64_t{st.info.pages} << st.page_shift, true, cpu);
     cpu.add(to_time(m_cfg.cpu.unpin_page), st.pinned.size());
     m_dereg_pages += st.pinned.size();
     m_mtt_owner.erase(st.mtt_index);
@@ -378,6 +394,31 @@ int driver::dereg_mr(uint32_t handle) {
     leave(cpu, err);
     m_dereg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
     return err;
+}
+
+void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count,
+                       cpu_clock& cpu) {
+    std::vector<std::optional<uint64_t>> pas(count);
+    for (uint64_t k = 0; k < count; ++k)
+        pas[k] = as.translate(first_page_va(st) + ((first + k - st.mtt_index) << st.page_shift));
+    const uint64_t iova = st.dma ? st.dma + ((first - st.mtt_index) << st.page_shift) : 0;
+    if (iova && st.on_demand) {
+        // Mirrored pages come and go one by one: each has its own IO page-table entry.
+        for (uint64_t k = 0; k < count; ++k) {
+            const uint64_t at = iova + (k << st.page_shift);
+            const std::optional<uint64_t> mapped = m_iommu.lookup(at);
+            if (mapped == pas[k]) continue;
+            if (mapped) dma_unmap(at, 1ULL << st.page_shift, false, cpu);
+            if (pas[k]) dma_map_pages(at, st.page_shift, {pas[k]}, false, cpu);
+        }
+    } else {
+        dma_map_pages(iova, st.page_shift, pas, true, cpu);
+    }
+    for (uint64_t k = 0; k < count; ++k) {
+        const uint64_t dev = iova ? iova + (k << st.page_shift) : pas[k].value_or(0);
+        m_mem.write_u64(m_mtt.base + (first + k) * mtt_entry_size,
+                        mtt_encode(pas[k] ? dev : 0, pas[k].has_value()));
+    }
 }
 
 int driver::query_mr(uint32_t handle, mr_info& out) const {
@@ -407,26 +448,35 @@ int driver::make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cp
     cpu.add(to_time(m_cfg.cpu.pin_page), r.pinned.size());
     const uint64_t npages = r.bytes >> m_page_shift;
     r.table_pages = align_up(npages * sizeof(uint64_t), page) >> m_page_shift;
-    auto table = err ? std::nullopt : kernel_alloc(r.table_pages);
+    std::optional<uint64_t> iova = 0;
+    if (!err && !(iova = dma_reserve(r.bytes, cpu))) err = ENOMEM;
+    auto table = err ? std::nullopt : kernel_alloc_dma(r.table_pages, r.table_dma, cpu);
     if (!table) {
+        if (iova) dma_unmap(*iova, r.bytes, true, cpu);
         as.unpin(r.pinned);
         as.munmap(r.va, r.bytes);
         r.table_pages = 0;
         return err ? err : ENOMEM;
     }
     r.table_pfn = *table;
+    r.dma = *iova;
+    std::vector<std::optional<uint64_t>> pas(npages);
+    for (uint64_t i = 0; i < npages; ++i) pas[i] = as.translate(r.va + i * page);
+    dma_map_pages(r.dma, m_page_shift, pas, true, cpu);
     for (uint64_t i = 0; i < npages; ++i)
         m_mem.write_u64((r.table_pfn << m_page_shift) + i * sizeof(uint64_t),
-                        as.translate(r.va + i * page).value_or(0));
+                        r.dma ? r.dma + i * page : pas[i].value_or(0));
     return 0;
 }
 
-void driver::free_ring(ring& r) {
+void driver::free_ring(ring& r, cpu_clock& cpu) {
     address_space& as = m_process(r.pid);
+    dma_unmap(r.dma, r.bytes, true, cpu);
+    r.dma = 0;
     as.unpin(r.pinned);
     r.pinned.clear();
     as.munmap(r.va, r.bytes);
-    kernel_free(r.table_pfn, r.table_pages);
+    kernel_free_dma(r.table_pfn, r.table_pages, r.table_dma, cpu);
     r.table_pages = 0;
 }
 
@@ -451,11 +501,11 @@ int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
     ctx.log_depth = cq.buf.log_depth;
     ctx.page_shift = static_cast<uint8_t>(m_page_shift);
     ctx.valid = 1;
-    ctx.buf_table = cq.buf.table_pfn << m_page_shift;
+    ctx.buf_table = cq.buf.table_dma;
     ctx.cqn = static_cast<uint32_t>(*id);
     put_entry(m_cqc, *id, ctx);
     if (int err = command(cmd::flush_cqc, *id, 0, cpu)) {
-        free_ring(cq.buf);
+        free_ring(cq.buf, cpu);
         m_cqns->free(*id);
         return leave(cpu, err);
     }
@@ -472,7 +522,7 @@ int driver::destroy_cq(uint32_t cqn) {
     if (it->second.users) return leave(cpu, EBUSY);
     int err = command(cmd::flush_cqc, cqn, 0, cpu);
     m_mem.zero(m_cqc.base + uint64_t{cqn} * cq_context::size, cq_context::size);
-    free_ring(it->second.buf);
+    free_ring(it->second.buf, cpu);
     m_cqs.erase(it);
     m_cqns->free(cqn);
     return leave(cpu, err);
@@ -503,7 +553,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     if (!err) {
         err = make_ring(pid, attr.rq_depth,
                         static_cast<uint32_t>(recv_wqe::stride_for(attr.max_recv_sge)), qp.rq, cpu);
-        if (err) free_ring(qp.sq);
+        if (err) free_ring(qp.sq, cpu);
     }
     if (err) {
         m_qpns->free(*id);
@@ -521,14 +571,14 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     ctx.rq_log_depth = qp.rq.log_depth;
     ctx.sq_wqe_shift = static_cast<uint8_t>(log2_ceil(qp.sq.stride));
     ctx.rq_wqe_shift = static_cast<uint8_t>(log2_ceil(qp.rq.stride));
-    ctx.sq_buf_table = qp.sq.table_pfn << m_page_shift;
-    ctx.rq_buf_table = qp.rq.table_pfn << m_page_shift;
+    ctx.sq_buf_table = qp.sq.table_dma;
+    ctx.rq_buf_table = qp.rq.table_dma;
     ctx.ptag = pid;
     ctx.qpn = static_cast<uint32_t>(*id);
     write_qpc(ctx);
     if ((err = command(cmd::flush_qpc, *id, 0, cpu))) {
-        free_ring(qp.sq);
-        free_ring(qp.rq);
+        free_ring(qp.sq, cpu);
+        free_ring(qp.rq, cpu);
         m_qpns->free(*id);
         return leave(cpu, err);
     }
@@ -562,8 +612,8 @@ int driver::destroy_qp(uint32_t qpn) {
     qp_state_t& qp = it->second;
     int err = command(cmd::flush_qpc, qpn, 0, cpu);
     m_mem.zero(m_qpc.base + uint64_t{qpn} * qp_context::size, qp_context::size);
-    free_ring(qp.sq);
-    free_ring(qp.rq);
+    free_ring(qp.sq, cpu);
+    free_ring(qp.rq, cpu);
     for (uint32_t cqn : {qp.attr.send_cqn, qp.attr.recv_cqn}) {
         auto cq = m_cqs.find(cqn);
         if (cq != m_cqs.end()) --cq->second.users;

@@ -27,9 +27,18 @@
 //  - UD: address handles are user-space objects (create_ah), members of their PD; post_send on a
 //    UD QP copies the handle's address vector and PD into the WQE's datagram segment with the
 //    WR's remote QPN and Q_Key. modify_qp sets a UD QP's Q_Key (required on RESET -> INIT).
+//  - DMA addresses (driver_dma.cpp, the kernel's DMA API): every address the driver hands the
+//    HCA - table bases, the command record, the event queue, buffer-table entries, translation
+//    entries - is a physical address with the IOMMU off and an IOVA with it on (host/iommu.h).
+//    Each buffer gets its own size-aligned IOVA range, mapped when it is set up (translation
+//    entries of on-demand regions page by page, as they become present) and unmapped, with an
+//    IOTLB invalidation, once the HCA has let go of it (after invalidate_mtt, the context flush,
+//    the mirror invalidation) and before its pages are unpinned or freed. The MSI-X address is
+//    the x86 MSI window, which the IOMMU does not remap.
 // Costs (host.cpu): syscall per kernel verb, pin_page per translation entry pinned, page_fault
 // per page faulted in (plus swap-in time), unpin_page per page unpinned, post_wr per WQE, poll_cq
-// per poll, nic_fault per NIC page-fault event; plus the commands' round trips.
+// per poll, nic_fault per NIC page-fault event; (host.iommu) iova_alloc per IOVA range, map_entry
+// and unmap_entry per IO page-table entry, invalidate per unmap; plus the commands' round trips.
 // Abstracted: multi-level buffer tables, doorbell records, UAR pages, blue flame, CQ arming.
 #pragma once
 
@@ -48,6 +57,7 @@
 #include "host/frame_allocator.h"
 #include "host/host.h"
 #include "host/index_allocator.h"
+#include "host/iommu.h"
 #include "host/phys_mem.h"
 #include "host/range_allocator.h"
 #include "host/root_complex.h"
@@ -64,15 +74,16 @@ class driver : public sc_core::sc_module {
     using process_fn = std::function<address_space&(uint32_t pid)>;
 
     struct table {
-        uint64_t base = 0;  // DMA address
+        uint64_t base = 0;  // physical address (the driver's own accesses)
+        uint64_t dma = 0;   // device address (what the HCA is given)
         unsigned log_entries = 0;
         uint64_t pages = 0;
     };
 
     SC_HAS_PROCESS(driver);
     driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
-           phys_mem& mem, frame_allocator& frames, root_complex& rc, process_fn process,
-           mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
+           phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
+           process_fn process, mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
     ~driver() override;
 
     bool booted() const { return m_booted; }
@@ -130,6 +141,13 @@ class driver : public sc_core::sc_module {
     // when no region of this driver owns that entry.
     bool origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) const;
 
+    // ---- DMA addresses (driver_dma.cpp) ----
+    // Device-visible addresses of a process buffer for a DMA engine driven directly (the `dma`
+    // workload): faults the range in and, with the IOMMU on, maps it (until the end of the run).
+    // `ranges` gets {device address, length} per contiguous piece.
+    int dma_map_user(uint32_t pid, uint64_t va, uint64_t length,
+                     std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+
   private:
     // A queue buffer in process memory plus its buffer table in kernel memory.
     struct ring {
@@ -140,8 +158,10 @@ class driver : public sc_core::sc_module {
         uint8_t log_depth = 0;
         uint32_t stride = 0;
         std::vector<uint64_t> pinned;
+        uint64_t dma = 0;  // IOVA of the ring's first page (0: IOMMU off)
         uint64_t table_pfn = 0;
         uint64_t table_pages = 0;
+        uint64_t table_dma = 0;  // device address of the buffer table
         uint32_t pi = 0;  // producer index (WQEs posted)
         uint32_t ci = 0;  // consumer index (retired WQEs, or CQEs taken)
     };
@@ -156,6 +176,7 @@ class driver : public sc_core::sc_module {
         uint64_t mtt_index = 0;
         bool on_demand = false;
         unsigned page_shift = 12;  // of the translation entries; they start at info.va's page
+        uint64_t dma = 0;  // IOVA of the first entry's page (0: entries hold physical addresses)
     };
     struct mw_state {
         uint32_t pid = 0;
@@ -184,16 +205,20 @@ class driver : public sc_core::sc_module {
     };
 
     void boot();
-    bool alloc_table(table& t, unsigned log_entries, size_t entry_size);
+    bool alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu);
     std::optional<uint64_t> kernel_alloc(uint64_t pages);
     void kernel_free(uint64_t pfn, uint64_t pages);
+    // Kernel memory the HCA reads or writes: allocated, pinned and DMA-mapped; `dma` gets its
+    // device address.
+    std::optional<uint64_t> kernel_alloc_dma(uint64_t pages, uint64_t& dma, cpu_clock& cpu);
+    void kernel_free_dma(uint64_t pfn, uint64_t pages, uint64_t dma, cpu_clock& cpu);
     int wait_boot();
 
     int command(hca_if::cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu);
     bool mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay);
 
     int make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cpu_clock& cpu);
-    void free_ring(ring& r);
+    void free_ring(ring& r, cpu_clock& cpu);
     root_complex::byte_ranges ring_ranges(const ring& r) const;
 
     int read_qpc(uint32_t qpn, hca_if::qp_context& ctx, cpu_clock& cpu);
@@ -212,11 +237,29 @@ class driver : public sc_core::sc_module {
     int enter_kernel(cpu_clock& cpu);
     static int leave(cpu_clock& cpu, int err);
     // ---- on-demand paging (driver_odp.cpp) ----
-    bool setup_events();
+    bool setup_events(cpu_clock& cpu);
     void odp_worker();
     void odp_fault(const hca_if::eqe& e);
-    // Rewrites translation entries [first, first + count) of the region from the page table.
-    void write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count);
+    // Rewrites translation entries [first, first + count) of the region from the page table:
+    // present pages get their device address (mapped in the IOMMU when the region has an IOVA
+    // range), the others a non-present entry (unmapped in the IOMMU).
+    void write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count,
+                   cpu_clock& cpu);
+    // ---- the DMA API (driver_dma.cpp) ----
+    bool iommu_on() const { return m_iommu.enabled(); }
+    // An IOVA range for `bytes` (one IOVA allocation charged); 0 with the IOMMU off; nullopt
+    // when the IOVA space is exhausted.
+    std::optional<uint64_t> dma_reserve(uint64_t bytes, cpu_clock& cpu);
+    // Maps page i of a reserved range (at iova + (i << shift)) onto pas[i] where it has one;
+    // with `merge`, physically adjacent pages form one run (superpages where aligned), else
+    // each page is mapped on its own (it may be unmapped on its own later).
+    void dma_map_pages(uint64_t iova, unsigned shift,
+                       const std::vector<std::optional<uint64_t>>& pas, bool merge, cpu_clock& cpu);
+    // Clears [iova, iova + bytes), invalidates the IOTLB for it and, with `release`, frees the
+    // IOVA range. Nothing with the IOMMU off or iova 0.
+    void dma_unmap(uint64_t iova, uint64_t bytes, bool release, cpu_clock& cpu);
+    // The physical address behind a device address the driver wrote.
+    std::optional<uint64_t> dma_to_phys(uint64_t dma) const;
     uint64_t first_page_va(const mr_state& st) const {
         return st.info.va & ~((1ULL << st.page_shift) - 1);
     }
@@ -227,6 +270,7 @@ class driver : public sc_core::sc_module {
     phys_mem& m_mem;
     frame_allocator& m_frames;
     root_complex& m_rc;
+    iommu& m_iommu;
     process_fn m_process;
     mmio_fn m_mmio;
     unsigned m_page_shift;
@@ -235,7 +279,8 @@ class driver : public sc_core::sc_module {
     bool m_boot_failed = false;
     sc_core::sc_event m_boot_done;
     table m_qpc, m_cqc, m_mpt, m_mtt;
-    uint64_t m_cmd_record = 0;  // DMA address of the command completion record
+    uint64_t m_cmd_record = 0;      // physical address of the command completion record
+    uint64_t m_cmd_record_dma = 0;  // its device address
     uint64_t m_kernel_pinned = 0;
 
     bool m_cmd_busy = false;
@@ -274,7 +319,9 @@ class driver : public sc_core::sc_module {
     histogram& m_cmd_time;
 
     std::map<uint64_t, uint32_t> m_mtt_owner;  // first translation entry -> region handle
-    uint64_t m_eq_base = 0;
+    uint64_t m_eq_base = 0;  // physical
+    uint64_t m_eq_dma = 0;
+    uint64_t m_msi_addr = 0;
     unsigned m_eq_log = 10;
     uint32_t m_eq_ci = 0;
     bool m_irq_pending = false;

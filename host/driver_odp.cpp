@@ -9,23 +9,25 @@ namespace hcasim {
 
 using namespace hca_if;
 
-bool driver::setup_events() {
+bool driver::setup_events(cpu_clock& cpu) {
     const uint64_t page = 1ULL << m_page_shift;
     const uint64_t pages = ((uint64_t{eqe::size} << m_eq_log) + page - 1) >> m_page_shift;
-    auto eq = kernel_alloc(pages);
-    auto msi = eq ? kernel_alloc(1) : std::nullopt;
-    if (!msi) return false;
+    auto eq = kernel_alloc_dma(pages, m_eq_dma, cpu);
+    if (!eq) return false;
     m_eq_base = *eq << m_page_shift;
-    const uint64_t msi_addr = *msi << m_page_shift;
-    m_rc.set_interrupt(msi_addr, [this] {
+    // MSI-X goes to the x86 MSI window when the IOMMU remaps DMA (it passes that window through
+    // untranslated); without it, to a page of kernel memory the root complex watches.
+    if (iommu_on()) {
+        m_msi_addr = iommu::msi_base;
+    } else {
+        auto msi = kernel_alloc(1);
+        if (!msi) return false;
+        m_msi_addr = *msi << m_page_shift;
+    }
+    m_rc.set_interrupt(m_msi_addr, [this] {
         m_irq_pending = true;
         m_irq.notify(sc_core::SC_ZERO_TIME);
     });
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    mmio(reg::eq_base, m_eq_base, delay);
-    mmio(reg::eq_log_entries, m_eq_log, delay);
-    mmio(reg::msi_addr, msi_addr, delay);
-    mmio(reg::msi_data, 1, delay);
     return true;
 }
 
@@ -43,15 +45,6 @@ void driver::odp_worker() {
             ++m_eq_ci;
             if (e.type == event_type::page_fault) odp_fault(e);
         }
-    }
-}
-
-void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count) {
-    for (uint64_t i = first; i < first + count; ++i) {
-        const uint64_t page_va = first_page_va(st) + ((i - st.mtt_index) << st.page_shift);
-        auto pa = as.translate(page_va);
-        m_mem.write_u64(m_mtt.base + i * mtt_entry_size,
-                        mtt_encode(pa.value_or(0), pa.has_value()));
     }
 }
 
@@ -77,7 +70,7 @@ void driver::odp_fault(const eqe& e) {
             const uint64_t lo = va & ~(page - 1);
             first = st.mtt_index + ((lo - first_page_va(st)) >> st.page_shift);
             count = (end - lo + page - 1) >> st.page_shift;
-            write_mtt(st, as, first, count);
+            write_mtt(st, as, first, count, cpu);
             m_nic_fault_pages += count;
             resolved = true;
         }
@@ -110,7 +103,8 @@ bool driver::odp_mirrored(uint32_t pid, uint64_t page_va) const {
 void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
     if (!m_booted || !cpu_clock::in_thread()) return;
     const sc_core::sc_time t0 = sc_core::sc_time_stamp();
-    std::vector<std::pair<uint64_t, uint64_t>> runs;  // {first entry, count}
+    std::vector<std::pair<uint64_t, uint64_t>> runs;    // {first entry, count}
+    std::vector<std::pair<uint64_t, uint64_t>> mapped;  // {IOVA, bytes} to unmap afterwards
     for (const auto& [handle, st] : m_mrs) {
         if (!st.on_demand || st.pid != pid) continue;
         const uint64_t lo = first_page_va(st);
@@ -125,11 +119,19 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
                 ++runs.back().second;
             else
                 runs.emplace_back(index, 1);
+            const uint64_t iova = st.dma + ((index - st.mtt_index) << st.page_shift);
+            if (!st.dma) continue;
+            if (!mapped.empty() && mapped.back().first + mapped.back().second == iova)
+                mapped.back().second += 1ULL << st.page_shift;
+            else
+                mapped.emplace_back(iova, 1ULL << st.page_shift);
         }
     }
     if (runs.empty()) return;
     cpu_clock cpu;
     for (const auto& [first, n] : runs) command(cmd::invalidate_mtt, first, n, cpu);
+    // The HCA no longer uses the entries: the IOVAs go too, before the pages are reclaimed.
+    for (const auto& [iova, bytes] : mapped) dma_unmap(iova, bytes, false, cpu);
     cpu.settle();
     m_odp_invalidate_time.add(to_ps(sc_core::sc_time_stamp() - t0));
 }

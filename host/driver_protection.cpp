@@ -61,12 +61,20 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     auto mtt = m_mtt_space->alloc(attr.pages.size());
-    if (!mtt) {
+    const unsigned shift = log2_of(attr.page_size);
+    const uint64_t bytes = attr.pages.size() * attr.page_size;
+    // With the IOMMU on the driver maps the pages it is handed and gives the HCA IOVAs.
+    auto iova = mtt ? dma_reserve(bytes, cpu) : std::nullopt;
+    if (!iova) {
+        if (mtt) m_mtt_space->free(*mtt, attr.pages.size());
         m_key_indices->free(*index);
         return leave(cpu, ENOMEM);
     }
+    dma_map_pages(*iova, shift, std::vector<std::optional<uint64_t>>(attr.pages.begin(), attr.pages.end()),
+                  true, cpu);
     for (size_t i = 0; i < attr.pages.size(); ++i)
-        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size, mtt_encode(attr.pages[i], true));
+        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size,
+                        mtt_encode(*iova ? *iova + (uint64_t{i} << shift) : attr.pages[i], true));
     int err = command(cmd::invalidate_mtt, *mtt, attr.pages.size(), cpu);
     const uint8_t kb = next_key_byte(*index);
     mpt_entry e;
@@ -74,7 +82,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     e.type = mpt_type::mr;
     e.key_byte = kb;
     e.access = attr.access;
-    e.page_shift = static_cast<uint8_t>(log2_of(attr.page_size));
+    e.page_shift = static_cast<uint8_t>(shift);
     e.pd = attr.pd;
     e.start = attr.iova;
     e.length = attr.length;
@@ -84,6 +92,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     e.page_base = attr.iova - attr.offset;
     if (!err) err = publish_region(e, *index, cpu);
     if (err) {
+        dma_unmap(*iova, bytes, true, cpu);
         m_mtt_space->free(*mtt, attr.pages.size());
         m_key_indices->free(*index);
         return leave(cpu, err);
@@ -93,6 +102,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     st.pid = pid;
     st.mtt_index = *mtt;
     st.page_shift = e.page_shift;
+    st.dma = *iova;
     st.info.handle = static_cast<uint32_t>(*index);
     st.info.lkey = make_key(st.info.handle, kb);
     st.info.rkey = (attr.access & k_remote) ? st.info.lkey : 0;
@@ -127,18 +137,30 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     auto mtt = m_mtt_space->alloc(o.info.pages);
-    if (!mtt) {
+    const uint64_t bytes = uint64_t{o.info.pages} << o.page_shift;
+    // Its own IOVA range when the original has one (each registration maps its pages).
+    auto iova = mtt ? (o.dma ? dma_reserve(bytes, cpu) : 0) : std::nullopt;
+    if (!iova) {
+        if (mtt) m_mtt_space->free(*mtt, o.info.pages);
         m_key_indices->free(*index);
         return leave(cpu, ENOMEM);
     }
-    // Same physical pages: copy the translation entries and pin each page once more.
-    for (uint64_t i = 0; i < o.info.pages; ++i)
-        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size,
-                        m_mem.read_u64(m_mtt.base + (o.mtt_index + i) * mtt_entry_size));
+    // Same physical pages: copy the translation entries (mapping their pages again) and pin
+    // each page once more.
+    std::vector<std::optional<uint64_t>> pas(o.info.pages);
+    for (uint64_t i = 0; i < o.info.pages; ++i) {
+        const uint64_t m = m_mem.read_u64(m_mtt.base + (o.mtt_index + i) * mtt_entry_size);
+        if (*iova && mtt_present(m)) pas[i] = dma_to_phys(mtt_addr(m));
+        const uint64_t copy =
+            pas[i] ? mtt_encode(*iova + (i << o.page_shift), true) : (*iova ? 0 : m);
+        m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size, copy);
+    }
+    dma_map_pages(*iova, o.page_shift, pas, true, cpu);
     mr_state st;
     st.pid = pid;
     st.mtt_index = *mtt;
     st.page_shift = o.page_shift;
+    st.dma = *iova;
     st.pinned = o.pinned;
     for (uint64_t pfn : st.pinned) m_frames.pin(pfn);
     cpu.add(to_time(m_cfg.cpu.pin_page), st.pinned.size());
@@ -157,6 +179,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     e.bound_windows = 0;
     if (!err) err = publish_region(e, *index, cpu);
     if (err) {
+        dma_unmap(st.dma, bytes, true, cpu);
         for (uint64_t pfn : st.pinned) m_frames.unpin(pfn);
         m_mtt_space->free(*mtt, o.info.pages);
         m_key_indices->free(*index);
@@ -194,7 +217,8 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     e.access = access;
     e.pd = new_pd->first;
     std::vector<uint64_t> old_pinned;
-    uint64_t old_mtt = st.mtt_index, old_pages = st.info.pages;
+    uint64_t old_mtt = st.mtt_index, old_pages = st.info.pages, old_dma = st.dma;
+    const unsigned old_shift = st.page_shift;
     if (attr.translation) {
         address_space& as = m_process(st.pid);
         if (attr.length == 0) return leave(cpu, EINVAL);
@@ -215,11 +239,20 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
         cpu.add(to_time(m_cfg.cpu.page_fault), faults);
         cpu.add(to_time(m_cfg.cpu.pin_page), npages);
         m_pinned_by_reg += pinned.size();
-        for (uint64_t i = 0; i < npages; ++i) {
-            auto pa = as.translate(first + i * page);
-            m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size, mtt_encode(pa.value_or(0), pa.has_value()));
+        mr_state next;  // the new translation
+        next.pid = st.pid;
+        next.mtt_index = *mtt;
+        next.page_shift = shift;
+        next.info.va = attr.va;
+        auto iova = dma_reserve(npages << shift, cpu);
+        int err = iova ? 0 : ENOMEM;
+        if (iova) {
+            next.dma = *iova;
+            write_mtt(next, as, *mtt, npages, cpu);
+            err = command(cmd::invalidate_mtt, *mtt, npages, cpu);
         }
-        if (int err = command(cmd::invalidate_mtt, *mtt, npages, cpu)) {
+        if (err) {
+            dma_unmap(next.dma, npages << shift, true, cpu);
             as.unpin(pinned);
             m_mtt_space->free(*mtt, npages);
             return leave(cpu, err);
@@ -235,6 +268,7 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
         m_mtt_owner.erase(st.mtt_index);
         st.mtt_index = *mtt;
         st.page_shift = shift;
+        st.dma = next.dma;
         st.info.va = st.info.iova = attr.va;
         st.info.length = attr.length;
         st.info.pages = static_cast<uint32_t>(npages);
@@ -244,6 +278,7 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     int err = publish_region(e, handle, cpu);
     if (attr.translation) {
         if (!err) err = command(cmd::invalidate_mtt, old_mtt, old_pages, cpu);
+        dma_unmap(old_dma, old_pages << old_shift, true, cpu);
         cpu.add(to_time(m_cfg.cpu.unpin_page), old_pinned.size());
         m_process(st.pid).unpin(old_pinned);
         m_mtt_space->free(old_mtt, old_pages);

@@ -93,6 +93,11 @@ void host::watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void(
     m_impl->m_rc->watch(m_impl->process(pid).phys_ranges(va, length), std::move(fn));
 }
 
+int host::dma_map(uint32_t pid, uint64_t va, uint64_t length,
+                  std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
+    return m_impl->m_driver->dma_map_user(pid, va, length, ranges);
+}
+
 int host::alloc_pd(uint32_t pid, uint32_t& pd) {
     return m_impl->m_driver->alloc_pd(pid, pd);
 }

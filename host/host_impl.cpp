@@ -43,10 +43,13 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
                    "huge page pools short: 1G " << got_1g << "/" << cfg.hugepages_1g << ", 2M "
                                                 << got_2m << "/" << cfg.hugepages_2m);
 
+    m_iommu = std::make_unique<iommu>(cfg.iommu, to_time(cfg.cpu.mem_latency),
+                                      std::string(owner.name()) + ".iommu");
     m_rc = std::make_unique<root_complex>("root_complex", m_mem, m_frames,
                                           to_time(cfg.cpu.mem_latency), m_stats);
+    m_rc->set_iommu(m_iommu.get());
     m_driver = std::make_unique<driver>(
-        "driver", cfg, seed, lid, m_mem, m_frames, *m_rc,
+        "driver", cfg, seed, lid, m_mem, m_frames, *m_rc, *m_iommu,
         [this](uint32_t pid) -> address_space& { return process(pid); },
         [this](uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
             return mmio_store(offset, value, delay);

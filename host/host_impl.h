@@ -1,5 +1,6 @@
 // What a host is made of, behind host's pimpl: physical memory, the frame allocator with its huge
-// page pools (filled at construction, i.e. at boot), one address space per process, the root
+// page pools (filled at construction, i.e. at boot), one address space per process, the IOMMU
+// (always built, so its stats exist; it translates only when host.iommu.enabled), the root
 // complex serving the HCA's DMA, and the driver. host.cpp forwards the public API here; this
 // class owns the host's stats group (named after the host module) and the OS-level counters.
 #pragma once
@@ -13,6 +14,7 @@
 #include "host/driver.h"
 #include "host/frame_allocator.h"
 #include "host/host.h"
+#include "host/iommu.h"
 #include "host/phys_mem.h"
 #include "host/reclaimer.h"
 #include "host/root_complex.h"
@@ -55,6 +57,7 @@ class host_impl {
     reclaimer m_reclaimer;
     sc_core::sc_event m_kswapd_wake;
     bool m_kswapd_busy = false;
+    std::unique_ptr<iommu> m_iommu;
     std::unique_ptr<root_complex> m_rc;
     std::unique_ptr<driver> m_driver;
 };

@@ -1,5 +1,6 @@
 #include "host/range_allocator.h"
 
+#include <algorithm>
 #include <iterator>
 
 namespace hcasim {
@@ -17,6 +18,25 @@ std::optional<uint64_t> range_allocator::alloc(uint64_t count) {
         if (len > count) m_free[start + count] = len - count;
         m_free_total -= count;
         return start;
+    }
+    return std::nullopt;
+}
+
+std::optional<uint64_t> range_allocator::alloc_top(uint64_t count, uint64_t align,
+                                                   uint64_t limit) {
+    if (count == 0 || align == 0 || count > limit) return std::nullopt;
+    for (auto it = m_free.lower_bound(limit); it != m_free.begin();) {
+        --it;
+        const uint64_t start = it->first, len = it->second;
+        const uint64_t end = std::min(start + len, limit);
+        if (end - start < count) continue;
+        const uint64_t at = (end - count) & ~(align - 1);
+        if (at < start) continue;
+        m_free.erase(it);
+        if (at > start) m_free[start] = at - start;
+        if (start + len > at + count) m_free[at + count] = start + len - (at + count);
+        m_free_total -= count;
+        return at;
     }
     return std::nullopt;
 }

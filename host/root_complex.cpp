@@ -21,8 +21,8 @@ root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
       m_write_bytes(
           stats.counter("dma_write_bytes", "bytes", "bytes the HCA wrote to host memory")),
       m_errors(stats.counter("dma_errors", "requests",
-                             "DMA requests answered with an error response (beyond memory, "
-                             "unsupported command, byte enables or streaming)")),
+                             "DMA requests answered with an error response (IO page fault, "
+                             "beyond memory, unsupported command, byte enables or streaming)")),
       m_stale_dma(stats.counter("stale_dma", "requests",
                                 "DMA that reached a frame no longer owned by the (process, page) "
                                 "its translation entry was written for, or a free frame")),
@@ -73,12 +73,13 @@ void root_complex::report_stale(uint64_t pfn, bool write, const dma_origin& o, b
     m_stale_events.push_back(std::move(e));
 }
 
-bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext) {
+bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext,
+                               uint64_t origin_offset) {
     if (len == 0) return false;
     const unsigned shift = m_frames.page_shift();
     bool stale = false;
     for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
-        const uint64_t offset = std::max(addr, pfn << shift) - addr;
+        const uint64_t offset = origin_offset + std::max(addr, pfn << shift) - addr;
         const frame_owner owner = m_frames.page_owner(pfn);
         uint32_t pid = 0;
         uint64_t va = 0;
@@ -96,6 +97,105 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
     return stale;
 }
 
+bool root_complex::translating() const {
+    return m_iommu && m_iommu->enabled();
+}
+
+bool root_complex::resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_time& delay) {
+    m_pieces.clear();
+    if (!translating()) {
+        m_pieces.push_back(piece{addr, len, 0});
+        return m_mem.contains(addr, len);
+    }
+    // Every IO page the request touches is translated, each on its own, one after another: a
+    // request that faults on any page moves no byte.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    sc_core::sc_time when = now + delay;
+    bool ok = true;
+    for (uint64_t done = 0; done < len || (len == 0 && done == 0);) {
+        const iommu::translation t = m_iommu->translate(addr + done, write, when);
+        if (!t.ok) {
+            ok = false;
+            break;
+        }
+        const uint64_t n = std::min(len - done, t.span);
+        if (!m_pieces.empty() && m_pieces.back().pa + m_pieces.back().len == t.pa)
+            m_pieces.back().len += n;
+        else
+            m_pieces.push_back(piece{t.pa, n, done});
+        if (n == 0) break;
+        done += n;
+    }
+    delay = when - now;
+    for (const piece& p : m_pieces) ok = ok && m_mem.contains(p.pa, p.len);
+    return ok;
+}
+
+sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arrival,
+                                                  sc_core::sc_time at) {
+    if (!translating()) return at;
+    // Writes visible by now cannot hold anything back any more.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_write_order.empty() && m_write_order.begin()->second <= now)
+        m_write_order.erase(m_write_order.begin());
+    auto it = m_write_order.upper_bound(arrival);
+    if (it != m_write_order.begin()) at = std::max(at, std::prev(it)->second);
+    return at;
+}
+
+void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival) {
+    const auto* ext = gp.get_extension<dma_origin_ext>();
+    uint8_t* out = gp.get_data_ptr();
+    // It sees the writes that arrived before it, visible or not yet (reads do not pass posted
+    // writes); those become visible by `until`. Without the IOMMU a write is visible when it
+    // arrives.
+    const sc_core::sc_time until = after_writes_before(arrival, arrival);
+    for (const piece& p : m_pieces) {
+        check_owner(p.pa, p.len, false, ext, p.offset);
+        m_mem.read(p.pa, out + p.offset, p.len);
+        for (const auto& [key, w] : m_pending) {
+            if (key.first > until) break;
+            if (w.arrival > arrival) continue;
+            const uint64_t lo = std::max(p.pa, w.addr);
+            const uint64_t hi = std::min(p.pa + p.len, w.addr + w.data.size());
+            if (lo < hi)
+                std::copy(w.data.begin() + (lo - w.addr), w.data.begin() + (hi - w.addr),
+                          out + p.offset + (lo - p.pa));
+        }
+    }
+}
+
+sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
+                                           const sc_core::sc_time& arrival,
+                                           const sc_core::sc_time& translated) {
+    const auto* ext = gp.get_extension<dma_origin_ext>();
+    const uint8_t* data = gp.get_data_ptr();
+    // Posted writes become visible in order of arrival, also when an earlier one still waits
+    // for its walk.
+    const sc_core::sc_time visible = after_writes_before(arrival, translated);
+    if (translating() && visible > sc_core::sc_time_stamp()) {
+        sc_core::sc_time& v = m_write_order[arrival];
+        v = std::max(v, visible);
+    }
+    for (const piece& p : m_pieces) {
+        check_owner(p.pa, p.len, true, ext, p.offset);
+        if (visible == sc_core::sc_time_stamp()) {
+            land(p.pa, data + p.offset, p.len);
+            continue;
+        }
+        const pending_key key{visible, m_pending_seq++};
+        m_pending[key] = pending_write{
+            p.pa, std::vector<uint8_t>(data + p.offset, data + p.offset + p.len), arrival};
+        m_notify.at(key.first, [this, key] {
+            auto it = m_pending.find(key);
+            pending_write w = std::move(it->second);
+            m_pending.erase(it);
+            land(w.addr, w.data.data(), w.data.size());
+        });
+    }
+    return visible;
+}
+
 void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     const uint64_t addr = gp.get_address();
     const uint64_t len = gp.get_data_length();
@@ -103,48 +203,30 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         gp.set_response_status(tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE);
     } else if (gp.get_streaming_width() < len) {
         gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
-    } else if (!m_mem.contains(addr, len)) {
+    } else if (!gp.is_read() && !gp.is_write()) {
+        gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+    } else if (gp.is_write() && m_on_interrupt && addr == m_msi_addr && len <= 8) {
+        ++m_interrupts;
+        // Not translated, but not ahead of the writes before it (the EQE it announces).
+        const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+        m_notify.at(after_writes_before(arrival, arrival), m_on_interrupt);
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    } else if (const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+               !resolve(addr, len, gp.is_write(), delay)) {
         gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     } else if (gp.is_read()) {
         ++m_reads;
         m_read_bytes += len;
-        check_owner(addr, len, false, gp.get_extension<dma_origin_ext>());
-        m_mem.read(addr, gp.get_data_ptr(), len);
-        const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
-        for (const auto& [key, w] : m_pending) {
-            if (key.first > arrival) break;
-            const uint64_t lo = std::max(addr, w.addr);
-            const uint64_t hi = std::min(addr + len, w.addr + w.data.size());
-            if (lo < hi)
-                std::copy(w.data.begin() + (lo - w.addr), w.data.begin() + (hi - w.addr),
-                          gp.get_data_ptr() + (lo - addr));
-        }
+        serve_read(gp, arrival);
         delay += m_mem_latency;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    } else if (gp.is_write() && m_on_interrupt && addr == m_msi_addr && len <= 8) {
-        ++m_interrupts;
-        m_notify.at(sc_core::sc_time_stamp() + delay, m_on_interrupt);
-        gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    } else if (gp.is_write()) {
+    } else {
         ++m_writes;
         m_write_bytes += len;
-        check_owner(addr, len, true, gp.get_extension<dma_origin_ext>());
-        if (delay == sc_core::SC_ZERO_TIME) {
-            land(addr, gp.get_data_ptr(), len);
-        } else {
-            const pending_key key{sc_core::sc_time_stamp() + delay, m_pending_seq++};
-            const uint8_t* p = gp.get_data_ptr();
-            m_pending[key] = pending_write{addr, std::vector<uint8_t>(p, p + len)};
-            m_notify.at(key.first, [this, key] {
-                auto it = m_pending.find(key);
-                pending_write w = std::move(it->second);
-                m_pending.erase(it);
-                land(w.addr, w.data.data(), w.data.size());
-            });
-        }
+        // Held until visible: the link holds the sender back as long (tlm/pcie_link.h).
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        delay = serve_write(gp, arrival, now + delay) - now;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    } else {
-        gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     }
     if (!gp.is_response_ok()) ++m_errors;
 }

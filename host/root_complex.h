@@ -1,6 +1,15 @@
 // The root complex in front of host memory: the target of the HCA's DMA. With the IOMMU disabled
-// a DMA address is a physical address, so a read or write goes straight to physical memory;
-// addresses beyond memory get TLM_ADDRESS_ERROR_RESPONSE. Reads add the DRAM latency
+// a DMA address is a physical address, so a read or write goes straight to physical memory.
+// With it enabled (host/iommu.h) a DMA address is an IOVA: each IO page the request touches is
+// translated on its own (the pages may be scattered in physical memory), the page walks of IOTLB
+// misses add to the request's delay, and a request with an IO page fault moves no byte.
+// Walks take the IOMMU's one page walker (host/iommu.h). Posted writes still become visible in
+// order of arrival, a read sees
+// every write that arrived before it, and an MSI-X message comes after the writes before it
+// (the EQE it announces). A fault,
+// or an address beyond memory, gets TLM_ADDRESS_ERROR_RESPONSE (the PCIe completer's Unsupported
+// Request / Completer Abort), which the HCA turns into an error completion. Everything below
+// works on the physical pieces of the request. Reads add the DRAM latency
 // (host.cpu.mem_latency) to the annotated delay. A write lands in memory when it arrives, at
 // now + delay: until then it waits in a pending list, so a CPU polling memory does not see data
 // still on the link; a DMA read arriving after a pending write sees it (PCIe ordering: reads do
@@ -20,8 +29,9 @@
 // stale_dma_events and printed as warnings naming the frame, its owner, the page the
 // translation was written for, and the key.
 // Interrupts: a DMA write to the registered MSI address is an MSI-X message; it is not stored,
-// the handler runs when it arrives.
-// Abstracted: IOMMU/IOTLB (host.iommu), DMA ordering rules, DRAM bandwidth and bank conflicts.
+// the handler runs when it arrives. It is never translated: on x86 the MSI window 0xFEE00000 is
+// outside DMA remapping (interrupt remapping, not modelled, is a separate table).
+// Abstracted: DMA ordering rules, DRAM bandwidth and bank conflicts.
 #pragma once
 
 #include <cstdint>
@@ -35,6 +45,7 @@
 #include <tlm>
 
 #include "host/frame_allocator.h"
+#include "host/iommu.h"
 #include "host/phys_mem.h"
 #include "sim/kernel.h"
 #include "sim/stats.h"
@@ -63,6 +74,8 @@ class root_complex : public sc_core::sc_module {
     void set_origin_resolver(origin_resolver fn) { m_resolve = std::move(fn); }
     // DMA writes to [addr, addr + 8) are MSI-X messages: `fn` runs when one arrives.
     void set_interrupt(uint64_t addr, std::function<void()> fn);
+    // DMA addresses are translated by `mmu` when it is enabled (nullptr: physical addresses).
+    void set_iommu(iommu* mmu) { m_iommu = mmu; }
     static constexpr size_t max_stale_events = 16;
 
   private:
@@ -73,12 +86,30 @@ class root_complex : public sc_core::sc_module {
     struct pending_write {
         uint64_t addr = 0;
         std::vector<uint8_t> data;
+        sc_core::sc_time arrival;  // at the root complex, before translation
     };
     using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // arrival, sequence
+    // A physically contiguous part of a request: `len` bytes at `pa`, `offset` into the request.
+    struct piece {
+        uint64_t pa = 0, len = 0, offset = 0;
+    };
+    bool translating() const;
+    // Splits the request into m_pieces (translating IO pages when the IOMMU is on: `delay` then
+    // ends when its translation is done); false on an IO page fault or a piece beyond memory.
+    bool resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_time& delay);
+    void serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival);
+    // `translated`: when the request's translation is done (its arrival without the IOMMU).
+    // Returns when the write becomes visible.
+    sc_core::sc_time serve_write(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival,
+                                 const sc_core::sc_time& translated);
+    // `at`, or later when a write that arrived by `arrival` becomes visible later (IOMMU on).
+    sc_core::sc_time after_writes_before(const sc_core::sc_time& arrival, sc_core::sc_time at);
     void land(uint64_t addr, const uint8_t* data, uint64_t len);
     void notify_write(uint64_t addr, uint64_t len);
     // Counts and reports the frames of the access that are not the origin's; true if any.
-    bool check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext);
+    // `origin_offset`: where the access starts in the request the origin describes.
+    bool check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext,
+                     uint64_t origin_offset);
     void report_stale(uint64_t pfn, bool write, const dma_origin& o, bool resolved, uint32_t pid,
                       uint64_t va);
 
@@ -92,6 +123,12 @@ class root_complex : public sc_core::sc_module {
     std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
     watch_id m_next_id = 1;
     origin_resolver m_resolve;
+    iommu* m_iommu = nullptr;
+    std::vector<piece> m_pieces;  // of the request being served (reused: no allocation per DMA)
+    // IOMMU on: writes not yet visible, arrival -> when visible (nondecreasing with arrival: a
+    // write waits for the ones that arrived before it, so the last entry at or before a time
+    // is the latest visibility among the writes that arrived by then).
+    std::map<sc_core::sc_time, sc_core::sc_time> m_write_order;
     uint64_t m_msi_addr = 0;
     std::function<void()> m_on_interrupt;
     json m_stale_events = json::array();

@@ -20,6 +20,9 @@ struct mr_attr {
     bool has_iova = false;  // requested IOVA (what remote peers use); 0 = zero-based
     uint64_t iova = 0;
     bool pin = true;  // false: the driver-bug mode that skips pinning
+    // false: the driver-bug mode that writes physical addresses into the translation entries
+    // instead of DMA-mapping the pages (the same with the IOMMU off; IO page faults with it on)
+    bool dma_map = true;
 };
 
 struct mr_info {

@@ -99,9 +99,10 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         sc_core::sc_time sent;
         sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
                                              tlp_overhead(true), now + delay, &sent);
-        sc_core::sc_time host_delay = arrival - now;
+        const sc_core::sc_time offered = arrival - now;
+        sc_core::sc_time host_delay = offered;
         dma_out->b_transport(gp, host_delay);
-        delay = sent - now;
+        delay = sent - now + (host_delay - offered);
     } else if (gp.is_read()) {
         ++m_dma_reads;
         sc_core::sc_time issued = now + delay;

@@ -8,7 +8,9 @@
 // the delay passed back is when it is done at the requester (a posted write: the last TLP has
 // left; a read: the last completion has arrived). Functional effects happen at call time; targets
 // that care about *when* an effect becomes visible use the annotated delay (host memory notifies
-// pollers then).
+// pollers then). A target that holds a posted write past its arrival (the root complex while the
+// IOMMU translates it) passes the extra time back, and the write is done that much later at the
+// requester: the TLPs wait in the root port, whose posted credits hold the sender back.
 //
 //   hca dma_out --> dma_in [upstream] dma_out --> root complex (host memory)
 //   host mmio   --> mmio_in [downstream] mmio_out --> HCA BAR0

@@ -9,30 +9,14 @@
 #include <map>
 
 #include "sim/stats.h"
+#include "support/host_bench.h"
 
 using namespace hcasim;
 
 namespace {
 constexpr uint64_t page = 4096;
 
-tlm::tlm_response_status dma(root_complex& rc, tlm::tlm_command cmd, uint64_t addr,
-                             std::vector<uint8_t>& data, const dma_origin* origin) {
-    tlm::tlm_generic_payload gp;
-    gp.set_command(cmd);
-    gp.set_address(addr);
-    gp.set_data_ptr(data.data());
-    gp.set_data_length(static_cast<unsigned>(data.size()));
-    gp.set_streaming_width(static_cast<unsigned>(data.size()));
-    dma_origin_ext ext;
-    if (origin) {
-        ext.origin = *origin;
-        gp.set_extension(&ext);
-    }
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    rc.b_transport(gp, delay);
-    if (origin) gp.clear_extension(&ext);
-    return gp.get_response_status();
-}
+using hcasim::test::rc_dma;
 }  // namespace
 
 TEST(root_complex, stale_dma_names_frame_owners_and_key) {
@@ -60,13 +44,13 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     o.page_offset = 0x800;
 
     std::vector<uint8_t> bytes(2 * page, 0xab);
-    EXPECT_EQ(dma(rc, tlm::TLM_WRITE_COMMAND, 0x40800, bytes, &o), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40800, bytes, &o), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(stats.to_json()["stale_dma"], 0) << "three pages, each still its entry's page";
 
     // Page 0x11 goes away and its frame goes to pid 2.
     frames.release(0x41);
     ASSERT_EQ(frames.alloc_specific(0x41, frame_owner{frame_use::user, 2, 0x77}), 0);
-    EXPECT_EQ(dma(rc, tlm::TLM_WRITE_COMMAND, 0x40800, bytes, &o), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40800, bytes, &o), tlm::TLM_OK_RESPONSE);
     json s = stats.to_json();
     EXPECT_EQ(s["stale_dma"], 1) << "one of the three frames changed hands";
     const json& e = s["stale_dma_events"][0];
@@ -84,12 +68,12 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     frames.release(0x42);
     std::vector<uint8_t> small(16);
     dma_origin o2 = o.advanced(2 * page);  // entry 102
-    EXPECT_EQ(dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, &o2), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, &o2), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(stats.to_json()["stale_dma"], 2);
     EXPECT_EQ(stats.to_json()["stale_dma_events"][1]["owner"]["use"], "free");
-    EXPECT_EQ(dma(rc, tlm::TLM_READ_COMMAND, 0x43000, small, nullptr), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x43000, small, nullptr), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(stats.to_json()["stale_dma"], 2) << "kernel-style DMA to an allocated frame is fine";
-    EXPECT_EQ(dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, nullptr), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, nullptr), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(stats.to_json()["stale_dma"], 3) << "but not to a free one";
 }
 
