@@ -413,7 +413,16 @@ std::vector<op_decl> build_ops() {
     return ops;
 }
 
-field_shape perftest_shape(uint64_t default_size) {
+// `connections`: the transports perftest's -c accepts for this test (UD: sends only; UC: writes
+// and sends).
+field_shape perftest_shape(uint64_t default_size, std::vector<std::string> connections) {
+    std::string conn_desc = "connection type (-c)";
+    if (connections.size() == 1)
+        conn_desc += "; perftest runs this test over RC only";
+    else if (std::find(connections.begin(), connections.end(), "UD") != connections.end())
+        conn_desc += "; over UD a message must fit the path MTU: a larger size is refused, the "
+                     "default size becomes the MTU and all_sizes stops at it (as perftest); the "
+                     "receive buffers get 40 bytes more for the GRH";
     field_shape s;
     s.fields = {
         ref("client", resource_kind::node, true, "node running the client (requester)"),
@@ -428,6 +437,7 @@ field_shape perftest_shape(uint64_t default_size) {
         choice("access_pattern", {"sequential", "random"}, false, "offsets within mr_size",
                "sequential"),
         opt("all_sizes", field_kind::flag, "run every size 2..2^23 (-a)", false),
+        choice("connection", std::move(connections), false, conn_desc, "RC"),
     };
     return s;
 }
@@ -438,10 +448,13 @@ std::vector<op_decl> build_workloads() {
         std::string b = base;
         uint64_t bw_size = b == "atomic" ? 8 : 65536;
         uint64_t lat_size = b == "atomic" ? 8 : 2;
+        std::vector<std::string> conns = b == "send"    ? std::vector<std::string>{"RC", "UC", "UD"}
+                                         : b == "write" ? std::vector<std::string>{"RC", "UC"}
+                                                        : std::vector<std::string>{"RC"};
         w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s",
-                     perftest_shape(bw_size)});
+                     perftest_shape(bw_size, conns)});
         w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s",
-                     perftest_shape(lat_size)});
+                     perftest_shape(lat_size, conns)});
     }
     field_shape s;
     s.fields = {ref("node", resource_kind::node, true, "node whose DMA engine moves the data"),

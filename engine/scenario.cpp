@@ -99,6 +99,7 @@ class checker {
     void load_program(json& doc);
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
+    void fit_ud_size(json& w, const std::string& p, bool size_given);
     void load_trace(const json& v);
     json* top_array(json& doc, const std::string& key, const std::string& expected);
 
@@ -424,11 +425,26 @@ void checker::load_workloads(json& doc) {
             continue;
         }
         size_t before = m_d.lines().size();
+        const field_decl* conn = decl->shape.find("connection");
+        if (conn && w.contains("connection") && w["connection"].is_string()) {
+            // A transport perftest knows, but not for this test: say which tests take it.
+            const std::string c = w["connection"].get<std::string>();
+            if ((c == "UC" || c == "UD") && !contains(conn->choices, c)) {
+                m_d.error(pointer_join(p, "connection"),
+                          decl->name + " does not run over " + c +
+                              " (perftest -c: UD for send tests, UC for write and send tests)",
+                          "one of " + joined(conn->choices));
+                w.erase("connection");
+            }
+        }
+        const bool size_given = w.contains("size");
         check_shape(decl->shape, w, p, {"type"});
         auto client = w.find("client"), server = w.find("server");
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
                       "two different nodes");
+        if (m_d.lines().size() == before && conn && w.value("connection", "") == "UD")
+            fit_ud_size(w, p, size_given);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
         if (m_d.lines().size() != before) continue;
@@ -440,6 +456,25 @@ void checker::load_workloads(json& doc) {
         spec.args.erase("type");
         m_s.workloads.push_back(std::move(spec));
     }
+}
+
+// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU
+// of client and server) and lowers its default size to it.
+void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
+    const node_config* c = m_s.node(w["client"].get<std::string>());
+    const node_config* s = m_s.node(w["server"].get<std::string>());
+    if (!c || !s) return;
+    const uint64_t mtu = std::min(c->hca.port.mtu, s->hca.port.mtu);
+    auto size = parse_size(w["size"]);
+    if (!size || *size <= mtu) return;
+    if (size_given && !w.value("all_sizes", false))
+        m_d.error(pointer_join(p, "size"),
+                  "a UD message of " + std::to_string(*size) + " bytes does not fit the path MTU of " +
+                      std::to_string(mtu) + " bytes (hca.port.mtu of " + w["client"].dump() +
+                      " and " + w["server"].dump() + ")",
+                  "a size of at most " + std::to_string(mtu) + " over UD");
+    else
+        w["size"] = mtu;
 }
 
 void checker::check_shape(const field_shape& shape, json& obj, const std::string& ptr,

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <memory>
+#include <optional>
 
 #include "sim/stats.h"
 #include "sim/units.h"
@@ -15,6 +16,11 @@ using namespace hca_if;
 namespace {
 
 const sc_core::sc_time k_stall = sc_core::sc_time(100, sc_core::SC_MS);  // no progress for this long = stalled
+const uint32_t k_qkey = 0x11111111;  // perftest's DEF_QKEY
+const uint64_t k_grh = 40;           // a UD receive buffer's room for the GRH, before the payload
+const uint64_t k_unreliable_rx_depth = 512;  // perftest's default rx depth (-r)
+// UC/UD send_bw: the client is done and no message arrived for this long = the rest were dropped.
+const sc_core::sc_time k_quiet = sc_core::sc_time(50, sc_core::SC_US);
 
 uint64_t arg_u64(const json& a, const char* key, uint64_t dflt) {
     if (!a.contains(key)) return dflt;
@@ -41,14 +47,22 @@ struct side {
     mr_info mr;
     uint32_t cq = 0;
     std::vector<qp_info> qps;
+    uint32_t ah = 0;  // UD: the address handle to the peer
 };
 
 struct params {
     std::string type;
+    qp_type conn = qp_type::rc;
     uint64_t size = 0, iters = 0, qps = 1, tx_depth = 128, mr_size = 0, page_size = 4096;
+    // Receives kept posted by a send test's server: UC and UD have no RNR flow control, so a
+    // message finding none is dropped; perftest posts its rx depth (512) for them.
+    uint64_t rx_depth = 128;
+    uint64_t grh = 0;  // UD: a message lands this far into its receive buffer
     bool random = false;
     uint64_t slot_bytes = 0;  // per-QP share of the buffer
 };
+
+const char* conn_name(qp_type t) { return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC"; }
 
 void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s) {
     s.node = node;
@@ -65,24 +79,44 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     attr.length = s.length;
     attr.access = access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
     require(s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
-    const uint32_t depth = static_cast<uint32_t>(std::max<uint64_t>(p.tx_depth * p.qps, 64));
-    require(s.h->create_cq(s.pid, std::min<uint32_t>(depth * 2, 65536), s.cq), node + ": create_cq");
+    const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
+    require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), s.cq), node + ": create_cq");
     for (uint64_t q = 0; q < p.qps; ++q) {
         qp_attr qa;
         qa.pd = s.pd;
-        qa.type = qp_type::rc;
+        qa.type = p.conn;
         qa.send_cqn = s.cq;
         qa.recv_cqn = s.cq;
         qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
-        qa.rq_depth = static_cast<uint32_t>(p.tx_depth);
-        qa.access = access::remote_write | access::remote_read | access::remote_atomic;
+        qa.rq_depth = static_cast<uint32_t>(p.rx_depth);
+        qa.access = p.conn == qp_type::rc   ? access::remote_write | access::remote_read | access::remote_atomic
+                    : p.conn == qp_type::uc ? access::remote_write
+                                            : 0;
         qp_info info;
         require(s.h->create_qp(s.pid, qa, info), node + ": create_qp");
         s.qps.push_back(info);
     }
 }
 
-void connect(side& a, side& b) {
+// UD: each QP goes to RTS on its own (a Q_Key at INIT, no remote), and each side addresses the
+// other through one address handle.
+void bring_up_ud(side& s, const side& peer) {
+    for (const auto& qp : s.qps)
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+            require(s.h->modify_qp(qp.qpn, st, 0, 0, st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
+                    s.node + ": modify_qp");
+    ah_attr attr;
+    attr.pd = s.pd;
+    attr.dlid = peer.h->lid();
+    require(s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
+}
+
+void connect(const params& p, side& a, side& b) {
+    if (p.conn == qp_type::ud) {
+        bring_up_ud(a, b);
+        bring_up_ud(b, a);
+        return;
+    }
     for (size_t q = 0; q < a.qps.size(); ++q)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts}) {
             require(a.h->modify_qp(a.qps[q].qpn, st, b.qps[q].qpn, b.h->lid()), a.node + ": modify_qp");
@@ -106,6 +140,14 @@ bool is_atomic(const std::string& t) { return t.rfind("ib_atomic", 0) == 0; }
 bool is_read(const std::string& t) { return t.rfind("ib_read", 0) == 0; }
 bool is_send(const std::string& t) { return t.rfind("ib_send", 0) == 0; }
 
+// UD: a send names its destination (the peer's QP q) in the WR.
+void address(send_wr& wr, const params& p, const side& from, const side& to, uint64_t q) {
+    if (p.conn != qp_type::ud) return;
+    wr.ah = from.ah;
+    wr.remote_qpn = to.qps[q].qpn;
+    wr.remote_qkey = k_qkey;
+}
+
 send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset, uint64_t wr_id, bool signaled) {
     send_wr wr;
     wr.wr_id = wr_id;
@@ -124,6 +166,7 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
     wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey, local.mr.iova + base});
     wr.remote_addr = remote.mr.iova + base;
     wr.rkey = remote.mr.rkey;
+    address(wr, p, local, remote, q);
     return wr;
 }
 
@@ -131,20 +174,30 @@ void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
     recv_wr r;
     r.wr_id = (q << 40) | seq;
-    r.sges.push_back(sge{static_cast<uint32_t>(p.size), s.mr.lkey, s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
+    r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey, s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
     require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
 }
 
-// Waits for at least one completion, then takes what else is there.
-std::vector<work_completion> reap(side& s, int max) {
-    std::vector<work_completion> wcs = s.h->wait_cq(s.cq, 1, k_stall);
-    if (wcs.empty()) throw workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() + " (stalled)"};
+workload_error stalled(const side& s) {
+    return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() + " (stalled)"};
+}
+
+// Waits up to `timeout` for at least one completion, then takes what else is there.
+std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout) {
+    std::vector<work_completion> wcs = s.h->wait_cq(s.cq, 1, timeout);
+    if (wcs.empty()) return wcs;
     std::vector<work_completion> more;
     s.h->poll_cq(s.cq, max, more);
     wcs.insert(wcs.end(), more.begin(), more.end());
     for (const auto& wc : wcs)
         if (wc.status != wc_status::success)
             throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) + " with status " + to_string(wc.status)};
+    return wcs;
+}
+
+std::vector<work_completion> reap(side& s, int max) {
+    std::vector<work_completion> wcs = try_reap(s, max, k_stall);
+    if (wcs.empty()) throw stalled(s);
     return wcs;
 }
 
@@ -157,13 +210,15 @@ void drain(side& s) {
             throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) + " with status " + to_string(wc.status)};
 }
 
-// Bytes of the last message each QP moved are the same on both ends (functional check).
+// Bytes of the last message each QP moved are the same on both ends (functional check); over UD
+// they land past the GRH's room.
 bool data_landed(const params& p, side& client, side& server, const std::vector<uint64_t>& last_offset) {
     for (uint64_t q = 0; q < p.qps; ++q) {
         std::vector<uint8_t> a, b;
         const uint64_t off = q * p.slot_bytes + last_offset[q];
         const uint64_t len = is_atomic(p.type) ? 0 : p.size;
-        if (client.h->read_mem(client.pid, client.va + off, len, a) || server.h->read_mem(server.pid, server.va + off, len, b)) return false;
+        if (client.h->read_mem(client.pid, client.va + off, len, a) || server.h->read_mem(server.pid, server.va + off + p.grh, len, b))
+            return false;
         if (a != b) return false;
     }
     return true;
@@ -176,25 +231,41 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     std::vector<uint64_t> posted(p.qps, 0), completed(p.qps, 0), last_offset(p.qps, 0);
     std::vector<std::vector<uint64_t>> post_time(p.qps);
     const bool send = is_send(p.type);
-    bool server_done = !send;
+    bool server_done = !send, client_done = false;
+    uint64_t received = 0;
+    std::optional<workload_error> server_error;  // thrown in the server's thread, rethrown here
     sc_core::sc_event server_finished;
     if (send) {
         // The server keeps receive WQEs posted and reposts one per completion, as ib_send_bw does.
         sc_core::sc_spawn_options opts;
         opts.set_stack_size(16 << 20);
         sc_core::sc_spawn([&] {
+          try {
             std::vector<uint64_t> recvd(p.qps, 0), reposted(p.qps, 0);
             for (uint64_t q = 0; q < p.qps; ++q)
-                for (; reposted[q] < std::min(p.tx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
-            uint64_t total = 0;
-            while (total < p.iters * p.qps) {
-                for (const auto& wc : reap(server, 64)) {
+                for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
+            // Over UC and UD a message finding no receive posted is dropped: once the client is
+            // done and nothing arrives for k_quiet, the rest are lost.
+            const bool reliable = p.conn == qp_type::rc;
+            uint64_t idle_since = now_ps();
+            while (received < p.iters * p.qps) {
+                const auto wcs = try_reap(server, 64, reliable ? k_stall : k_quiet);
+                if (wcs.empty()) {
+                    if (reliable || now_ps() - idle_since >= to_ps(k_stall)) throw stalled(server);
+                    if (client_done) break;
+                    continue;
+                }
+                idle_since = now_ps();
+                for (const auto& wc : wcs) {
                     const uint64_t q = wc.wr_id >> 40;
                     ++recvd[q];
-                    ++total;
+                    ++received;
                     if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
                 }
             }
+          } catch (const workload_error& e) {
+            server_error = e;
+          }
             server_done = true;
             server_finished.notify();
         }, sc_core::sc_gen_unique_name("send_bw_server"), &opts);
@@ -225,7 +296,9 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         }
     }
     const uint64_t end = now_ps();
+    client_done = true;
     if (!server_done) sc_core::wait(server_finished);
+    if (server_error) throw *server_error;
     const double seconds = static_cast<double>(end - start) * 1e-12;
     const double ops = static_cast<double>(p.iters * p.qps);
     const uint64_t bytes = (is_atomic(p.type) ? 8 : p.size) * p.iters * p.qps;
@@ -239,6 +312,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     r["lat_ns"] = lat.to_json_ns();
     r["lat_ns"]["what"] = "post to completion of signaled WQEs";
     r["data_check"] = data_landed(p, client, server, last_offset) ? "ok" : "mismatch";
+    if (send && p.conn != qp_type::rc) r["lost"] = p.iters * p.qps - received;
     return r;
 }
 
@@ -280,12 +354,13 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova});
         wr.remote_addr = to.mr.iova + (pingpong ? n : 0);
         wr.rkey = to.mr.rkey;
+        address(wr, p, from, to, 0);
         return wr;
     };
     auto recv_into = [&](side& s, uint64_t id) {
         recv_wr r;
         r.wr_id = id;
-        r.sges.push_back(sge{static_cast<uint32_t>(n), s.mr.lkey, s.mr.iova + n});
+        r.sges.push_back(sge{static_cast<uint32_t>(n + p.grh), s.mr.lkey, s.mr.iova + n});
         require(s.h->post_recv(s.qps[0].qpn, r), s.node + ": post_recv");
     };
     if (send) {
@@ -301,7 +376,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node + ": post_send");
             if (send) {
                 reap(server, 1);  // the receive
-                recv_into(server, i + 1);
+                // Only for a next message: a receive left posted would take the next size's.
+                if (i + 1 < p.iters) recv_into(server, i + 1);
             } else {
                 wait_for_byte(server, server.va + 2 * n - 1, tag);
             }
@@ -311,7 +387,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                 // The client's send completion and the reply's receive.
                 int got = 0;
                 while (got < 2) got += static_cast<int>(reap(client, 2).size());
-                recv_into(client, i + 1);
+                if (i + 1 < p.iters) recv_into(client, i + 1);
                 reap(server, 1);  // the server's send completion
             } else {
                 wait_for_byte(client, client.va + 2 * n - 1, tag);
@@ -349,7 +425,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     } else if (is_read(p.type)) {
         ok = !client.h->read_mem(client.pid, client.va + n, n, a) && !server.h->read_mem(server.pid, server.va, n, b) && a == b;
     } else {
-        ok = !client.h->read_mem(client.pid, client.va, n, a) && !server.h->read_mem(server.pid, server.va + n, n, b) && a == b;
+        ok = !client.h->read_mem(client.pid, client.va, n, a) && !server.h->read_mem(server.pid, server.va + n + p.grh, n, b) && a == b;
     }
     r["data_check"] = ok ? "ok" : "mismatch";
     return r;
@@ -428,28 +504,38 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.qps = lat ? 1 : std::max<uint64_t>(1, arg_u64(a, "qps", 1));
             p.tx_depth = std::max<uint64_t>(1, arg_u64(a, "tx_depth", lat ? 1 : 128));
             p.page_size = arg_u64(a, "page_size", 4096);
+            const std::string conn = a.value("connection", std::string("RC"));
+            p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
+            p.rx_depth = p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
+            p.grh = p.conn == qp_type::ud ? k_grh : 0;
             // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
             p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+            const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
+            // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
+            const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu, w.at(sn).hca().config().port.mtu)
+                                                            : (1ULL << 23);
             std::vector<uint64_t> sizes;
             if (a.value("all_sizes", false)) {
-                for (uint64_t s = 2; s <= (1ULL << 23); s <<= 1) sizes.push_back(s);
+                for (uint64_t s = 2; s <= max_size; s <<= 1) sizes.push_back(s);
             } else {
                 sizes.push_back(arg_u64(a, "size", lat ? 2 : 65536));
+                if (sizes[0] > max_size)
+                    throw workload_error{"a UD message of " + std::to_string(sizes[0]) + " bytes exceeds the path MTU of " +
+                                         std::to_string(max_size) + " bytes"};
             }
             if (is_atomic(p.type)) sizes = {8};
-            const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
             const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
             p.size = largest;
             p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
-            p.slot_bytes = lat ? 2 * largest : p.mr_size;
+            p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
             if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
-            out["description"] = cn + " -> " + sn + ", RC, " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
+            out["description"] = cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
                                  (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "");
             const std::string process = "perftest" + std::to_string(spec.index);
             side client, server;
             setup(w, cn, process, p, seed * 2 + 1, client);
             setup(w, sn, process, p, 1, server);
-            connect(client, server);
+            connect(p, client, server);
             json rows = json::array();
             for (uint64_t size : sizes) {
                 params ps = p;
