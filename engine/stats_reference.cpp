@@ -48,6 +48,7 @@ const std::vector<stats_key>& fixed_keys() {
         {"workloads.<i>.mops", "Mop/s", "value", "operations per second (10^6), perftest's MsgRate"},
         {"workloads.<i>.lat_ns", "ns", "histogram", "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed (`*_lat`: half round trip, perftest semantics)", true},
         {"workloads.<i>.data_check", "", "value", "`ok` when the last message's bytes landed where the keys say, else `mismatch`"},
+        {"workloads.<i>.lost", "messages", "value", "UC/UD send bandwidth tests: messages the server never received (dropped for want of a posted receive; no RNR flow control)"},
         {"workloads.<i>.sizes", "", "list", "with `all_sizes`: one row per size with size, iters, bytes, time_ns, gbps, mops, lat_ns, data_check", true},
         {"workloads.<i>.error", "", "value", "why the workload could not run (setup verb failed)"},
         {"workloads.<i>.events", "events", "value", "kernel events the workload took"},

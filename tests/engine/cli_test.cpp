@@ -113,6 +113,15 @@ const std::vector<bad_case>& bad_cases() {
           "/program/1/length: cannot read \"4XiB\" (expected a size in bytes, e.g. 4096 or "
           "\"4KiB\")",
           "/workloads/0/iters: value 0 out of range (expected an integer in [1, 1000000000000])"}},
+        {"bad_connection.json",
+         {"/workloads/0/connection: ib_read_bw does not run over UD (perftest -c: UD for send "
+          "tests, UC for write and send tests) (expected one of RC)",
+          "/workloads/1/connection: ib_write_lat does not run over UD (perftest -c: UD for send "
+          "tests, UC for write and send tests) (expected one of RC, UC)",
+          "/workloads/2/size: a UD message of 4096 bytes does not fit the path MTU of 2048 bytes "
+          "(hca.port.mtu of \"a\" and \"b\") (expected a size of at most 2048 over UD)",
+          "/workloads/3/connection: unknown value \"XRC\", did you mean \"RC\"? (expected one of "
+          "RC, UC, UD)"}},
     };
     return cases;
 }

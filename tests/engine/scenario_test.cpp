@@ -308,6 +308,28 @@ TEST(scenario_loader, workloads_get_perftest_defaults) {
     EXPECT_EQ(lat.s.workloads[0].args["size"], 2) << "perftest's latency tests default to 2 B";
 }
 
+TEST(scenario_loader, perftest_connection_follows_perftest) {
+    auto ok = load(R"({"nodes": {"a": {"hca": {"port": {"mtu": 2048}}}, "b": {}},
+        "workloads": [{"type": "ib_send_bw", "client": "a", "server": "b", "connection": "UD"},
+        {"type": "ib_send_lat", "client": "a", "server": "b", "connection": "UD", "size": 2048},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "connection": "UC"},
+        {"type": "ib_read_bw", "client": "a", "server": "b"}]})");
+    ASSERT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
+    EXPECT_EQ(ok.s.workloads[0].args["size"], 2048) << "UD: the default size becomes the path MTU";
+    EXPECT_EQ(ok.s.workloads[0].args["mr_size"], 2048);
+    EXPECT_EQ(ok.s.workloads[1].args["size"], 2048);
+    EXPECT_EQ(ok.s.workloads[3].args["connection"], "RC");
+    auto bad = load(R"({"nodes": {"a": {"hca": {"port": {"mtu": 2048}}}, "b": {}},
+        "workloads": [{"type": "ib_read_bw", "client": "a", "server": "b", "connection": "UC"},
+        {"type": "ib_write_lat", "client": "a", "server": "b", "connection": "UD"},
+        {"type": "ib_send_bw", "client": "a", "server": "b", "connection": "UD", "size": "4KiB"}]})");
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/0/connection: ib_read_bw does not run over UC"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/1/connection: ib_write_lat does not run over UD"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/2/size: a UD message of 4096 bytes does not fit "
+                                "the path MTU of 2048 bytes"));
+    EXPECT_TRUE(bad.s.workloads.empty());
+}
+
 TEST(scenario_loader, stat_expectations) {
     auto l = load(R"({"expect": [{"stat": "nodes.a.hca.qpc_cache.hit_rate", "min": 0.9},
         {"stat": ""}, {"stat": "x", "mni": 1}, {"min": 1}]})");
