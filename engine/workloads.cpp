@@ -224,6 +224,31 @@ bool data_landed(const params& p, side& client, side& server, const std::vector<
     return true;
 }
 
+// A send test's server: keeps receive WQEs posted and reposts one per completion, as ib_send_bw
+// does. Over UC and UD a message finding no receive posted is dropped: once the client is done
+// and nothing arrives for k_quiet, the rest are lost.
+void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received) {
+    std::vector<uint64_t> reposted(p.qps, 0);
+    for (uint64_t q = 0; q < p.qps; ++q)
+        for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
+    const bool reliable = p.conn == qp_type::rc;
+    uint64_t idle_since = now_ps();
+    while (received < p.iters * p.qps) {
+        const auto wcs = try_reap(server, 64, reliable ? k_stall : k_quiet);
+        if (wcs.empty()) {
+            if (reliable || now_ps() - idle_since >= to_ps(k_stall)) throw stalled(server);
+            if (client_done) return;
+            continue;
+        }
+        idle_since = now_ps();
+        for (const auto& wc : wcs) {
+            const uint64_t q = wc.wr_id >> 40;
+            ++received;
+            if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
+        }
+    }
+}
+
 json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
     const uint64_t cq_mod = std::min<uint64_t>(100, p.tx_depth);
     const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
@@ -236,36 +261,15 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     std::optional<workload_error> server_error;  // thrown in the server's thread, rethrown here
     sc_core::sc_event server_finished;
     if (send) {
-        // The server keeps receive WQEs posted and reposts one per completion, as ib_send_bw does.
+        // The server runs in its own thread (serve_receives).
         sc_core::sc_spawn_options opts;
         opts.set_stack_size(16 << 20);
         sc_core::sc_spawn([&] {
-          try {
-            std::vector<uint64_t> recvd(p.qps, 0), reposted(p.qps, 0);
-            for (uint64_t q = 0; q < p.qps; ++q)
-                for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
-            // Over UC and UD a message finding no receive posted is dropped: once the client is
-            // done and nothing arrives for k_quiet, the rest are lost.
-            const bool reliable = p.conn == qp_type::rc;
-            uint64_t idle_since = now_ps();
-            while (received < p.iters * p.qps) {
-                const auto wcs = try_reap(server, 64, reliable ? k_stall : k_quiet);
-                if (wcs.empty()) {
-                    if (reliable || now_ps() - idle_since >= to_ps(k_stall)) throw stalled(server);
-                    if (client_done) break;
-                    continue;
-                }
-                idle_since = now_ps();
-                for (const auto& wc : wcs) {
-                    const uint64_t q = wc.wr_id >> 40;
-                    ++recvd[q];
-                    ++received;
-                    if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
-                }
+            try {
+                serve_receives(p, server, client_done, received);
+            } catch (const workload_error& e) {
+                server_error = e;
             }
-          } catch (const workload_error& e) {
-            server_error = e;
-          }
             server_done = true;
             server_finished.notify();
         }, sc_core::sc_gen_unique_name("send_bw_server"), &opts);
