@@ -357,14 +357,19 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     info.pd = attr.pd;
     info.pages = static_cast<uint32_t>(npages);
     out = info;
-    m_mtt_owner[st.mtt_index] = info.handle;
-    m_mrs[info.handle] = std::move(st);
-    ++pd->second.members;
-    ++m_registrations;
+    add_region(std::move(st), pd->second);
     m_registered_pages += npages;
     leave(cpu, 0);
     m_reg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
     return 0;
+}
+
+void driver::add_region(mr_state st, pd_state& pd) {
+    const uint32_t handle = st.info.handle;
+    m_mtt_owner[st.mtt_index] = handle;
+    m_mrs[handle] = std::move(st);
+    ++pd.members;
+    ++m_registrations;
 }
 
 int driver::dereg_mr(uint32_t handle) {

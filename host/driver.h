@@ -243,6 +243,9 @@ class driver : public sc_core::sc_module {
     // Rewrites translation entries [first, first + count) of the region from the page table:
     // present pages get their device address (mapped in the IOMMU when the region has an IOVA
     // range), the others a non-present entry (unmapped in the IOMMU).
+    // A registration is complete: the region enters the tables (by handle and by its first
+    // translation entry), its PD gains a member, and it counts in `registrations`.
+    void add_region(mr_state st, pd_state& pd);
     void write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count,
                    cpu_clock& cpu);
     // ---- the DMA API (driver_dma.cpp) ----

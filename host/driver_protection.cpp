@@ -113,10 +113,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     st.info.pd = attr.pd;
     st.info.pages = static_cast<uint32_t>(attr.pages.size());
     out = st.info;
-    m_mtt_owner[st.mtt_index] = st.info.handle;
-    m_mrs[st.info.handle] = std::move(st);
-    ++pd->second.members;
-    ++m_registrations;
+    add_region(std::move(st), pd->second);
     return leave(cpu, 0);
 }
 
@@ -195,10 +192,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     st.info.access = access;
     st.info.pd = pd_handle;
     out = st.info;
-    m_mtt_owner[st.mtt_index] = st.info.handle;
-    m_mrs[st.info.handle] = std::move(st);
-    ++pd->second.members;
-    ++m_registrations;
+    add_region(std::move(st), pd->second);
     return leave(cpu, 0);
 }
 
