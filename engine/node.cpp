@@ -7,7 +7,7 @@ node::node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, 
       m_lid(lid),
       m_host("host", cfg.host, seed, lid),
       m_pcie("pcie", cfg.pcie, std::string(this->name()) + ".hca.pcie"),
-      m_hca("hca", cfg.hca, cfg.pcie.mrrs) {
+      m_hca("hca", cfg.hca, cfg.pcie.mrrs, cfg.pcie.gen) {
     m_host.mmio_out.bind(m_pcie.mmio_in);
     m_pcie.mmio_out.bind(m_hca.bar_in());
     m_hca.dma_out().bind(m_pcie.dma_in);

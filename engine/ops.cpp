@@ -458,7 +458,7 @@ std::vector<op_decl> build_workloads() {
     }
     field_shape s;
     s.fields = {ref("node", resource_kind::node, true, "node whose DMA engine moves the data"),
-                choice("op", {"read", "write"}, true, "read from or write to host memory"),
+                choice("op", {"read", "write", "write_read"}, true, "read from or write to host memory, or write then read the same bytes (each transfer a write and a read behind it)"),
                 with_default(opt("size", field_kind::size, "bytes per transfer"), 65536),
                 integer("count", 1, 1e12, false, "transfers, back to back", 1000)};
     w.push_back({"dma", "the HCA's DMA engine alone: count transfers of size bytes", s});

@@ -441,7 +441,10 @@ json run_dma(world& w, const workload_spec& spec) {
     node& nd = w.at(node_name);
     host& h = nd.host();
     const uint64_t size = arg_u64(a, "size", 65536), count = arg_u64(a, "count", 100);
-    const bool write = a.value("op", "read") == "write";
+    const std::string op_name = a.value("op", "read");
+    // write_read: a write, then a read of the same bytes right behind it (pcie-bench LAT_WRRD).
+    const bool write_read = op_name == "write_read";
+    const bool write = op_name == "write";
     const uint32_t pid = h.process_id("dma_workload");
     uint64_t va = 0;
     require(h.mmap(pid, size, std::nullopt, 0, {}, va), node_name + ": mmap");
@@ -458,6 +461,14 @@ json run_dma(world& w, const workload_spec& spec) {
     uint64_t end = start;
     std::vector<uint8_t> last_read;
     for (uint64_t i = 0; i < count; ++i) {
+        if (write_read) {
+            auto w = std::make_shared<dma_op>();
+            w->dir = dma_op::direction::write;
+            w->segments = segments;
+            w->data = pattern_bytes(7, size);
+            w->done = [&](dma_op& d) { all_ok = all_ok && d.ok; };
+            nd.hca().dma().submit(w);
+        }
         auto op = std::make_shared<dma_op>();
         op->dir = write ? dma_op::direction::write : dma_op::direction::read;
         op->segments = segments;

@@ -223,6 +223,35 @@ struct host_driver_config {
     }
 };
 
+// The root complex's memory-side costs for DMA (host/root_complex.h).
+struct host_rc_config {
+    time_ps write_commit{180000};
+    time_ps line_interval{18000};
+
+    template <class V>
+    void visit(V& v) {
+        v(line_interval,
+          p_time("line_interval",
+                 "time between two 64 B cache lines of one DMA read request at the completer "
+                 "(the first comes after host.cpu.mem_latency); requests are served in parallel")
+              .range(0, 1e6)
+              .from("pcie-bench LAT_RD, NFP-6000 on Xeon E5-2630 v4, Gen3 x8 (Neugebauer et al., "
+                    "SIGCOMM 2018, data repository): within one 512 B request the latency grows "
+                    "0.3 ns/B (64 B 546 ns, 256 B 626, 512 B 706) where the link moves 0.14 "
+                    "ns/B, while many requests in flight still fill the link (BW_RD 2 KiB "
+                    "55.6 Gb/s): one request's lines come ~18 ns apart"));
+        v(write_commit,
+          p_time("write_commit",
+                 "a posted DMA write's commit: from its arrival at the root complex until it is "
+                 "ordered in the coherent memory system; a later DMA read waits for it")
+              .range(0, 1e7)
+              .from("two DRAM accesses (host.cpu.mem_latency each): the home agent's ownership "
+                    "grant (a directory read in memory on Xeon E5 v4) and the line's write "
+                    "before global observation; Neugebauer et al., SIGCOMM 2018 (pcie-bench "
+                    "LAT_WRRD): a read behind a write takes ~210-230 ns more than alone"));
+    }
+};
+
 struct host_config {
     uint64_t memory = 64ULL << 30;
     uint64_t page_size = 4096;
@@ -234,6 +263,7 @@ struct host_config {
     host_iommu_config iommu;
     host_cpu_config cpu;
     host_driver_config driver;
+    host_rc_config root_complex;
 
     template <class V>
     void visit(V& v) {
@@ -265,6 +295,7 @@ struct host_config {
         v.group("iommu", iommu, "IOMMU between the PCIe link and memory");
         v.group("cpu", cpu, "CPU-side costs of the OS and driver");
         v.group("driver", driver, "the HCA's kernel driver: context table sizes, command timeout");
+        v.group("root_complex", root_complex, "the root complex in front of memory: DMA write commit");
     }
 };
 

@@ -46,7 +46,9 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
     m_iommu = std::make_unique<iommu>(cfg.iommu, to_time(cfg.cpu.mem_latency),
                                       std::string(owner.name()) + ".iommu");
     m_rc = std::make_unique<root_complex>("root_complex", m_mem, m_frames,
-                                          to_time(cfg.cpu.mem_latency), m_stats);
+                                          to_time(cfg.cpu.mem_latency), m_stats,
+                                          to_time(cfg.root_complex.write_commit),
+                                          to_time(cfg.root_complex.line_interval));
     m_rc->set_iommu(m_iommu.get());
     m_driver = std::make_unique<driver>(
         "driver", cfg, seed, lid, m_mem, m_frames, *m_rc, *m_iommu,

@@ -9,12 +9,15 @@ namespace hcasim {
 
 root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
                            const frame_allocator& frames, const sc_core::sc_time& mem_latency,
-                           stats_group& stats)
+                           stats_group& stats, const sc_core::sc_time& write_commit,
+                           const sc_core::sc_time& line_interval)
     : sc_core::sc_module(name),
       m_notify("notify"),
       m_mem(mem),
       m_frames(frames),
       m_mem_latency(mem_latency),
+      m_write_commit(write_commit),
+      m_line_interval(line_interval),
       m_reads(stats.counter("dma_reads", "requests", "DMA reads served by the root complex")),
       m_writes(stats.counter("dma_writes", "requests", "DMA writes served by the root complex")),
       m_read_bytes(stats.counter("dma_read_bytes", "bytes", "bytes the HCA read from host memory")),
@@ -29,7 +32,10 @@ root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
       m_wakeups(stats.counter("watch_wakeups", "wakeups",
                               "watchers fired by a DMA write (software noticing DMA)")),
       m_interrupts(
-          stats.counter("interrupts", "messages", "MSI-X messages received from the HCA")) {
+          stats.counter("interrupts", "messages", "MSI-X messages received from the HCA")),
+      m_commit_wait_ps(stats.counter("dma_commit_wait_ps", "ps",
+                                     "total time DMA reads waited for earlier posted writes to "
+                                     "commit (host.root_complex.write_commit)")) {
     stats.formula("stale_dma_events", "events",
                   "the first stale DMA accesses: time, direction, frame, its owner, the page the "
                   "translation was written for, and the key",
@@ -143,6 +149,16 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
     return at;
 }
 
+sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arrival,
+                                                   sc_core::sc_time at) {
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    while (!m_commits.empty() && m_commits.begin()->second <= now)
+        m_commits.erase(m_commits.begin());
+    auto it = m_commits.upper_bound(arrival);
+    if (it != m_commits.begin()) at = std::max(at, std::prev(it)->second);
+    return at;
+}
+
 void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival) {
     const auto* ext = gp.get_extension<dma_origin_ext>();
     uint8_t* out = gp.get_data_ptr();
@@ -218,14 +234,27 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         ++m_reads;
         m_read_bytes += len;
         serve_read(gp, arrival);
-        delay += m_mem_latency;
+        // The memory access starts when the writes before it are committed.
+        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time ready = now + delay;
+        const sc_core::sc_time start = after_commits_before(arrival, ready);
+        m_commit_wait_ps += to_ps(start - ready);
+        delay = start - now + m_mem_latency;
+        if (auto* pacing = gp.get_extension<completer_pacing_ext>()) pacing->line_interval = m_line_interval;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else {
         ++m_writes;
         m_write_bytes += len;
         // Held until visible: the link holds the sender back as long (tlm/pcie_link.h).
         const sc_core::sc_time now = sc_core::sc_time_stamp();
-        delay = serve_write(gp, arrival, now + delay) - now;
+        const sc_core::sc_time visible = serve_write(gp, arrival, now + delay);
+        delay = visible - now;
+        if (m_write_commit > sc_core::SC_ZERO_TIME) {
+            // Commits complete in order of arrival.
+            sc_core::sc_time commit = after_commits_before(arrival, visible + m_write_commit);
+            sc_core::sc_time& c = m_commits[arrival];
+            c = std::max(c, commit);
+        }
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     }
     if (!gp.is_response_ok()) ++m_errors;

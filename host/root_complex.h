@@ -31,7 +31,14 @@
 // Interrupts: a DMA write to the registered MSI address is an MSI-X message; it is not stored,
 // the handler runs when it arrives. It is never translated: on x86 the MSI window 0xFEE00000 is
 // outside DMA remapping (interrupt remapping, not modelled, is a separate table).
-// Abstracted: DMA ordering rules, DRAM bandwidth and bank conflicts.
+// Commit: a posted write is committed `write_commit` after it is visible (ownership granted,
+// ordered in the coherent domain); a DMA read starts its memory access only when every write
+// that arrived before it is committed (PCIe ordering: a read may not pass a posted write; the
+// cost pcie-bench's LAT_WRRD measures). A CPU sees the data at visibility (DDIO writes into
+// the LLC).
+// A read's first cache line is ready host.cpu.mem_latency after its access starts, the next
+// ones `line_interval` apart (tlm/completer_pacing.h tells the link).
+// Abstracted: relaxed ordering, DRAM bandwidth and bank conflicts.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +56,7 @@
 #include "host/phys_mem.h"
 #include "sim/kernel.h"
 #include "sim/stats.h"
+#include "tlm/completer_pacing.h"
 #include "tlm/dma_origin.h"
 
 namespace hcasim {
@@ -59,7 +67,9 @@ class root_complex : public sc_core::sc_module {
     using byte_ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // {address, length}
 
     root_complex(sc_core::sc_module_name name, phys_mem& mem, const frame_allocator& frames,
-                 const sc_core::sc_time& mem_latency, stats_group& stats);
+                 const sc_core::sc_time& mem_latency, stats_group& stats,
+                 const sc_core::sc_time& write_commit = sc_core::SC_ZERO_TIME,
+                 const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME);
 
     // The dma_in socket's b_transport.
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
@@ -129,6 +139,12 @@ class root_complex : public sc_core::sc_module {
     // write waits for the ones that arrived before it, so the last entry at or before a time
     // is the latest visibility among the writes that arrived by then).
     std::map<sc_core::sc_time, sc_core::sc_time> m_write_order;
+    // Writes not yet committed: arrival -> commit (nondecreasing with arrival).
+    std::map<sc_core::sc_time, sc_core::sc_time> m_commits;
+    sc_core::sc_time m_write_commit;
+    sc_core::sc_time m_line_interval;
+    // When the writes that arrived by `arrival` are all committed (at least `at`).
+    sc_core::sc_time after_commits_before(const sc_core::sc_time& arrival, sc_core::sc_time at);
     uint64_t m_msi_addr = 0;
     std::function<void()> m_on_interrupt;
     json m_stale_events = json::array();
@@ -141,6 +157,7 @@ class root_complex : public sc_core::sc_module {
     uint64_t& m_stale_dma;
     uint64_t& m_wakeups;
     uint64_t& m_interrupts;
+    uint64_t& m_commit_wait_ps;
 };
 
 }  // namespace hcasim

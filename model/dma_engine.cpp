@@ -7,13 +7,14 @@
 namespace hcasim {
 
 dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
-                       uint64_t mrrs)
+                       uint64_t mrrs, uint64_t pcie_gen)
     : sc_core::sc_module(name),
       dma_out("dma_out"),
       m_cfg(cfg),
       m_clk(clk),
       m_mrrs(mrrs),
-      m_tag_free(cfg.read_tags, sc_core::SC_ZERO_TIME),
+      m_tags(cfg.tags_for(pcie_gen)),
+      m_tag_free(m_tags, sc_core::SC_ZERO_TIME),
       m_done("done"),
       m_stats(this->name()),
       m_read_bytes(m_stats.counter("read_bytes", "bytes", "bytes read from host memory")),
@@ -29,7 +30,7 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
     m_stats.formula("tag_utilization", "fraction", "share of the run read tags were held, averaged over tags",
                     [this] {
                         double now = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
-                        return json(now > 0 ? static_cast<double>(m_tag_busy_ps) / (now * static_cast<double>(m_cfg.read_tags)) : 0.0);
+                        return json(now > 0 ? static_cast<double>(m_tag_busy_ps) / (now * static_cast<double>(m_tags)) : 0.0);
                     });
 }
 
@@ -89,6 +90,8 @@ void dma_engine::submit(dma_op_ptr op) {
                     transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
                              seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 *tag = arrived;
+                if (m_cfg.line_cycles)  // the data path reaches the next request after these lines
+                    issue += m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
                 HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));
                 m_tag_busy_ps += to_ps(arrived - issue);
                 finish = std::max(finish, arrived);
@@ -105,6 +108,7 @@ void dma_engine::submit(dma_op_ptr op) {
         // Split the segments further where paced bytes become available.
         size_t pace = 0;
         uint64_t offset = 0;
+        sc_core::sc_time path = begin;
         for (const auto& seg : op->segments) {
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
@@ -115,6 +119,10 @@ void dma_engine::submit(dma_op_ptr op) {
                     ready = std::max(begin, op->pacing[pace].when);
                     if (pace + 1 < op->pacing.size())
                         chunk = std::min(chunk, op->pacing[pace + 1].offset - offset);
+                }
+                if (m_cfg.line_cycles) {  // the bytes leave as the data path moves them
+                    ready = std::max(ready, path) + m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
+                    path = ready;
                 }
                 sc_core::sc_time sent =
                     transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op,

@@ -2,11 +2,11 @@
 
 namespace hcasim {
 
-hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs)
+hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uint64_t pcie_gen)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(cfg.clock.hz),
-      m_dma("dma", cfg.dma, m_clk, mrrs),
+      m_dma("dma", cfg.dma, m_clk, mrrs, pcie_gen),
       m_doorbell("doorbell", cfg.doorbell, m_clk),
       m_qpc_cache("qpc_cache", cfg.qpc_cache, m_clk, m_dma),
       m_wqe_fetcher("wqe_fetcher", cfg.wqe_fetcher, m_clk, m_dma),

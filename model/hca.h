@@ -64,7 +64,7 @@ struct hca_config {
 
 class hca : public sc_core::sc_module {
 public:
-    hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs);
+    hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uint64_t pcie_gen = 3);
 
     tlm_utils::simple_target_socket<doorbell>& bar_in() { return m_doorbell.bar_in; }
     tlm_utils::simple_initiator_socket<dma_engine>& dma_out() { return m_dma.dma_out; }

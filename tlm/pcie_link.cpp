@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/tracer.h"
+#include "tlm/completer_pacing.h"
 
 namespace hcasim {
 
@@ -12,6 +13,44 @@ namespace {
 constexpr uint64_t k_framing_lcrc = 8;  // STP/seq (4) + LCRC (4) for Gen3+; STP+seq+LCRC+END for Gen1/2
 constexpr uint64_t k_cpl_header = 12;   // completions always use a 3DW header
 }  // namespace
+
+namespace {
+// Ack latency limits, which the spec also gives as the UpdateFC guideline for Gen1-5 at widths
+// up to x16 (PCIe Base Spec 5.0 tables 3-7, 3-8, 3-9 and 2-46, 2-47, 2-48), in symbol times, by
+// generation (2.5 GT/s, 5 GT/s, 8 GT/s and faster), width (x1, x2, x4, x8, x16) and MPS (128 B to
+// 4 KiB).
+constexpr uint16_t k_ack_limit[3][5][6] = {
+    {{237, 416, 559, 1071, 2095, 4143},
+     {128, 217, 289, 545, 1057, 2081},
+     {73, 118, 154, 282, 538, 1050},
+     {67, 107, 86, 150, 278, 534},
+     {48, 72, 86, 150, 278, 534}},
+    {{288, 467, 610, 1122, 2146, 4194},
+     {179, 268, 340, 596, 1108, 2132},
+     {124, 169, 205, 333, 589, 1101},
+     {118, 158, 137, 201, 329, 585},
+     {99, 123, 137, 201, 329, 585}},
+    {{333, 512, 655, 1167, 2191, 4239},
+     {224, 313, 385, 641, 1153, 2177},
+     {169, 214, 250, 378, 634, 1146},
+     {163, 203, 182, 246, 374, 630},
+     {144, 168, 182, 246, 374, 630}},
+};
+constexpr double k_dllp_bytes = 8;  // 6 B DLLP + 2 B framing (SDP, or SDP/END)
+}  // namespace
+
+double pcie_config::dllp_share() const {
+    const size_t g = gen <= 1 ? 0 : gen == 2 ? 1 : 2;
+    size_t w = 0;  // the largest tabulated width not above the link's
+    for (uint64_t l = 2; l <= std::min<uint64_t>(lanes, 16); l *= 2) ++w;
+    size_t m = 0;
+    for (uint64_t p = 256; p <= std::min<uint64_t>(mps, 4096); p *= 2) ++m;
+    const double limit = k_ack_limit[g][w][m];
+    // One Ack and one UpdateFC per limit; SKP: 8b/10b 4 symbols per 1538, 128b/130b one
+    // 16-symbol block per 370 blocks of data (§4.2.7).
+    const double skp = gen <= 2 ? 4.0 / 1538.0 : 1.0 / 371.0;
+    return 2 * k_dllp_bytes / limit + skp;
+}
 
 double pcie_config::bytes_per_second() const {
     static const double gts[] = {0, 2.5e9, 5e9, 8e9, 16e9, 32e9};
@@ -26,7 +65,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
       mmio_in("mmio_in"),
       mmio_out("mmio_out"),
       m_cfg(cfg),
-      m_ps_per_byte(1e12 / cfg.bytes_per_second()),
+      m_ps_per_byte(1e12 / cfg.tlp_bytes_per_second()),
       m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
       m_up_bytes(m_stats.counter("up_bytes", "bytes", "bytes sent HCA->host on the link, TLP overhead included")),
       m_down_bytes(m_stats.counter("down_bytes", "bytes", "bytes sent host->HCA on the link, TLP overhead included")),
@@ -37,6 +76,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
       m_dma_reads(m_stats.counter("dma_reads", "requests", "DMA read transactions from the HCA")),
       m_dma_writes(m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
       m_errors(m_stats.counter("errors", "transactions", "transactions answered with an error response")),
+      m_order_wait_ps(m_stats.counter("order_wait_ps", "ps", "total time DMA read requests waited behind posted writes handed to the link before them")),
       m_read_latency(m_stats.latency("read_latency", "DMA read: request handed to the link until its last completion arrived")) {
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
@@ -50,6 +90,8 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
                     [this, utilization] { return utilization(m_down); });
     m_stats.formula("gbps_raw", "Gb/s", "link payload capacity per direction after line encoding",
                     [this] { return json(m_cfg.bytes_per_second() * 8 / 1e9); });
+    m_stats.formula("dllp_share", "fraction", "share of each direction taken by Ack/UpdateFC DLLPs and SKP ordered sets",
+                    [this] { return json(m_cfg.dllp_share()); });
 }
 
 sc_core::sc_time pcie_link::wire_time(uint64_t bytes) const {
@@ -64,8 +106,10 @@ uint64_t pcie_link::tlp_overhead(bool request_header) const {
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                       uint64_t payload, uint64_t max_payload, uint64_t align,
                                       uint64_t overhead, const sc_core::sc_time& start,
-                                      sc_core::sc_time* last_sent) {
+                                      sc_core::sc_time* last_sent,
+                                      const sc_core::sc_time& line_interval) {
     sc_core::sc_time ready = start;
+    const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
     uint64_t left = payload;
     do {
@@ -74,6 +118,8 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             uint64_t end = (addr + chunk) / align * align;
             if (end > addr) chunk = end - addr;
         }
+        if (line_interval > sc_core::SC_ZERO_TIME)
+            ready = std::max(ready, start + line_interval * static_cast<double>((addr + chunk - 1) / 64 - first_line));
         uint64_t bytes = chunk + overhead;
         sc_core::sc_time dur = wire_time(bytes);
         sc_core::sc_time begin = dir.reserve(ready, dur);
@@ -99,12 +145,18 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         sc_core::sc_time sent;
         sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
                                              tlp_overhead(true), now + delay, &sent);
+        m_posted_sent = std::max(m_posted_sent, sent);
         const sc_core::sc_time offered = arrival - now;
         sc_core::sc_time host_delay = offered;
         dma_out->b_transport(gp, host_delay);
         delay = sent - now + (host_delay - offered);
     } else if (gp.is_read()) {
         ++m_dma_reads;
+        // A read request may not pass the posted writes handed to the link before it (§2.4.1).
+        if (now + delay < m_posted_sent) {
+            m_order_wait_ps += to_ps(m_posted_sent - (now + delay));
+            delay = m_posted_sent - now;
+        }
         sc_core::sc_time issued = now + delay;
         // Request TLPs, one per MRRS chunk, then the completer answers each request with its own
         // completions (PCIe 3.0 §2.3.1.1: completions never cross a request's boundary).
@@ -124,14 +176,17 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
             left -= chunk;
         } while (left > 0);
         sc_core::sc_time host_delay = requests.front().arrival - now;
+        completer_pacing_ext pacing;
+        gp.set_extension(&pacing);
         dma_out->b_transport(gp, host_delay);  // the root complex adds its memory latency
+        gp.clear_extension(&pacing);
         const sc_core::sc_time memory = (now + host_delay) - requests.front().arrival;
         m_down_payload += len;
         const uint64_t cpl_max = m_cfg.completions == "rcb" ? m_cfg.rcb : m_cfg.mps;
         sc_core::sc_time arrival = now;
         for (const request& r : requests)
             arrival = send_tlps(m_down, m_down_bytes, r.addr, r.length, cpl_max, m_cfg.rcb, tlp_overhead(false),
-                                r.arrival + memory);
+                                r.arrival + memory, nullptr, pacing.line_interval);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
     } else {

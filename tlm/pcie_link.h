@@ -19,7 +19,20 @@
 // read requests at MRRS and 4 KiB boundaries, header only; completions carry at most MPS bytes
 // and, when split, end on RCB boundaries; 3DW headers (12 B) or 4DW (16 B) with 64-bit addressing;
 // per TLP 8 B of framing + sequence number + LCRC (§4.2.2.3 / §3.6.2), 4 B more with ECRC.
-// Abstracted: flow-control credits, DLLP (ACK/UpdateFC) bandwidth, replay, ordering relaxations.
+// Data link and physical layer traffic besides TLPs takes a fixed share of each direction,
+// computed in closed form (no per-TLP cost): Ack DLLPs (8 B with framing) at the spec's
+// AckNak latency limit and UpdateFC DLLPs (8 B) at its UpdateFC guideline, both per
+// generation, width and MPS (PCIe Base Spec 5.0 tables 3-7..3-9 and 2-46..2-48, taken, as
+// pcie-bench's model does, as one DLLP per that many link bytes), and SKP ordered sets (8b/10b:
+// 4 symbols per 1538; 128b/130b: one SKP block per 370 data blocks, §4.2.7). The share is
+// `dllp_share()`; `wire_time` stretches every booking by 1 / (1 - share).
+// Ordering: a DMA read request leaves after the posted writes handed to the link before it
+// (it may not pass them, §2.4.1), and the root complex answers it only after those writes are
+// committed (host/root_complex.h). Each read request is answered on its own: its completions
+// start when the root complex has done that request's memory access.
+// Abstracted: replay (no bit errors), flow-control credits other than the HCA's completion
+// buffer (model/dma_engine.h: the root port's posted credits never limit at the modelled
+// commit latency), ordering relaxations (RO, IDO), power states.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +57,8 @@ struct pcie_config {
     uint64_t rcb = 64;
     bool addr64 = true;
     bool ecrc = false;
-    time_ps latency{225000};
-    std::string completions = "rcb";
+    time_ps latency{170000};
+    std::string completions = "mps";
 
     template <class V>
     void visit(V& v) {
@@ -62,14 +75,18 @@ struct pcie_config {
                       .from("PCIe Base Spec §2.2.4.1"));
         v(ecrc, p_flag("ecrc", "end-to-end CRC digest on every TLP (4 more bytes)").from("PCIe Base Spec §2.7"));
         v(completions, p_choice("completions", {"rcb", "mps"}, "how the root complex splits read completions: one per RCB-aligned block, or the largest legal (MPS, ending on RCB boundaries)")
-                           .from("PCIe Base Spec §2.3.1.1; Neugebauer et al. SIGCOMM 2018 observe 64 B completions from Intel root complexes"));
+                           .from("PCIe Base Spec §2.3.1.1; mps: pcie-bench (Neugebauer et al. SIGCOMM 2018, data repository, NFP-6000 on Xeon E5-2630 v4, Gen3 x8) reads 2 KiB at 55.6 Gb/s, above the ~47 Gb/s that 64 B completions would allow even without DLLPs"));
         v(latency, p_time("latency", "one-way latency of the link: PHY and data-link pipelines of both ends plus the root complex")
                        .range(0, 1e9)
-                       .from("calibrated so a 64 B DMA read takes ~550 ns, as Neugebauer et al. (Understanding PCIe performance for end host networking, SIGCOMM 2018) measured on Gen3"));
+                       .from("Neugebauer et al. (Understanding PCIe performance for end host networking, SIGCOMM 2018) measure a 64 B DMA read at 546 ns (NFP-6000, Gen3 x8); less the NFP's DMA issue overhead (70-120 ns, same paper), the DRAM access and the wire time, ~180 ns remain per direction (scenarios/validation/nfp6000_read_latency.json reproduces the measurement)"));
     }
 
     // Payload bytes per second of the whole link after line encoding.
     double bytes_per_second() const;
+    // Share of each direction taken by Ack and UpdateFC DLLPs and SKP ordered sets.
+    double dllp_share() const;
+    // Bytes per second left for TLPs in each direction.
+    double tlp_bytes_per_second() const { return bytes_per_second() * (1.0 - dllp_share()); }
 };
 
 class pcie_link : public sc_core::sc_module {
@@ -94,11 +111,14 @@ private:
     void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     // Books `payload` bytes starting at `addr` as TLPs of at most `max_payload` that never cross
     // a 4 KiB boundary and, when split, end on multiples of `align`; returns the time the last
-    // one has arrived at the far end (and when it left, in `last_sent`).
+    // one has arrived at the far end (and when it left, in `last_sent`). With `line_interval`,
+    // the data's 64 B lines become ready that far apart from `start` (the first line), and a TLP
+    // leaves no earlier than its last line.
     sc_core::sc_time send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                uint64_t payload, uint64_t max_payload, uint64_t align,
                                uint64_t overhead, const sc_core::sc_time& start,
-                               sc_core::sc_time* last_sent = nullptr);
+                               sc_core::sc_time* last_sent = nullptr,
+                               const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME);
 
     pcie_config m_cfg;
     double m_ps_per_byte;
@@ -113,7 +133,9 @@ private:
     uint64_t& m_dma_reads;
     uint64_t& m_dma_writes;
     uint64_t& m_errors;
+    uint64_t& m_order_wait_ps;
     histogram& m_read_latency;
+    sc_core::sc_time m_posted_sent = sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
 };
 
 }  // namespace hcasim

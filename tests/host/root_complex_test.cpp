@@ -91,3 +91,47 @@ TEST(root_complex, origin_advances_across_pages) {
     EXPECT_EQ(n.mtt_index, 10u) << "a 2 MiB entry covers much more";
     EXPECT_EQ(n.page_offset, 0x1000u);
 }
+
+// A DMA read waits for the posted writes that arrived before it to commit (PCIe ordering, the
+// cost pcie-bench's LAT_WRRD shows), not for later ones; the completer tells the link how far
+// apart a request's cache lines come.
+TEST(root_complex, reads_wait_for_earlier_writes_to_commit_and_pace_their_lines) {
+    using sc_core::SC_NS;
+    using sc_core::sc_time;
+    phys_mem mem(64ULL << 20);
+    frame_allocator frames(64ULL << 20, page, 1, frame_placement::sequential);
+    ASSERT_EQ(frames.alloc_specific(0x40, frame_owner{frame_use::kernel, 0, 0}), 0);
+    stats_group stats("rc_commit_bench");
+    const sc_time mem_latency(90, SC_NS), commit(180, SC_NS), line(18, SC_NS);
+    root_complex rc("rc_commit", mem, frames, mem_latency, stats, commit, line);
+
+    std::vector<uint8_t> w(64, 0x5a);
+    sc_time wd(100, SC_NS);  // the write arrives at 100 ns
+    ASSERT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40000, w, nullptr, &wd), tlm::TLM_OK_RESPONSE);
+
+    std::vector<uint8_t> r(64, 0);
+    sc_time early(50, SC_NS);  // arrived before the write: not held back
+    ASSERT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40100, r, nullptr, &early), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(early, sc_time(50, SC_NS) + mem_latency);
+
+    sc_time late(110, SC_NS);  // arrived behind the write: its access starts at the commit
+    ASSERT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40000, r, nullptr, &late), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(late, sc_time(100, SC_NS) + commit + mem_latency);
+    EXPECT_EQ(r, w) << "and it sees the write's bytes";
+    EXPECT_EQ(stats.to_json()["dma_commit_wait_ps"], 170000) << "from 110 ns to 280 ns";
+
+    // The completer's line pacing reaches the link through the extension.
+    tlm::tlm_generic_payload gp;
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    gp.set_address(0x40000);
+    gp.set_data_ptr(r.data());
+    gp.set_data_length(64);
+    gp.set_streaming_width(64);
+    completer_pacing_ext pacing;
+    gp.set_extension(&pacing);
+    sc_time d(1, sc_core::SC_US);
+    rc.b_transport(gp, d);
+    gp.clear_extension(&pacing);
+    EXPECT_TRUE(gp.is_response_ok());
+    EXPECT_EQ(pacing.line_interval, line);
+}

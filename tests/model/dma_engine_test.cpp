@@ -169,3 +169,16 @@ void bench::run() {
 TEST(dma_engine, moves_exact_bytes_bounded_by_tags_with_one_done_per_op) {
     EXPECT_TRUE(test::run_once<bench>().finished) << "the bench thread ran to the end";
 }
+
+// The read tag default follows the generation: 8-bit tags (ConnectX-4/5 use 128) up to Gen3,
+// 10-bit tags (768 outstanding, PCIe 4.0 §2.2.6.2) from Gen4; an explicit count wins.
+TEST(dma_engine, read_tags_default_follows_the_generation) {
+    dma_config c;
+    EXPECT_EQ(c.read_tags, 0u) << "0 = by generation";
+    EXPECT_EQ(c.tags_for(1), 128u);
+    EXPECT_EQ(c.tags_for(3), 128u);
+    EXPECT_EQ(c.tags_for(4), 768u);
+    EXPECT_EQ(c.tags_for(5), 768u);
+    c.read_tags = 32;
+    EXPECT_EQ(c.tags_for(5), 32u);
+}
