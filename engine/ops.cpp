@@ -590,7 +590,9 @@ const std::vector<std::string>& result_fields() {
                                                "match",     "first_difference",
                                                "ah",        "dlid",
                                                "slid",      "sl",
-                                               "grh"};
+                                               "grh",       "max_inline_data",
+                                               "posted",    "bad_wr",
+                                               "reason"};
     return v;
 }
 

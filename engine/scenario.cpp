@@ -762,6 +762,9 @@ void checker::check_expected_value(const std::string& op, const std::string& key
         return;
     } else if (key == "access") {
         f.kind = field_kind::access;
+    } else if (key == "reason") {
+        if (!v.is_string()) m_d.error(ptr, type_problem(v), "a string (why the verb refused)");
+        return;
     } else {
         f.kind = field_kind::u64;
     }

@@ -24,8 +24,8 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
       m_unmapped(m_stats.counter("unmapped", "accesses", "accesses to offsets where no register is declared (answered with an error response)")),
       m_config_writes(m_stats.counter("config_writes", "writes", "writes to configuration and command argument registers")),
       m_blueflame(m_stats.counter("blueflame", "doorbells", "send doorbells that came as BlueFlame blocks with their WQE (counted in send and count too)")),
-      m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes", "bytes written into the BlueFlame buffers (64-byte chunks)")),
-      m_bf(reg::bf_buffers) {
+      m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes", "bytes written into the BlueFlame buffers (64-byte chunks)")) {
+    m_bf.resize(reg::bf_buffers);
     bar_in.register_b_transport(this, &doorbell::b_transport);
     m_regs.add("device_id", reg::device_id, register_bank::access::ro, reg::device_id_value);
     table_register("qpc", reg::qpc_base, &m_tables.qpc_base, &m_tables.qpc_entries);
