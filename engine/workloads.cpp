@@ -602,7 +602,7 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
             out["description"] = cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
                                  (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "") +
-                                 ", inline " + std::to_string(p.inline_size) + " B" +
+                                 (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
                                  (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
                                  (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
             const std::string process = "perftest" + std::to_string(spec.index);

@@ -404,6 +404,7 @@ void bench::run() {
         EXPECT_EQ(h.post_send(iq.qpn, list, &bad), EINVAL);
         EXPECT_EQ(bad, 1u);
         EXPECT_EQ(hca.sq_doorbells.back().producer_index, 7u) << "the good first WR was rung";
+        ASSERT_EQ(h.destroy_qp(iq.qpn), 0);
     }
 
     // ---- UD: Q_Key, address handles, the datagram segment ----
