@@ -143,6 +143,9 @@ const field_shape& send_wr_shape() {
             opt("swap", field_kind::u64, "atomic_cmp_swp swap operand"),
             opt("add", field_kind::u64, "atomic_fetch_add operand"),
             opt("signaled", field_kind::flag, "generate a completion", true),
+            opt("inline", field_kind::flag,
+                "IBV_SEND_INLINE: the CPU copies the SGEs' bytes into the WQE at post time (send "
+                "and RDMA write only, up to the QP's max_inline_data; no L_Key is checked)", false),
             ref("mw", resource_kind::mw, false, "bind_mw: the type 2 window to bind"),
             ref("mr", resource_kind::mr, false, "bind_mw: the region the window binds to"),
             opt("offset", field_kind::size, "bind_mw: offset into the region"),
@@ -308,6 +311,9 @@ std::vector<op_decl> build_ops() {
                 integer("rq_depth", 1, 65536, false, "receive queue WQEs", 128),
                 integer("max_send_sge", 1, 64, false, "SGEs per send WQE", 1),
                 integer("max_recv_sge", 1, 64, false, "SGEs per receive WQE", 1),
+                integer("max_inline_data", 0, 4096, false,
+                        "largest IBV_SEND_INLINE payload (ibv_qp_cap.max_inline_data); the send WQE "
+                        "grows to hold it; more than the device's largest send WQE allows: EINVAL", 0),
                 access(false, "QP remote-access flags")};
     add("create_qp", "create a queue pair (ibv_create_qp)", s);
     s = {};
@@ -348,8 +354,12 @@ std::vector<op_decl> build_ops() {
 
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
-                object("wr", send_wr_shape(), true, "the send work request")};
-    add("post_send", "post a send-queue work request (ibv_post_send)", s);
+                object("wr", send_wr_shape(), false, "the send work request"),
+                list("wrs", object("", send_wr_shape(), true, "a send work request"), false,
+                     "a post list: the WRs are posted with one doorbell (ibv_post_send with a "
+                     "linked list)", 1, 4096)};
+    s.exactly_one = {{"wr", "wrs"}};
+    add("post_send", "post a send-queue work request or a post list (ibv_post_send)", s);
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair"),
                 object("wr", recv_wr_shape(), true, "the receive work request")};
@@ -438,6 +448,17 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                "sequential"),
         opt("all_sizes", field_kind::flag, "run every size 2..2^23 (-a)", false),
         choice("connection", std::move(connections), false, conn_desc, "RC"),
+        integer("inline_size", 0, 912, false,
+                "largest message sent inline (-I; the QPs' max_inline_data): messages of at most "
+                "this size are posted with IBV_SEND_INLINE. Default as perftest: latency tests "
+                "220 (write), 236 (send RC/UC), 188 (send UD); bandwidth tests 0; reads and "
+                "atomics refuse it. perftest's MAX_INLINE is 912"),
+        integer("post_list", 1, 65536, false,
+                "WRs per post_send call (--post_list; bandwidth tests, at most tx_depth): one "
+                "doorbell per list", 1),
+        integer("threads", 1, 1024, false,
+                "posting threads of the client (bandwidth tests, at most qps): QP q is posted "
+                "and polled by thread q mod threads, each with its own CQ and CPU time", 1),
     };
     return s;
 }
@@ -569,7 +590,9 @@ const std::vector<std::string>& result_fields() {
                                                "match",     "first_difference",
                                                "ah",        "dlid",
                                                "slid",      "sl",
-                                               "grh"};
+                                               "grh",       "max_inline_data",
+                                               "posted",    "bad_wr",
+                                               "reason"};
     return v;
 }
 

@@ -3,38 +3,16 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "engine/program_args.h"
 #include "engine/report.h"
 #include "sim/log.h"
 
 namespace hcasim {
 
 using namespace hca_if;
+using namespace program_args;
 
 namespace {
-
-uint64_t u64_or(const json& a, const char* key, uint64_t dflt) {
-    if (!a.contains(key)) return dflt;
-    auto v = to_u64(a[key]);
-    return v ? *v : dflt;
-}
-
-std::string str_or(const json& a, const char* key, const std::string& dflt) {
-    return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : dflt;
-}
-
-bool bool_or(const json& a, const char* key, bool dflt) {
-    return a.contains(key) && a[key].is_boolean() ? a[key].get<bool>() : dflt;
-}
-
-uint8_t access_bits(const json& list) {
-    uint8_t bits = 0;
-    if (!list.is_array()) return bits;
-    for (const auto& n : list) {
-        uint8_t b = 0;
-        if (n.is_string() && access_from_name(n.get<std::string>(), b)) bits |= b;
-    }
-    return bits;
-}
 
 json access_names(uint8_t bits) {
     static const std::pair<uint8_t, const char*> names[] = {
@@ -55,26 +33,6 @@ bool parse_state(const std::string& s, qp_state& out) {
     for (const auto& [n, st] : states)
         if (s == n) {
             out = st;
-            return true;
-        }
-    return false;
-}
-
-bool parse_opcode(const std::string& s, wqe_opcode& out) {
-    static const std::pair<const char*, wqe_opcode> ops[] = {
-        {"send", wqe_opcode::send},
-        {"send_with_imm", wqe_opcode::send_with_imm},
-        {"send_with_inv", wqe_opcode::send_with_inv},
-        {"rdma_write", wqe_opcode::rdma_write},
-        {"rdma_write_with_imm", wqe_opcode::rdma_write_with_imm},
-        {"rdma_read", wqe_opcode::rdma_read},
-        {"atomic_cmp_swp", wqe_opcode::atomic_cmp_swp},
-        {"atomic_fetch_add", wqe_opcode::atomic_fetch_add},
-        {"local_inv", wqe_opcode::local_inv},
-        {"bind_mw", wqe_opcode::bind_mw}};
-    for (const auto& [n, op] : ops)
-        if (s == n) {
-            out = op;
             return true;
         }
     return false;
@@ -589,6 +547,7 @@ void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json
     attr.rq_depth = static_cast<uint32_t>(u64_or(a, "rq_depth", 128));
     attr.max_send_sge = static_cast<uint32_t>(u64_or(a, "max_send_sge", 1));
     attr.max_recv_sge = static_cast<uint32_t>(u64_or(a, "max_recv_sge", 1));
+    attr.max_inline_data = static_cast<uint32_t>(u64_or(a, "max_inline_data", 0));
     attr.access = access_bits(a.value("access", json::array()));
     qp_info info;
     r.err = h.create_qp(pid, attr, info);
@@ -603,6 +562,7 @@ void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json
     r.fields["qpn"] = info.qpn;
     r.fields["sq_depth"] = info.sq_depth;
     r.fields["rq_depth"] = info.rq_depth;
+    if (attr.max_inline_data) r.fields["max_inline_data"] = info.max_inline_data;
 }
 
 void program_runner::op_connect(const json& a, step_result& r) {
@@ -717,83 +677,7 @@ bool program_runner::build_sges(const std::string& n, const json& list, std::vec
     return true;
 }
 
-void program_runner::op_post_send(const std::string& n, const json& a, step_result& r) {
-    auto& qps = m_world.resources(n).qps;
-    auto it = qps.find(a["qp"].get<std::string>());
-    if (it == qps.end()) {
-        r.err = EINVAL;
-        return;
-    }
-    const json& w = a["wr"];
-    send_wr wr;
-    wr.wr_id = u64_or(w, "id", 0);
-    if (!parse_opcode(str_or(w, "opcode", "send"), wr.opcode)) {
-        r.err = EINVAL;
-        return;
-    }
-    if (!build_sges(n, w.value("sge", json::array()), wr.sges, r)) return;
-    if (w.contains("remote")) {
-        const json& rem = w["remote"];
-        if (rem.contains("mr")) {
-            auto [rn, name] = split_ref(n, rem["mr"].get<std::string>());
-            auto& mrs = m_world.resources(rn).mrs;
-            auto m = mrs.find(name);
-            if (m == mrs.end()) {
-                r.err = EINVAL;
-                return;
-            }
-            wr.rkey = m->second.info.rkey ? m->second.info.rkey : m->second.info.lkey;
-            wr.remote_addr = m->second.info.iova + u64_or(rem, "offset", 0);
-        } else if (rem.contains("mw")) {
-            mw_record* mw = find_mw(n, rem["mw"]);
-            if (!mw) {
-                r.err = EINVAL;
-                return;
-            }
-            // The window's current R_Key and start, as the program last learned them.
-            wr.rkey = mw->info.rkey;
-            wr.remote_addr = mw->info.addr + u64_or(rem, "offset", 0);
-        } else {
-            wr.rkey = static_cast<uint32_t>(u64_or(rem, "rkey", 0));
-            wr.remote_addr = u64_or(rem, "addr", 0);
-        }
-    }
-    wr.imm = static_cast<uint32_t>(u64_or(w, "imm", u64_or(w, "invalidate", 0)));
-    if (wr.opcode == wqe_opcode::bind_mw) {
-        // A type 2 bind: the consumer picks the window's new key byte (default: the next one).
-        mw_record* mw = find_mw(n, w.value("mw", json()));
-        mr_record* mr = find_mr(n, w.value("mr", json()));
-        if (!mw || !mr) {
-            r.err = EINVAL;
-            return;
-        }
-        const uint8_t kb = static_cast<uint8_t>(u64_or(w, "key_byte", (key_byte(mw->info.rkey) + 1) & 0xff));
-        wr.rkey = make_key(mw->info.handle, kb);
-        wr.imm = mr->info.lkey;
-        wr.remote_addr = w.contains("va") ? u64_or(w, "va", 0) : mr->info.iova + u64_or(w, "offset", 0);
-        wr.compare_add = u64_or(w, "length", 0);
-        wr.swap = access_bits(w.value("access", json::array()));
-        wr.signaled = bool_or(w, "signaled", true);
-        r.err = m_world.at(n).host().post_send(it->second.info.qpn, wr);
-        if (!r.err) {
-            mw->info.rkey = wr.rkey;
-            mw->info.addr = wr.remote_addr;
-            mw->info.bound = wr.compare_add > 0;
-            r.fields["rkey"] = wr.rkey;
-            r.fields["key_byte"] = kb;
-        }
-        return;
-    }
-    if (!fill_datagram(n, w, wr, r)) return;
-    if (wr.opcode == wqe_opcode::atomic_fetch_add) {
-        wr.compare_add = u64_or(w, "add", 0);
-    } else {
-        wr.compare_add = u64_or(w, "compare", 0);
-        wr.swap = u64_or(w, "swap", 0);
-    }
-    wr.signaled = bool_or(w, "signaled", true);
-    r.err = m_world.at(n).host().post_send(it->second.info.qpn, wr);
-}
+// op_post_send: program_post.cpp
 
 bool program_runner::fill_datagram(const std::string& n, const json& w, send_wr& wr,
                                    step_result& r) {

@@ -66,6 +66,7 @@ private:
     void op_connect(const json& a, step_result& r);
     void op_modify_qp(const std::string& n, const json& a, step_result& r);
     void op_post_send(const std::string& n, const json& a, step_result& r);
+    bool make_send_wr(const std::string& n, const json& w, send_wr& wr, step_result& r);
     void op_post_recv(const std::string& n, const json& a, step_result& r);
     void op_poll_cq(const std::string& n, const json& a, step_result& r);
     // The UD fields of a send WR (ah, remote_qp or remote_qpn, remote_qkey).

@@ -100,6 +100,7 @@ class checker {
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
     void fit_ud_size(json& w, const std::string& p, bool size_given);
+    void check_posting(const json& w, const std::string& p, const std::string& type);
     void load_trace(const json& v);
     json* top_array(json& doc, const std::string& key, const std::string& expected);
 
@@ -445,6 +446,7 @@ void checker::load_workloads(json& doc) {
                       "two different nodes");
         if (m_d.lines().size() == before && conn && w.value("connection", "") == "UD")
             fit_ud_size(w, p, size_given);
+        if (decl->shape.find("inline_size")) check_posting(w, p, decl->name);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
         if (m_d.lines().size() != before) continue;
@@ -456,6 +458,32 @@ void checker::load_workloads(json& doc) {
         spec.args.erase("type");
         m_s.workloads.push_back(std::move(spec));
     }
+}
+
+// What perftest refuses of -I, --post_list and (hcasim's) threads.
+void checker::check_posting(const json& w, const std::string& p, const std::string& type) {
+    const bool lat = type.find("_lat") != std::string::npos;
+    const bool one_sided_read = type.rfind("ib_read", 0) == 0 || type.rfind("ib_atomic", 0) == 0;
+    auto u64 = [&](const char* k, uint64_t d) {
+        auto v = w.find(k);
+        return v != w.end() && v->is_number_unsigned() ? v->get<uint64_t>() : d;
+    };
+    if (one_sided_read && u64("inline_size", 0) > 0)
+        m_d.error(pointer_join(p, "inline_size"), "inline data with " + type + " (perftest: inline is for writes and sends only)",
+                  "no inline_size, or 0");
+    if (w.value("connection", "") == "UD" && u64("inline_size", 0) > 884)
+        m_d.error(pointer_join(p, "inline_size"), std::to_string(u64("inline_size", 0)) + " over UD",
+                  "at most 884 (perftest's MAX_INLINE_UD)");
+    if (lat && w.contains("post_list") && u64("post_list", 1) != 1)
+        m_d.error(pointer_join(p, "post_list"), "a post list in a latency test", "post_list in bandwidth tests only (perftest)");
+    if (!lat && u64("post_list", 1) > u64("tx_depth", 128))
+        m_d.error(pointer_join(p, "post_list"), "post_list " + std::to_string(u64("post_list", 1)) + " above tx_depth " +
+                  std::to_string(u64("tx_depth", 128)), "post_list at most tx_depth (perftest)");
+    if (lat && w.contains("threads") && u64("threads", 1) != 1)
+        m_d.error(pointer_join(p, "threads"), "posting threads in a latency test", "threads in bandwidth tests only");
+    if (!lat && u64("threads", 1) > u64("qps", 1))
+        m_d.error(pointer_join(p, "threads"), std::to_string(u64("threads", 1)) + " threads for " +
+                  std::to_string(u64("qps", 1)) + " QPs", "at most one thread per QP (threads <= qps)");
 }
 
 // A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU
@@ -734,6 +762,9 @@ void checker::check_expected_value(const std::string& op, const std::string& key
         return;
     } else if (key == "access") {
         f.kind = field_kind::access;
+    } else if (key == "reason") {
+        if (!v.is_string()) m_d.error(ptr, type_problem(v), "a string (why the verb refused)");
+        return;
     } else {
         f.kind = field_kind::u64;
     }

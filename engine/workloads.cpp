@@ -46,6 +46,7 @@ struct side {
     uint64_t length = 0;
     mr_info mr;
     uint32_t cq = 0;
+    std::vector<uint32_t> cqs;  // the client's posting threads: one CQ each (cqs[0] == cq)
     std::vector<qp_info> qps;
     uint32_t ah = 0;  // UD: the address handle to the peer
 };
@@ -60,11 +61,24 @@ struct params {
     uint64_t grh = 0;  // UD: a message lands this far into its receive buffer
     bool random = false;
     uint64_t slot_bytes = 0;  // per-QP share of the buffer
+    uint64_t inline_size = 0;  // -I: messages of at most this size go inline
+    uint64_t post_list = 1;    // --post_list: WRs per post_send
+    uint64_t threads = 1;      // posting threads of the client
 };
+
+// perftest's default -I (perftest_parameters.h, DEF_INLINE_*): latency tests inline small
+// writes and sends; bandwidth tests, reads and atomics do not.
+uint64_t default_inline(const std::string& type, qp_type conn) {
+    if (type.find("_lat") == std::string::npos) return 0;
+    if (type == "ib_write_lat") return 220;                         // DEF_INLINE_WRITE
+    if (type == "ib_send_lat") return conn == qp_type::ud ? 188 : 236;  // DEF_INLINE_SEND_UD / _RC_UC
+    return 0;
+}
 
 const char* conn_name(qp_type t) { return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC"; }
 
-void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s) {
+void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s,
+           uint64_t threads = 1) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
@@ -80,13 +94,19 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     attr.access = access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
     require(s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
-    require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), s.cq), node + ": create_cq");
+    for (uint64_t t = 0; t < threads; ++t) {
+        uint32_t cq = 0;
+        require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq), node + ": create_cq");
+        s.cqs.push_back(cq);
+    }
+    s.cq = s.cqs.front();
     for (uint64_t q = 0; q < p.qps; ++q) {
         qp_attr qa;
         qa.pd = s.pd;
         qa.type = p.conn;
-        qa.send_cqn = s.cq;
-        qa.recv_cqn = s.cq;
+        qa.send_cqn = s.cqs[q % threads];
+        qa.recv_cqn = s.cqs[q % threads];
+        qa.max_inline_data = static_cast<uint32_t>(p.inline_size);
         qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
         qa.rq_depth = static_cast<uint32_t>(p.rx_depth);
         qa.access = p.conn == qp_type::rc   ? access::remote_write | access::remote_read | access::remote_atomic
@@ -139,6 +159,10 @@ struct splitmix {
 bool is_atomic(const std::string& t) { return t.rfind("ib_atomic", 0) == 0; }
 bool is_read(const std::string& t) { return t.rfind("ib_read", 0) == 0; }
 bool is_send(const std::string& t) { return t.rfind("ib_send", 0) == 0; }
+// perftest posts with IBV_SEND_INLINE when the message fits its -I.
+bool goes_inline(const params& p, uint64_t size) {
+    return size <= p.inline_size && !is_read(p.type) && !is_atomic(p.type);
+}
 
 // UD: a send names its destination (the peer's QP q) in the WR.
 void address(send_wr& wr, const params& p, const side& from, const side& to, uint64_t q) {
@@ -164,6 +188,7 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
         wr.opcode = wqe_opcode::rdma_write;
     }
     wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey, local.mr.iova + base});
+    wr.inline_data = goes_inline(p, p.size);
     wr.remote_addr = remote.mr.iova + base;
     wr.rkey = remote.mr.rkey;
     address(wr, p, local, remote, q);
@@ -182,12 +207,14 @@ workload_error stalled(const side& s) {
     return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() + " (stalled)"};
 }
 
-// Waits up to `timeout` for at least one completion, then takes what else is there.
-std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout) {
-    std::vector<work_completion> wcs = s.h->wait_cq(s.cq, 1, timeout);
+// Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
+// default the side's first).
+std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout, uint32_t cq = 0) {
+    if (!cq) cq = s.cq;
+    std::vector<work_completion> wcs = s.h->wait_cq(cq, 1, timeout);
     if (wcs.empty()) return wcs;
     std::vector<work_completion> more;
-    s.h->poll_cq(s.cq, max, more);
+    s.h->poll_cq(cq, max, more);
     wcs.insert(wcs.end(), more.begin(), more.end());
     for (const auto& wc : wcs)
         if (wc.status != wc_status::success)
@@ -195,8 +222,8 @@ std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& 
     return wcs;
 }
 
-std::vector<work_completion> reap(side& s, int max) {
-    std::vector<work_completion> wcs = try_reap(s, max, k_stall);
+std::vector<work_completion> reap(side& s, int max, uint32_t cq = 0) {
+    std::vector<work_completion> wcs = try_reap(s, max, k_stall, cq);
     if (wcs.empty()) throw stalled(s);
     return wcs;
 }
@@ -250,7 +277,8 @@ void serve_receives(const params& p, side& server, const bool& client_done, uint
 }
 
 json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
-    const uint64_t cq_mod = std::min<uint64_t>(100, p.tx_depth);
+    // perftest signals once per post list when it posts lists, else every 100 (or tx_depth).
+    const uint64_t cq_mod = p.post_list > 1 ? p.post_list : std::min<uint64_t>(100, p.tx_depth);
     const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
     splitmix rng{seed};
     std::vector<uint64_t> posted(p.qps, 0), completed(p.qps, 0), last_offset(p.qps, 0);
@@ -275,31 +303,66 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         }, sc_core::sc_gen_unique_name("send_bw_server"), &opts);
     }
     const uint64_t start = now_ps();
-    uint64_t done_total = 0;
-    while (done_total < p.iters * p.qps) {
-        for (uint64_t q = 0; q < p.qps; ++q) {
-            while (posted[q] < p.iters && posted[q] - completed[q] < p.tx_depth) {
-                const uint64_t seq = posted[q];
-                const uint64_t slot = p.random ? rng.next() % slots : seq % slots;
-                const bool signaled = (seq + 1) % cq_mod == 0 || seq + 1 == p.iters;
-                last_offset[q] = slot * p.size;
-                if (signaled) post_time[q].push_back(now_ps());
-                require(client.h->post_send(client.qps[q].qpn, make_wr(p, client, server, q, slot * p.size, (q << 40) | seq, signaled)),
-                        client.node + ": post_send");
-                ++posted[q];
+    // One posting thread per CQ of the client; thread t posts to and polls QPs t, t + threads, ...
+    auto post_loop = [&](uint64_t t) {
+        const uint32_t cq = client.cqs[t];
+        uint64_t done = 0, mine = 0;
+        for (uint64_t q = t; q < p.qps; q += p.threads) mine += p.iters;
+        while (done < mine) {
+            for (uint64_t q = t; q < p.qps; q += p.threads) {
+                while (posted[q] < p.iters) {
+                    // A list goes out whole (perftest posts post_list WRs per call).
+                    const uint64_t k = std::min(p.post_list, p.iters - posted[q]);
+                    if (posted[q] - completed[q] + k > p.tx_depth) break;
+                    std::vector<send_wr> list;
+                    for (uint64_t j = 0; j < k; ++j) {
+                        const uint64_t seq = posted[q] + j;
+                        const uint64_t slot = p.random ? rng.next() % slots : seq % slots;
+                        const bool signaled = (seq + 1) % cq_mod == 0 || seq + 1 == p.iters;
+                        last_offset[q] = slot * p.size;
+                        if (signaled) post_time[q].push_back(now_ps());
+                        list.push_back(make_wr(p, client, server, q, slot * p.size, (q << 40) | seq, signaled));
+                    }
+                    require(client.h->post_send(client.qps[q].qpn, list), client.node + ": post_send");
+                    posted[q] += k;
+                }
+            }
+            for (const auto& wc : reap(client, 64, cq)) {
+                const uint64_t q = wc.wr_id >> 40;
+                const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
+                const uint64_t before = completed[q];
+                completed[q] = seq + 1;
+                done += completed[q] - before;
+                const size_t k = seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
+                lat.add(now_ps() - post_time[q][k]);
             }
         }
-        for (const auto& wc : reap(client, 64)) {
-            const uint64_t q = wc.wr_id >> 40;
-            const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
-            const uint64_t before = completed[q];
-            completed[q] = seq + 1;
-            done_total += completed[q] - before;
-            const size_t k = seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
-            lat.add(now_ps() - post_time[q][k]);
+    };
+    uint64_t end = start;
+    if (p.threads == 1) {
+        post_loop(0);
+        end = now_ps();
+    } else {
+        uint64_t running = p.threads;
+        std::optional<workload_error> thread_error;
+        sc_core::sc_event all_done;
+        for (uint64_t t = 0; t < p.threads; ++t) {
+            sc_core::sc_spawn_options opts;
+            opts.set_stack_size(16 << 20);
+            sc_core::sc_spawn([&, t] {
+                try {
+                    post_loop(t);
+                } catch (const workload_error& e) {
+                    if (!thread_error) thread_error = e;
+                }
+                end = std::max(end, now_ps());
+                if (--running == 0) all_done.notify();
+            }, sc_core::sc_gen_unique_name("posting_thread"), &opts);
         }
+        ++kernel_events();
+        sc_core::wait(all_done);
+        if (thread_error) throw *thread_error;
     }
-    const uint64_t end = now_ps();
     client_done = true;
     if (!server_done) sc_core::wait(server_finished);
     if (server_error) throw *server_error;
@@ -356,6 +419,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova + n});  // response lands in the receive half
         else
             wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova});
+        wr.inline_data = goes_inline(p, len);
         wr.remote_addr = to.mr.iova + (pingpong ? n : 0);
         wr.rkey = to.mr.rkey;
         address(wr, p, from, to, 0);
@@ -523,6 +587,9 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
             p.rx_depth = p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
             p.grh = p.conn == qp_type::ud ? k_grh : 0;
+            p.inline_size = arg_u64(a, "inline_size", default_inline(spec.type, p.conn));
+            p.post_list = std::max<uint64_t>(1, arg_u64(a, "post_list", 1));
+            p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
             // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
             p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
             const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
@@ -545,10 +612,13 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
             if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
             out["description"] = cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
-                                 (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "");
+                                 (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "") +
+                                 (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
+                                 (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
+                                 (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
             const std::string process = "perftest" + std::to_string(spec.index);
             side client, server;
-            setup(w, cn, process, p, seed * 2 + 1, client);
+            setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
             setup(w, sn, process, p, 1, server);
             connect(p, client, server);
             json rows = json::array();
@@ -561,6 +631,9 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             out["client"] = cn;
             out["server"] = sn;
             out["qps"] = p.qps;
+            out["inline_size"] = p.inline_size;  // perftest: "Max inline data"
+            out["post_list"] = p.post_list;
+            out["threads"] = p.threads;
             for (auto it = rows.back().begin(); it != rows.back().end(); ++it) out[it.key()] = it.value();
             if (rows.size() > 1) out["sizes"] = rows;
             bool ok = true;

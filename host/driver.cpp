@@ -164,7 +164,9 @@ int driver::wait_boot() {
 
 bool driver::mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
     ++m_mmio_writes;
-    return m_mmio(offset, value, delay);
+    uint8_t data[8];
+    put<uint64_t>(data, value);
+    return m_mmio(offset, data, sizeof data, delay);
 }
 
 int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
@@ -546,7 +548,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     if (attr.type != qp_type::rc && attr.type != qp_type::uc && attr.type != qp_type::ud)
         return leave(cpu, EINVAL);
     if (attr.max_send_sge > 16 || attr.max_recv_sge > 16 || attr.sq_depth > k_max_wq_depth ||
-        attr.rq_depth > k_max_wq_depth)
+        attr.rq_depth > k_max_wq_depth || !inline_fits(attr.max_inline_data))
         return leave(cpu, EINVAL);
     auto id = m_qpns->alloc();
     if (!id) return leave(cpu, ENOMEM);
@@ -554,7 +556,8 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     qp.attr = attr;
     qp.pid = pid;
     int err = make_ring(pid, attr.sq_depth,
-                        static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge)), qp.sq, cpu);
+                        static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge, attr.max_inline_data)),
+                        qp.sq, cpu);
     if (!err) {
         err = make_ring(pid, attr.rq_depth,
                         static_cast<uint32_t>(recv_wqe::stride_for(attr.max_recv_sge)), qp.rq, cpu);
@@ -593,6 +596,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     out.qpn = ctx.qpn;
     out.sq_depth = qp.sq.depth;
     out.rq_depth = qp.rq.depth;
+    out.max_inline_data = qp.max_inline = max_inline_for(qp.sq.stride);
     m_qps[ctx.qpn] = std::move(qp);
     return leave(cpu, 0);
 }
@@ -746,44 +750,7 @@ datagram_seg driver::datagram_of(uint32_t pid, const send_wr& wr) const {
 
 // ---- data path ----
 
-int driver::post_send(uint32_t qpn, const send_wr& wr) {
-    auto it = m_qps.find(qpn);
-    if (it == m_qps.end()) return EINVAL;
-    qp_state_t& qp = it->second;
-    // Work posted to a QP in the error (or send queue error) state is accepted and completes with
-    // WR_FLUSH_ERR.
-    if ((qp.state != qp_state::rts && qp.state != qp_state::err && qp.state != qp_state::sqe) ||
-        wr.sges.size() > qp.attr.max_send_sge)
-        return EINVAL;
-    ring& sq = qp.sq;
-    if (sq.pi - sq.ci >= sq.depth) return ENOMEM;
-    send_wqe w;
-    w.opcode = wr.opcode;
-    w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) | (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
-    w.num_sge = static_cast<uint8_t>(wr.sges.size());
-    w.imm = wr.imm;
-    w.wr_id = wr.wr_id;
-    w.remote_addr = wr.remote_addr;
-    w.rkey = wr.rkey;
-    w.compare_add = wr.compare_add;
-    w.swap = wr.swap;
-    const bool ud = qp.attr.type == qp_type::ud;
-    if (ud) w.datagram = datagram_of(qp.pid, wr);
-    std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
-    std::vector<uint8_t> bytes(sq.stride);
-    w.encode(bytes.data(), ud);
-    m_process(qp.pid).write(sq.va + uint64_t{sq.pi & (sq.depth - 1)} * sq.stride, bytes.data(),
-                            bytes.size());
-    ++sq.pi;
-    qp.sq_wrs.push_back(outstanding_wr{wr.wr_id, wr.signaled});
-    ++m_wqes_posted;
-    ++m_doorbells;
-    cpu_clock cpu;
-    sc_core::sc_time delay = to_time(m_cfg.cpu.post_wr);
-    cpu.add(delay);
-    mmio(reg::sq_doorbell, doorbell_word{qpn, sq.pi}.encode(), delay);
-    return leave(cpu, 0);
-}
+// post_send: driver_post.cpp
 
 int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
     auto it = m_qps.find(qpn);

@@ -13,7 +13,11 @@
 //    by the kernel half, described to the HCA by a buffer table (u64 DMA address per page) in
 //    contiguous kernel memory whose address goes into the context entry.
 //  - data path (user space, no kernel): WQEs written into the ring through the process's page
-//    table, doorbell {qpn, producer index}; CQEs read at the consumer index and accepted by their
+//    table, doorbell {qpn, producer index}; as mlx5's post_send (driver_post.cpp): a post list
+//    rings one doorbell; a single inline WR (or any with prefer_bf) whose WQE fits the 256-byte
+//    BlueFlame buffer is copied with its doorbell word into it by 64-byte write-combined stores
+//    instead; IBV_SEND_INLINE payloads are copied by the CPU into the WQE (no L_Key), up to the
+//    QP's max_inline_data (its send WQE stride grows to hold it); CQEs read at the consumer index and accepted by their
 //    owner byte. The send queue's fill is tracked from CQEs as libibverbs providers do: a
 //    successful completion retires its WQE and every unsignaled one before it.
 //  - on-demand regions (access on_demand, seeds 003/004, driver_odp.cpp): registration pins
@@ -36,10 +40,12 @@
 //    the mirror invalidation) and before its pages are unpinned or freed. The MSI-X address is
 //    the x86 MSI window, which the IOMMU does not remap.
 // Costs (host.cpu): syscall per kernel verb, pin_page per translation entry pinned, page_fault
-// per page faulted in (plus swap-in time), unpin_page per page unpinned, post_wr per WQE, poll_cq
+// per page faulted in (plus swap-in time), unpin_page per page unpinned, post_wr per WQE,
+// copy_line per 64 B of inline payload, wc_line per 64 B BlueFlame store, poll_cq
 // per poll, nic_fault per NIC page-fault event; (host.iommu) iova_alloc per IOVA range, map_entry
 // and unmap_entry per IO page-table entry, invalidate per unmap; plus the commands' round trips.
-// Abstracted: multi-level buffer tables, doorbell records, UAR pages, blue flame, CQ arming.
+// Abstracted: multi-level buffer tables, doorbell records, UAR pages (all processes share the
+// BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks, CQ arming.
 #pragma once
 
 #include <cstdint>
@@ -69,8 +75,9 @@ namespace hcasim {
 
 class driver : public sc_core::sc_module {
   public:
-    // An aligned 8-byte store to a BAR0 offset; `delay` in: when the CPU issues it, out: done.
-    using mmio_fn = std::function<bool(uint64_t offset, uint64_t value, sc_core::sc_time& delay)>;
+    // An aligned store of `length` bytes (8, or 64 write-combined) to a BAR0 offset; `delay` in:
+    // when the CPU issues it, out: done.
+    using mmio_fn = std::function<bool(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay)>;
     using process_fn = std::function<address_space&(uint32_t pid)>;
 
     struct table {
@@ -106,6 +113,8 @@ class driver : public sc_core::sc_module {
                   std::optional<uint32_t> qkey = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     int post_send(uint32_t qpn, const send_wr& wr);
+    // A post list: one doorbell for the list (driver_post.cpp); `bad` gets the failing WR's index.
+    int post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad = nullptr);
     int post_recv(uint32_t qpn, const recv_wr& wr);
     int poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out);
     std::vector<work_completion> wait_cq(uint32_t cqn, int count, const sc_core::sc_time& timeout);
@@ -202,7 +211,16 @@ class driver : public sc_core::sc_module {
         hca_if::qp_state state = hca_if::qp_state::reset;
         ring sq, rq;
         std::deque<outstanding_wr> sq_wrs;
+        uint32_t max_inline = 0;  // inline bytes the send WQE stride holds
+        unsigned bf_toggle = 0;   // alternates between the QP's two BlueFlame buffers (mlx5)
     };
+    // ---- posting (driver_post.cpp) ----
+    bool inline_fits(uint32_t max_inline) const;
+    static uint32_t max_inline_for(uint32_t stride);
+    // Builds WR `wr` into slot sq.pi of the ring (CPU costs into `cpu`); `wqe` gets its bytes.
+    int build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::vector<uint8_t>& wqe);
+    // The WQE with its doorbell as BlueFlame blocks of 64-byte write-combined stores.
+    void blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe, cpu_clock& cpu);
 
     void boot();
     bool alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu);
@@ -317,6 +335,12 @@ class driver : public sc_core::sc_module {
     uint64_t& m_deregistrations;
     uint64_t& m_registered_pages;
     uint64_t& m_wqes_posted;
+    uint64_t& m_bf_posts = m_stats_ref.counter(
+        "blueflame_posts", "WQEs", "send WQEs posted by BlueFlame (WQE copied with the doorbell)");
+    uint64_t& m_inline_posts = m_stats_ref.counter(
+        "inline_posts", "WQEs", "send WQEs posted with IBV_SEND_INLINE (payload copied into the WQE)");
+    uint64_t& m_post_lists = m_stats_ref.counter(
+        "post_lists", "calls", "post_send calls with more than one WR (one doorbell for the list)");
     uint64_t& m_cqes_polled;
     histogram& m_reg_time;
     histogram& m_cmd_time;

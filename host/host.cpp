@@ -167,6 +167,10 @@ int host::query_qp(uint32_t qpn, hca_if::qp_state& state) {
 int host::post_send(uint32_t qpn, const send_wr& wr) {
     return m_impl->m_driver->post_send(qpn, wr);
 }
+
+int host::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad) {
+    return m_impl->m_driver->post_send(qpn, wrs, bad);
+}
 int host::post_recv(uint32_t qpn, const recv_wr& wr) {
     return m_impl->m_driver->post_recv(qpn, wr);
 }

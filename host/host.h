@@ -139,6 +139,8 @@ struct host_iommu_config {
 // CPU-side costs of the driver's work, charged in simulated time to the calling program.
 struct host_cpu_config {
     time_ps post_wr{60000};
+    time_ps copy_line{1000};
+    time_ps wc_line{10000};
     time_ps poll_cq{20000};
     time_ps syscall{500000};
     time_ps pin_page{250000};
@@ -153,6 +155,18 @@ struct host_cpu_config {
           p_time("post_wr", "user-space driver work to build one WQE and ring its doorbell")
               .from("Kalia et al., Design guidelines for high performance RDMA systems, ATC 2016 "
                     "(tens of ns per post)"));
+        v(copy_line,
+          p_time("copy_line", "copying one 64-byte cache line of an inline payload into the WQE "
+                              "(cache-resident memcpy)")
+              .from("Intel 64 and IA-32 Optimization Reference Manual (Skylake server): L1D "
+                    "sustains 2 x 32 B loads and 1 x 32 B store per cycle, so a 64 B line takes "
+                    "~2-3 cycles; ~1 ns at 2-3 GHz"));
+        v(wc_line,
+          p_time("wc_line", "one 64-byte write-combining store of a BlueFlame copy into the BAR "
+                            "(mlx5_bf_copy: a WC buffer filled and flushed as one posted TLP)")
+              .from("design estimate: a WC buffer flush (sfence) drains one full line to the "
+                    "uncore in tens of cycles (Intel SDM vol. 3 §11.3.1); Kalia et al., ATC 2016, "
+                    "count BlueFlame's WQE MMIO as CPU work of the same order as the doorbell"));
         v(poll_cq, p_time("poll_cq", "one poll of a CQ by the user-space driver")
                        .from("Kalia et al., ATC 2016"));
         v(syscall,
@@ -192,6 +206,9 @@ struct host_driver_config {
     uint64_t log_mpts = 20;
     uint64_t log_mtts = 24;
     time_ps cmd_timeout{1000000000};
+    bool blueflame = true;
+    bool prefer_bf = false;
+    uint64_t max_sq_wqe = 1024;
 
     template <class V>
     void visit(V& v) {
@@ -220,6 +237,24 @@ struct host_driver_config {
                            .range(1, 1e15)
                            .from("mlx5 command timeout is 60 s; 1 ms of simulated time is ample "
                                  "for a model that answers in microseconds"));
+        v(blueflame, p_flag("blueflame",
+                            "post_send copies a single small WQE with its doorbell into a BlueFlame "
+                            "buffer (64-byte write-combined stores) when it is inline or prefer_bf "
+                            "is set; off: a plain 8-byte doorbell always (MLX5_SHUT_UP_BF=1)")
+                         .from("rdma-core providers/mlx5 qp.c, post_send: BlueFlame when nreq == 1, "
+                               "the WQE fits bf->buf_size (256 B on ConnectX-4/5) and (inl || "
+                               "ctx->prefer_bf), unless shut_up_bf"));
+        v(prefer_bf, p_flag("prefer_bf",
+                            "use BlueFlame for single WQEs that are not inline too "
+                            "(MLX5_POST_SEND_PREFER_BF=1)")
+                         .from("rdma-core providers/mlx5: ctx->prefer_bf, off by default"));
+        v(max_sq_wqe, p_bytes("max_sq_wqe",
+                              "largest send WQE the device takes; bounds max_inline_data at create_qp "
+                              "(max_inline_data + 52 B of header and inline byte count)")
+                          .range(64, 4096)
+                          .from("mlx5: create_qp fails with EINVAL when the send WQE exceeds the "
+                                "device's max_sq_desc_sz, 1 KiB on ConnectX-4/5 class devices "
+                                "(rdma-core providers/mlx5 verbs.c, calc_send_wqe)"));
     }
 };
 
@@ -375,6 +410,9 @@ class host : public sc_core::sc_module {
     int destroy_ah(uint32_t handle);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     int post_send(uint32_t qpn, const send_wr& wr);
+    // A post list (ibv_post_send with a linked list): one doorbell for all of them; on an error
+    // the WRs before the bad one are posted and `bad` (if given) gets its position.
+    int post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad = nullptr);
     int post_recv(uint32_t qpn, const recv_wr& wr);
     // Non-blocking: takes up to `max` completions.
     int poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out);

@@ -53,8 +53,8 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
     m_driver = std::make_unique<driver>(
         "driver", cfg, seed, lid, m_mem, m_frames, *m_rc, *m_iommu,
         [this](uint32_t pid) -> address_space& { return process(pid); },
-        [this](uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
-            return mmio_store(offset, value, delay);
+        [this](uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay) {
+            return mmio_store(offset, data, length, delay);
         },
         m_stats, m_page_faults);
     m_rc->set_origin_resolver([this](const dma_origin& o, uint32_t& pid, uint64_t& va) {
@@ -221,15 +221,14 @@ void host_impl::kswapd() {
     }
 }
 
-bool host_impl::mmio_store(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
-    uint8_t data[8];
-    hca_if::put<uint64_t>(data, value);
+bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay) {
+    std::vector<uint8_t> bytes(data, data + length);
     tlm::tlm_generic_payload gp;
     gp.set_command(tlm::TLM_WRITE_COMMAND);
     gp.set_address(offset);
-    gp.set_data_ptr(data);
-    gp.set_data_length(sizeof data);
-    gp.set_streaming_width(sizeof data);
+    gp.set_data_ptr(bytes.data());
+    gp.set_data_length(static_cast<unsigned>(length));
+    gp.set_streaming_width(static_cast<unsigned>(length));
     gp.set_byte_enable_ptr(nullptr);
     gp.set_dmi_allowed(false);
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);

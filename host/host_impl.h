@@ -33,7 +33,7 @@ class host_impl {
     address_space& process(uint32_t pid);
     // The process touching its memory: faults pages in, counts and charges the faults.
     int touch(uint32_t pid, uint64_t va, uint64_t length);
-    bool mmio_store(uint64_t offset, uint64_t value, sc_core::sc_time& delay);
+    bool mmio_store(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay);
     // Reclaims up to `pages` base pages (counting them); `when` as in reclaimer::reclaim.
     uint64_t reclaim(uint64_t pages, bool may_block, sc_core::sc_time& when);
     int memory_pressure(uint64_t bytes, uint64_t& reclaimed);

@@ -46,6 +46,9 @@ struct qp_attr {
     uint32_t rq_depth = 128;
     uint32_t max_send_sge = 1;
     uint32_t max_recv_sge = 1;
+    // ibv_qp_cap.max_inline_data: the largest IBV_SEND_INLINE payload; the send WQE stride grows
+    // to hold it (mlx5). Too large for the device's largest send WQE: EINVAL.
+    uint32_t max_inline_data = 0;
     uint8_t access = 0;  // remote rights incoming requests may use on this QP
 };
 
@@ -53,6 +56,7 @@ struct qp_info {
     uint32_t qpn = 0;
     uint32_t sq_depth = 0;  // may exceed the request (rounded up to a power of two)
     uint32_t rq_depth = 0;
+    uint32_t max_inline_data = 0;  // what the send WQE stride holds (at least the request)
 };
 
 // ibv_ah_attr: where a UD send goes. The PD is the address handle's (ibv_create_ah(pd, attr)).
@@ -74,6 +78,9 @@ struct send_wr {
     uint64_t compare_add = 0;
     uint64_t swap = 0;
     bool signaled = true;
+    // IBV_SEND_INLINE: the CPU copies the SGEs' bytes into the WQE at post time; no L_Key is
+    // used. Send and RDMA write only, at most the QP's max_inline_data bytes.
+    bool inline_data = false;
     bool mw_type1 = false;  // a bind posted by ibv_bind_mw (type 1 window)
     // UD (wr.ud): the address handle, the destination QP and the Q_Key to send.
     uint32_t ah = 0;

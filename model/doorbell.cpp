@@ -22,7 +22,10 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
       m_commands(m_stats.counter("commands", "commands", "commands started through cmd_op")),
       m_malformed(m_stats.counter("malformed", "writes", "writes with a bad width, alignment or doorbell format (answered with an error response)")),
       m_unmapped(m_stats.counter("unmapped", "accesses", "accesses to offsets where no register is declared (answered with an error response)")),
-      m_config_writes(m_stats.counter("config_writes", "writes", "writes to configuration and command argument registers")) {
+      m_config_writes(m_stats.counter("config_writes", "writes", "writes to configuration and command argument registers")),
+      m_blueflame(m_stats.counter("blueflame", "doorbells", "send doorbells that came as BlueFlame blocks with their WQE (counted in send and count too)")),
+      m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes", "bytes written into the BlueFlame buffers (64-byte chunks)")) {
+    m_bf.resize(reg::bf_buffers);
     bar_in.register_b_transport(this, &doorbell::b_transport);
     m_regs.add("device_id", reg::device_id, register_bank::access::ro, reg::device_id_value);
     table_register("qpc", reg::qpc_base, &m_tables.qpc_base, &m_tables.qpc_entries);
@@ -67,6 +70,41 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(true, v, delay); };
     m_regs.add("rq_doorbell", reg::rq_doorbell, register_bank::access::wo).on_write =
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(false, v, delay); };
+    m_regs.add_window("blueflame", reg::bf_base, reg::bf_size * reg::bf_buffers, reg::bf_chunk).on_write =
+        [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) { return blueflame_chunk(at, data, delay); };
+}
+
+bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
+    m_bf_bytes += reg::bf_chunk;
+    bf_assembly& a = m_bf[at / reg::bf_size];
+    const uint64_t offset = at % reg::bf_size;
+    if (offset == 0) {
+        doorbell_word w;
+        if (a.expected != 0 || !doorbell_word::decode_blueflame(get<uint64_t>(data), w)) {
+            ++m_malformed;  // a block left unfinished is dropped with it
+            a = bf_assembly{};
+            return false;
+        }
+        a.expected = doorbell_word::blueflame_bytes(w.ds * 16u);
+        a.bytes.clear();
+    } else if (a.expected == 0 || offset != a.bytes.size()) {
+        ++m_malformed;
+        a = bf_assembly{};
+        return false;
+    }
+    a.bytes.insert(a.bytes.end(), data, data + reg::bf_chunk);
+    if (a.bytes.size() < a.expected) return true;
+    doorbell_word w;
+    doorbell_word::decode_blueflame(get<uint64_t>(a.bytes.data()), w);
+    std::vector<uint8_t> wqe(a.bytes.begin() + 8, a.bytes.begin() + 8 + w.ds * 16u);
+    a = bf_assembly{};
+    if (w.qpn >= m_tables.qpc_entries) {
+        ++m_malformed;
+        return false;
+    }
+    ++m_blueflame;
+    dispatch(true, w, sc_core::sc_time_stamp() + delay, std::move(wqe));
+    return true;
 }
 
 void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries) {
@@ -100,17 +138,23 @@ bool doorbell::ring(bool send_queue, uint64_t value, const sc_core::sc_time& del
         ++m_malformed;
         return false;
     }
+    dispatch(send_queue, w, sc_core::sc_time_stamp() + delay, {});
+    return true;
+}
+
+void doorbell::dispatch(bool send_queue, const doorbell_word& w, const sc_core::sc_time& arrival,
+                        std::vector<uint8_t> wqe) {
     ++m_count;
-    HCASIM_TRACE(pulse(&m_count, sc_core::sc_time_stamp() + delay, false));
+    HCASIM_TRACE(pulse(&m_count, arrival, false));
     ++(send_queue ? m_send : m_recv);
-    const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
     const sc_core::sc_time start = m_decoder.reserve(arrival, m_clk.cycles(m_cfg.decode_cycles));
-    m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles), [this, send_queue, w] {
-        HCASIM_LOG(name(), qp, (send_queue ? "send" : "recv") << " doorbell qpn " << hex(w.qpn) << " pi " << w.producer_index);
+    m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles), [this, send_queue, w, wqe = std::move(wqe)]() mutable {
+        HCASIM_LOG(name(), qp, (send_queue ? "send" : "recv") << (wqe.empty() ? " doorbell" : " BlueFlame doorbell") << " qpn "
+                                                              << hex(w.qpn) << " pi " << w.producer_index);
+        if (!wqe.empty() && on_blueflame) return on_blueflame(w.qpn, w.producer_index, std::move(wqe));
         auto& handler = send_queue ? on_send : on_recv;
         if (handler) handler(w.qpn, w.producer_index);
     });
-    return true;
 }
 
 }  // namespace hcasim

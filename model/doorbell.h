@@ -4,10 +4,18 @@
 // receive doorbells. A doorbell is decoded (QPN, producer index) into work for the requester or
 // responder after `decode_cycles` on a single decode pipeline. Unmapped, misaligned, wrong-width
 // or malformed writes are counted and answered with a TLM error response.
+// BlueFlame: 64-byte write-combined stores into a BlueFlame buffer are gathered per buffer, in
+// order; when the block's last chunk (from the WQE size in its first word) has arrived, it is
+// decoded like a doorbell, after `decode_cycles`, and the requester gets the WQE with it. A
+// chunk out of order, a block larger than the buffer or one naming no QP is malformed (dropped).
+// Abstracted: the doorbell record in host memory (mlx5 writes the producer index there too; the
+// HCA here takes it from the doorbell), UAR pages per process (one BAR page for all), BlueFlame
+// buffer ownership (any buffer takes any QP's WQE).
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -52,6 +60,8 @@ public:
 
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
+    // A BlueFlame block: the send doorbell plus the bytes of WQE producer_index - 1.
+    std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)> on_blueflame;
     std::function<void(const command_request&)> on_command;
 
     doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk);
@@ -61,6 +71,15 @@ public:
 private:
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     bool ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay);
+    bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);
+    void dispatch(bool send_queue, const hca_if::doorbell_word& w, const sc_core::sc_time& arrival,
+                  std::vector<uint8_t> wqe);
+
+    struct bf_assembly {
+        std::vector<uint8_t> bytes;  // chunks received so far
+        size_t expected = 0;         // block bytes (0: no block in progress)
+    };
+    std::vector<bf_assembly> m_bf;
     void table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries);
 
     doorbell_config m_cfg;
@@ -77,6 +96,8 @@ private:
     uint64_t& m_malformed;
     uint64_t& m_unmapped;
     uint64_t& m_config_writes;
+    uint64_t& m_blueflame;
+    uint64_t& m_bf_bytes;
 };
 
 }  // namespace hcasim

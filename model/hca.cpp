@@ -23,6 +23,9 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
     m_tpt.on_page_fault = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_send = [this](uint32_t qpn, uint32_t pi) { m_requester.doorbell(qpn, pi); };
     m_doorbell.on_recv = [this](uint32_t qpn, uint32_t pi) { m_responder.doorbell(qpn, pi); };
+    m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, std::vector<uint8_t> wqe) {
+        m_requester.blueflame(qpn, pi, std::move(wqe));
+    };
     m_doorbell.on_command = [this](const command_request& c) {
         tables_changed();
         m_command.submit(c);

@@ -88,7 +88,30 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg, 
       m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells", "doorbells for a QPN without a valid context")),
       m_ud_oversize(m_stats.counter("ud_oversize", "WQEs",
                                     "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
+      m_bf_wqes(m_stats.counter("blueflame_wqes", "WQEs", "WQEs taken from a BlueFlame doorbell instead of fetched")),
+      m_inline_wqes(m_stats.counter("inline_wqes", "WQEs", "WQEs whose payload was inline (no translation, no payload read)")),
       m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
+
+void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe) {
+    auto& delivered = m_sq[qpn].delivered;
+    delivered[producer_index - 1] = std::move(wqe);
+    // Bounded: only the latest few can still be ahead of the fetch point.
+    while (delivered.size() > 8) delivered.erase(delivered.begin());
+    doorbell(qpn, producer_index);
+}
+
+bool requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride, std::vector<uint8_t>& bytes) {
+    auto& delivered = m_sq[qpn].delivered;
+    // Deliveries behind the fetch point were fetched from the ring meanwhile.
+    while (!delivered.empty() && static_cast<int32_t>(delivered.begin()->first - first) < 0) delivered.erase(delivered.begin());
+    auto it = delivered.find(first);
+    if (it == delivered.end()) return false;
+    bytes = std::move(it->second);
+    bytes.resize(std::max<size_t>(bytes.size(), stride), 0);
+    delivered.erase(it);
+    ++m_bf_wqes;
+    return true;
+}
 
 void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
@@ -134,7 +157,7 @@ void requester::kick(uint32_t qpn) {
         HCASIM_TRACE(mark(this, "fetch", wqe_trace_id(qpn, first)));
         sq.fetching = true;
         const bool ud = ctx->type == qp_type::ud;
-        m_fetcher.fetch(q, first, n, [this, qpn, first, stride = 1u << q.wqe_shift, ud](
+        auto fetched = [this, qpn, first, stride = 1u << q.wqe_shift, ud](
                                          bool ok, uint32_t count, std::vector<uint8_t> bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
@@ -163,7 +186,11 @@ void requester::kick(uint32_t qpn) {
             advance(qpn);
             retire(qpn);
             kick(qpn);
-        });
+        };
+        // A WQE that came by BlueFlame is not fetched (the ring still holds it).
+        std::vector<uint8_t> bytes;
+        if (take_delivered(qpn, first, 1u << q.wqe_shift, bytes)) return fetched(true, 1, std::move(bytes));
+        m_fetcher.fetch(q, first, n, fetched);
     });
 }
 
@@ -230,8 +257,9 @@ void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
 }
 
 void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s, bool scatter_target) {
-    uint64_t total = 0;
-    for (unsigned i = 0; i < s->w.num_sge; ++i) total += s->w.sges[i].length;
+    const bool inl = (s->w.flags & wqe_flags::inline_data) && !scatter_target;
+    uint64_t total = inl ? s->w.inline_bytes.size() : 0;
+    for (unsigned i = 0; i < s->w.num_sge && !inl; ++i) total += s->w.sges[i].length;
     s->length = total;
     if (total > (1ULL << 31)) {
         complete(qpn, s, wc_status::loc_len_err);
@@ -242,6 +270,15 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         // not sent, and the CI generates no error for it (rxe does the same).
         ++m_ud_oversize;
         complete(qpn, s, wc_status::success);
+        return;
+    }
+    if (inl) {
+        // The payload came in the WQE: no local key to check, nothing to read.
+        ++m_inline_wqes;
+        build_message(ctx, s);
+        s->msg->payload = std::move(s->w.inline_bytes);
+        s->stage = wqe_stage::ready;
+        drain(qpn);
         return;
     }
     if (s->w.num_sge == 0 || total == 0) {

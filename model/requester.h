@@ -15,12 +15,18 @@
 // packet per message, no acknowledgement: the WQE completes once its packet is handed to the
 // port. A send error moves a UD QP to the send queue error state (SQE) instead of ERR: its
 // receive queue keeps working.
+//
+// BlueFlame: a WQE that came with its doorbell (`blueflame`) is taken from the doorbell unit
+// instead of being fetched; inline WQEs (flags & inline_data) carry their payload, so they need
+// no local translation and no payload read.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <map>
 #include <unordered_map>
+#include <vector>
 
 #include <systemc>
 
@@ -59,6 +65,8 @@ public:
               dma_engine& dma, completion& cq, port& p);
 
     void doorbell(uint32_t qpn, uint32_t producer_index);
+    // A BlueFlame doorbell: `wqe` is the WQE of index producer_index - 1.
+    void blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe);
     void on_response(ib_message_ptr msg);
 
     uint16_t lid = 0;
@@ -93,11 +101,14 @@ private:
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
+        std::map<uint32_t, std::vector<uint8_t>> delivered;  // BlueFlame WQEs by index, not yet taken
         uint32_t fetched() const { return ci + static_cast<uint32_t>(window.size()); }
         bool idle() const { return window.empty() && !fetching; }
     };
 
     void kick(uint32_t qpn);
+    // Takes the WQE at `first` from the BlueFlame deliveries, if there; true when it did.
+    bool take_delivered(uint32_t qpn, uint32_t first, uint32_t stride, std::vector<uint8_t>& bytes);
     // Starts fetched WQEs in order; a bind or local invalidation holds back the WQEs after it
     // until it has completed (seed 000: WQEs posted after a bind wait for it).
     void advance(uint32_t qpn);
@@ -133,6 +144,8 @@ private:
     uint64_t& m_rnr_retries;
     uint64_t& m_bad_doorbells;
     uint64_t& m_ud_oversize;
+    uint64_t& m_bf_wqes;
+    uint64_t& m_inline_wqes;
     histogram& m_latency;
 };
 

@@ -264,15 +264,23 @@ datagram_seg datagram_seg::decode(const uint8_t* p) {
     return d;
 }
 
-size_t send_wqe::stride_for(unsigned max_sge) {
-    return next_pow2(send_wqe_header + sge_size * (max_sge ? max_sge : 1));
+size_t send_wqe::stride_for(unsigned max_sge, size_t max_inline) {
+    const size_t gather = send_wqe_header + sge_size * (max_sge ? max_sge : 1);
+    return next_pow2(std::max(gather, max_inline ? inline_wqe_size(max_inline) : 0));
+}
+
+size_t send_wqe::size() const {
+    if (flags & wqe_flags::inline_data) return inline_wqe_size(inline_bytes.size());
+    return send_wqe_header + sge_size * num_sge;
 }
 
 void send_wqe::encode(uint8_t* p, bool ud) const {
-    std::memset(p, 0, send_wqe_header + sge_size * num_sge);
+    const size_t bytes = size();
+    std::memset(p, 0, bytes);
     put<uint8_t>(p + 0, static_cast<uint8_t>(opcode));
     put<uint8_t>(p + 1, flags);
-    put<uint8_t>(p + 2, num_sge);
+    put<uint8_t>(p + 2, (flags & wqe_flags::inline_data) ? 0 : num_sge);
+    put<uint8_t>(p + 3, static_cast<uint8_t>(bytes / 16));
     put<uint32_t>(p + 4, imm);
     put<uint64_t>(p + 8, wr_id);
     if (ud) {
@@ -282,6 +290,12 @@ void send_wqe::encode(uint8_t* p, bool ud) const {
         put<uint32_t>(p + 24, rkey);
         put<uint64_t>(p + 32, compare_add);
         put<uint64_t>(p + 40, swap);
+    }
+    if (flags & wqe_flags::inline_data) {
+        put<uint32_t>(p + send_wqe_header, static_cast<uint32_t>(inline_bytes.size()) | inline_seg_bit);
+        if (!inline_bytes.empty())
+            std::memcpy(p + send_wqe_header + inline_header, inline_bytes.data(), inline_bytes.size());
+        return;
     }
     for (unsigned i = 0; i < num_sge; ++i) put_sge(p + send_wqe_header + sge_size * i, sges[i]);
 }
@@ -301,6 +315,15 @@ send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
         w.rkey = get<uint32_t>(p + 24);
         w.compare_add = get<uint64_t>(p + 32);
         w.swap = get<uint64_t>(p + 40);
+    }
+    if (w.flags & wqe_flags::inline_data) {
+        w.num_sge = 0;
+        if (stride < send_wqe_header + inline_header) return w;
+        const size_t n = std::min<size_t>(get<uint32_t>(p + send_wqe_header) & ~inline_seg_bit,
+                                          stride - send_wqe_header - inline_header);
+        const uint8_t* d = p + send_wqe_header + inline_header;
+        w.inline_bytes.assign(d, d + n);
+        return w;
     }
     for (unsigned i = 0; i < w.num_sge; ++i) w.sges[i] = get_sge(p + send_wqe_header + sge_size * i);
     return w;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace hcasim::hca_if {
 
@@ -50,21 +51,49 @@ constexpr uint64_t cmd_out = 0x110;          // RW: DMA address of the command's
 constexpr uint64_t cmd_op = 0x118;           // WO: writing starts the command (see cmd_word)
 constexpr uint64_t sq_doorbell = 0x1000;     // WO: send queue doorbell (see doorbell_word)
 constexpr uint64_t rq_doorbell = 0x1008;     // WO: receive queue doorbell
+// BlueFlame buffers (WO, write-combining): `bf_buffers` buffers of `bf_size` bytes from bf_base.
+// The driver copies a whole small send WQE into one with 64-byte stores (one posted TLP each, in
+// order): chunk k of a block at bf_base + buffer * bf_size + 64 * k. The block is a BlueFlame
+// doorbell word (doorbell_word with `ds` set) followed by the WQE's ds * 16 bytes, padded to a
+// multiple of 64; it acts as the doorbell and hands the HCA the WQE, which need not be fetched
+// (the driver still writes it to the ring). mlx5: bf_reg_size 512 per UAR, two alternating
+// buffers of 256 B (rdma-core providers/mlx5: bf->buf_size, bf->offset ^= bf->buf_size).
+constexpr uint64_t bf_base = 0x1800;
+constexpr uint64_t bf_size = 256;
+constexpr uint64_t bf_buffers = 4;
+constexpr uint64_t bf_chunk = 64;
 constexpr uint64_t device_id_value = 0x0000'0001'15b3'1017ULL;
 }  // namespace reg
 
 // Doorbell write: bits 23:0 the QPN, bits 31:24 zero, bits 63:32 the producer index (a free
-// running WQE count; the ring slot is the index modulo the queue depth).
+// running WQE count; the ring slot is the index modulo the queue depth). In a BlueFlame block
+// bits 31:24 are `ds`, the size in 16-byte units of the WQE that follows (the WQE of index
+// producer_index - 1); 0 in a plain doorbell.
 struct doorbell_word {
     uint32_t qpn = 0;
     uint32_t producer_index = 0;
-    uint64_t encode() const { return (static_cast<uint64_t>(producer_index) << 32) | (qpn & 0xffffff); }
+    uint8_t ds = 0;
+    uint64_t encode() const {
+        return (static_cast<uint64_t>(producer_index) << 32) | (static_cast<uint64_t>(ds) << 24) | (qpn & 0xffffff);
+    }
     static bool decode(uint64_t v, doorbell_word& out) {
         if ((v >> 24) & 0xff) return false;
         out.qpn = static_cast<uint32_t>(v & 0xffffff);
         out.producer_index = static_cast<uint32_t>(v >> 32);
+        out.ds = 0;
         return true;
     }
+    static bool decode_blueflame(uint64_t v, doorbell_word& out) {
+        out.qpn = static_cast<uint32_t>(v & 0xffffff);
+        out.producer_index = static_cast<uint32_t>(v >> 32);
+        out.ds = static_cast<uint8_t>(v >> 24);
+        return out.ds >= send_wqe_header_units && 8 + out.ds * 16u <= reg::bf_size;
+    }
+    // Bytes of the BlueFlame block for a WQE of `wqe_bytes`: word + WQE, padded to 64.
+    static size_t blueflame_bytes(size_t wqe_bytes) {
+        return (8 + wqe_bytes + reg::bf_chunk - 1) / reg::bf_chunk * reg::bf_chunk;
+    }
+    static constexpr uint8_t send_wqe_header_units = 3;  // a send WQE is at least its 48-byte header
 };
 
 // Commands: the driver writes cmd_in0/cmd_in1/cmd_out, then cmd_op = op | token << 16. When the
@@ -241,13 +270,21 @@ inline bool mtt_present(uint64_t e) { return e & 1; }
 inline uint64_t mtt_addr(uint64_t e) { return e & ~0xfffULL; }
 
 // ---- WQEs ---------------------------------------------------------------------------------------
-// Send WQE: ctrl (16) | remote (16) | atomic (16) | sge[n] (16 each); stride = next power of two.
-// On a UD QP the 32 bytes after ctrl are the datagram segment instead (a UD QP has no RDMA and
-// no atomics), so the stride does not depend on the QP type.
+// Send WQE: ctrl (16) | remote (16) | atomic (16) | sge[n] (16 each) or one inline segment;
+// stride = next power of two. On a UD QP the 32 bytes after ctrl are the datagram segment instead
+// (a UD QP has no RDMA and no atomics), so the stride does not depend on the QP type.
+// ctrl: u8 opcode, u8 flags, u8 num_sge, u8 ds (WQE size in 16-byte units, as mlx5's ctrl
+// segment), u32 imm, u64 wr_id.
+// Inline segment (flags & inline_data, mlx5's mlx5_wqe_inl_data_seg): u32 byte count with bit 31
+// set, then the payload, padded to 16 bytes; num_sge is 0. The HCA sends these bytes: no local
+// key, no translation, no payload read.
 constexpr size_t send_wqe_header = 48;
 constexpr size_t sge_size = 16;
+constexpr size_t inline_header = 4;
+constexpr uint32_t inline_seg_bit = 0x80000000u;
 namespace wqe_flags {
 constexpr uint8_t signaled = 1, fence = 2, mw_type1 = 4;  // mw_type1: a bind posted by ibv_bind_mw
+constexpr uint8_t inline_data = 8;                        // the payload is in the WQE
 }
 struct sge {
     uint32_t length = 0;
@@ -297,11 +334,19 @@ struct send_wqe {
     uint64_t swap = 0;
     datagram_seg datagram;       // UD QPs, in place of remote_addr .. swap
     std::array<sge, 16> sges{};
+    std::vector<uint8_t> inline_bytes;  // flags & inline_data: the payload
 
-    // `ud`: the WQE belongs to a UD QP (bytes 16..47 are the datagram segment).
+    // Bytes the WQE occupies (a multiple of 16; ds * 16).
+    size_t size() const;
+    // `ud`: the WQE belongs to a UD QP (bytes 16..47 are the datagram segment). Writes size()
+    // bytes.
     void encode(uint8_t* p, bool ud = false) const;
+    // `stride`: bytes available at p (the ring's stride, or a BlueFlame WQE's ds * 16).
     static send_wqe decode(const uint8_t* p, size_t stride, bool ud = false);
-    static size_t stride_for(unsigned max_sge);
+    // The ring stride for WQEs of up to `max_sge` SGEs or `max_inline` inline bytes.
+    static size_t stride_for(unsigned max_sge, size_t max_inline = 0);
+    // Bytes of a WQE carrying `n` inline bytes.
+    static size_t inline_wqe_size(size_t n) { return send_wqe_header + (inline_header + n + 15) / 16 * 16; }
 };
 
 // Receive WQE: {u64 wr_id, u8 num_sge, pad} (16) | sge[n] (16 each).

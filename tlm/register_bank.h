@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <deque>
 
 #include <tlm>
 
@@ -36,8 +37,40 @@ public:
         return r;
     }
 
-    // 8-byte aligned accesses only. `delay` is passed to the write action (when the write lands).
+    // A write-only window of `size` bytes taking aligned stores of exactly `chunk` bytes (the
+    // BlueFlame buffers: write-combined 64-byte stores). `on_write` gets the offset into the window.
+    struct window {
+        std::string name;
+        uint64_t offset = 0, size = 0, chunk = 0;
+        std::function<bool(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay)> on_write;
+    };
+    window& add_window(std::string name, uint64_t offset, uint64_t size, uint64_t chunk) {
+        m_windows.push_back(window{std::move(name), offset, size, chunk, {}});
+        return m_windows.back();
+    }
+
+    // 8-byte aligned accesses only (windows: their chunk). `delay` is passed to the write action
+    // (when the write lands).
     outcome transport(tlm::tlm_generic_payload& gp, const sc_core::sc_time& delay) {
+        for (window& w : m_windows) {
+            const uint64_t a = gp.get_address();
+            if (a < w.offset || a >= w.offset + w.size) continue;
+            if (!gp.is_write()) {
+                gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
+                return outcome::write_only;
+            }
+            if (gp.get_data_length() != w.chunk || (a - w.offset) % w.chunk || gp.get_byte_enable_ptr() != nullptr ||
+                gp.get_streaming_width() < w.chunk) {
+                gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
+                return outcome::bad_width;
+            }
+            if (w.on_write && !w.on_write(a - w.offset, gp.get_data_ptr(), delay)) {
+                gp.set_response_status(tlm::TLM_GENERIC_ERROR_RESPONSE);
+                return outcome::rejected;
+            }
+            gp.set_response_status(tlm::TLM_OK_RESPONSE);
+            return outcome::ok;
+        }
         auto it = m_regs.find(gp.get_address());
         if (it == m_regs.end()) {
             gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
@@ -84,6 +117,7 @@ public:
 
 private:
     std::map<uint64_t, reg> m_regs;
+    std::deque<window> m_windows;  // references stay valid as windows are added
 };
 
 }  // namespace hcasim

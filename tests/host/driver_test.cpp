@@ -335,6 +335,78 @@ void bench::run() {
     EXPECT_TRUE(h.wait_cq(cqn, 1, sc_time(5, SC_US)).empty()) << "nothing came";
     EXPECT_GE(sc_core::sc_time_stamp() - before_timeout, sc_time(5, SC_US)) << "waited the timeout";
 
+    // ---- inline data, BlueFlame and post lists (driver_post.cpp) ----
+    {
+        qp_attr ia = qa;
+        ia.sq_depth = 64;
+        ia.max_inline_data = 5000;
+        qp_info iq;
+        EXPECT_EQ(h.create_qp(pid, ia, iq), EINVAL) << "more inline than the largest send WQE holds";
+        ia.max_inline_data = 100;
+        ASSERT_EQ(h.create_qp(pid, ia, iq), 0);
+        EXPECT_EQ(iq.max_inline_data, 204u) << "48 + 4 + 100 (padded to 160) rounds the stride up to 256 B: 204 inline bytes fit";
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+            ASSERT_EQ(h.modify_qp(iq.qpn, st, 0x99, 7), 0);
+        const std::vector<uint8_t> payload = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+        ASSERT_EQ(h.write_mem(pid, 0x141200, payload), 0);
+        send_wr iw;
+        iw.opcode = wqe_opcode::rdma_write;
+        iw.wr_id = 0x51;
+        iw.inline_data = true;
+        iw.sges = {sge{12, 0xdead, 0x141200}, sge{8, 0, 0x141200 + 12}};  // keys are not used
+        const size_t db0 = hca.sq_doorbells.size(), chunks0 = hca.bf_chunks;
+        ASSERT_EQ(h.post_send(iq.qpn, iw), 0);
+        EXPECT_EQ(hca.sq_doorbells.size(), db0) << "an inline single WR goes by BlueFlame, not the doorbell";
+        EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "8 + 80-byte WQE: two 64-byte write-combined stores";
+        ASSERT_FALSE(hca.bf_blocks.empty());
+        const auto& block = hca.bf_blocks.begin()->second;
+        doorbell_word dw;
+        ASSERT_TRUE(doorbell_word::decode_blueflame(get<uint64_t>(block.data()), dw));
+        EXPECT_EQ(dw.qpn, iq.qpn);
+        EXPECT_EQ(dw.producer_index, 1u);
+        EXPECT_EQ(dw.ds, 5u) << "48 + 4 + 20 = 72, padded to 80 bytes";
+        send_wqe bw = send_wqe::decode(block.data() + 8, dw.ds * 16u);
+        EXPECT_EQ(bw.wr_id, 0x51u);
+        EXPECT_TRUE(bw.flags & wqe_flags::inline_data);
+        EXPECT_EQ(bw.inline_bytes, payload) << "the CPU gathered both SGEs into the WQE";
+        send_wqe ring = fetch_send_wqe(iq.qpn, 0);
+        EXPECT_EQ(ring.inline_bytes, payload) << "the WQE is in the ring too (the HCA may re-read it)";
+        EXPECT_EQ(ring.num_sge, 0u);
+        iw.sges = {sge{205, 0, 0x141200}};
+        EXPECT_EQ(h.post_send(iq.qpn, iw), EINVAL) << "205 bytes exceed max_inline_data 204";
+        iw.sges = {sge{8, 0, 0x141200}};
+        iw.opcode = wqe_opcode::rdma_read;
+        EXPECT_EQ(h.post_send(iq.qpn, iw), EINVAL) << "IBV_SEND_INLINE is for sends and RDMA writes";
+        iw.opcode = wqe_opcode::send;
+        iw.sges = {sge{8, 0, 0x900000}};
+        EXPECT_EQ(h.post_send(iq.qpn, iw), EFAULT) << "the CPU cannot copy from unmapped memory";
+        // A plain single WR: a doorbell (BlueFlame only for inline unless prefer_bf).
+        send_wr pw = w;
+        pw.sges = {sge{8, mr3.lkey, 0x141200}};
+        ASSERT_EQ(h.post_send(iq.qpn, pw), 0);
+        EXPECT_EQ(hca.sq_doorbells.size(), db0 + 1);
+        EXPECT_EQ(hca.bf_chunks - chunks0, 2u);
+        // A post list of four: one doorbell, no BlueFlame, even when inline.
+        std::vector<send_wr> list(4, pw);
+        list[2] = iw;
+        list[2].opcode = wqe_opcode::rdma_write;
+        list[2].sges = {sge{8, 0, 0x141200}};
+        const sc_time t0 = sc_core::sc_time_stamp();
+        ASSERT_EQ(h.post_send(iq.qpn, list), 0);
+        EXPECT_EQ(hca.sq_doorbells.size(), db0 + 2) << "one doorbell for the list";
+        EXPECT_EQ(hca.sq_doorbells.back().producer_index, 6u) << "naming the last WQE";
+        EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "nreq > 1: no BlueFlame";
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, to_time(cpu.post_wr) * 4.0) << "each WR costs its post_wr";
+        EXPECT_EQ(fetch_send_wqe(iq.qpn, 4).inline_bytes.size(), 8u);
+        // A list stops at its first bad WR; the ones before it are posted and rung.
+        list[1].sges = {sge{1, 0, 0}, sge{1, 0, 0}, sge{1, 0, 0}};
+        size_t bad = 99;
+        EXPECT_EQ(h.post_send(iq.qpn, list, &bad), EINVAL);
+        EXPECT_EQ(bad, 1u);
+        EXPECT_EQ(hca.sq_doorbells.back().producer_index, 7u) << "the good first WR was rung";
+        ASSERT_EQ(h.destroy_qp(iq.qpn), 0);
+    }
+
     // ---- UD: Q_Key, address handles, the datagram segment ----
     qp_attr ua = qa;
     ua.type = qp_type::ud;

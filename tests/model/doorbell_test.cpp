@@ -27,6 +27,12 @@ struct bench : sc_core::sc_module {
     clock_domain clk{500e6};
     doorbell unit{"doorbell", doorbell_config{}, clk};
     std::vector<rung> sends, recvs;
+    struct bf_rung {
+        uint32_t qpn, pi;
+        std::vector<uint8_t> wqe;
+        sc_time at;
+    };
+    std::vector<bf_rung> bfs;
     std::vector<command_request> commands;
     std::vector<sc_time> command_times;
     bool finished = false;
@@ -40,6 +46,9 @@ struct bench : sc_core::sc_module {
         };
         unit.on_recv = [this](uint32_t q, uint32_t p) {
             recvs.push_back({q, p, sc_core::sc_time_stamp()});
+        };
+        unit.on_blueflame = [this](uint32_t q, uint32_t p, std::vector<uint8_t> w) {
+            bfs.push_back({q, p, std::move(w), sc_core::sc_time_stamp()});
         };
         unit.on_command = [this](const command_request& c) {
             commands.push_back(c);
@@ -59,6 +68,10 @@ struct bench : sc_core::sc_module {
         auto s = test::transact(bar, false, off, b, 8, d);
         v = get<uint64_t>(b);
         return s;
+    }
+    tlm::tlm_response_status chunk(uint64_t off, const uint8_t* data, sc_time delay = sc_core::SC_ZERO_TIME) {
+        std::vector<uint8_t> b(data, data + reg::bf_chunk);
+        return test::transact(bar, true, off, b.data(), static_cast<unsigned>(b.size()), delay);
     }
     uint64_t stat(const char* k) { return test::stats_of("bench.doorbell")[k].get<uint64_t>(); }
     void run();
@@ -156,6 +169,53 @@ void bench::run() {
     EXPECT_GE(command_times[0], before + decode) << "commands are forwarded after decode";
     EXPECT_EQ(load(reg::cmd_op, v), tlm::TLM_COMMAND_ERROR_RESPONSE) << "cmd_op is WO";
     EXPECT_EQ(stat("commands"), 1u);
+
+    // ---- BlueFlame: a WQE in 64-byte chunks with its doorbell word ----
+    send_wqe w;
+    w.opcode = wqe_opcode::rdma_write;
+    w.flags = wqe_flags::signaled | wqe_flags::inline_data;
+    w.wr_id = 0x77;
+    w.remote_addr = 0xABC000;
+    w.rkey = 0x1234;
+    for (int i = 0; i < 64; ++i) w.inline_bytes.push_back(static_cast<uint8_t>(i + 1));
+    ASSERT_EQ(w.size(), 128u) << "48 header + 4 byte count + 64 data, padded to 16";
+    std::vector<uint8_t> block(doorbell_word::blueflame_bytes(w.size()), 0);
+    ASSERT_EQ(block.size(), 192u) << "8 + 128 bytes: three 64-byte chunks";
+    put<uint64_t>(block.data(), doorbell_word{5, 9, static_cast<uint8_t>(w.size() / 16)}.encode());
+    w.encode(block.data() + 8);
+    const uint64_t buf1 = reg::bf_base + reg::bf_size;
+    const uint64_t sends_before = stat("send");
+    const sc_time t0 = sc_core::sc_time_stamp();
+    EXPECT_EQ(chunk(buf1, block.data()), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(chunk(buf1 + 64, block.data() + 64), tlm::TLM_OK_RESPONSE);
+    wait(sc_time(1, sc_core::SC_US));
+    EXPECT_TRUE(bfs.empty()) << "nothing before the block's last chunk";
+    EXPECT_EQ(chunk(buf1 + 128, block.data() + 128, sc_time(50, SC_NS)), tlm::TLM_OK_RESPONSE);
+    wait(sc_time(1, sc_core::SC_US));
+    ASSERT_EQ(bfs.size(), 1u);
+    EXPECT_EQ(bfs[0].qpn, 5u);
+    EXPECT_EQ(bfs[0].pi, 9u);
+    EXPECT_GE(bfs[0].at, t0 + sc_time(1, sc_core::SC_US) + sc_time(50, SC_NS) + decode)
+        << "decoded after the last chunk landed";
+    ASSERT_EQ(bfs[0].wqe.size(), 128u) << "ds * 16 bytes handed on";
+    send_wqe back = send_wqe::decode(bfs[0].wqe.data(), bfs[0].wqe.size());
+    EXPECT_EQ(back.wr_id, 0x77u);
+    EXPECT_EQ(back.rkey, 0x1234u);
+    EXPECT_EQ(back.inline_bytes, w.inline_bytes) << "the inline payload travelled in the MMIO";
+    EXPECT_TRUE(sends.size() == 2u) << "a BlueFlame doorbell is not also a plain one";
+    EXPECT_EQ(stat("send") - sends_before, 1u) << "counted as a send doorbell";
+    EXPECT_EQ(stat("blueflame"), 1u);
+    EXPECT_EQ(stat("blueflame_bytes"), 192u);
+    // Malformed: a chunk out of order, a block larger than the buffer, wrong width.
+    const uint64_t malformed1 = stat("malformed");
+    EXPECT_EQ(chunk(buf1 + 64, block.data() + 64), tlm::TLM_GENERIC_ERROR_RESPONSE) << "no block started";
+    std::vector<uint8_t> big(64, 0);
+    put<uint64_t>(big.data(), doorbell_word{5, 10, 16}.encode());
+    EXPECT_EQ(chunk(reg::bf_base, big.data()), tlm::TLM_GENERIC_ERROR_RESPONSE) << "8 + 256 bytes do not fit 256";
+    EXPECT_EQ(store(reg::bf_base, 1), tlm::TLM_BURST_ERROR_RESPONSE) << "BlueFlame takes 64-byte stores only";
+    EXPECT_EQ(stat("malformed") - malformed1, 3u);
+    wait(sc_time(1, sc_core::SC_US));
+    EXPECT_EQ(bfs.size(), 1u);
     finished = true;
 }
 

@@ -46,6 +46,9 @@ struct stub_hca : sc_core::sc_module {
     std::map<uint64_t, uint64_t> regs;
     std::vector<command_seen> commands;
     std::vector<doorbell_word> sq_doorbells, rq_doorbells;
+    // BlueFlame blocks as stored (64-byte chunks appended per buffer); `bf_chunks` counts stores.
+    std::map<uint64_t, std::vector<uint8_t>> bf_blocks;
+    size_t bf_chunks = 0;
     sc_time command_latency = sc_time(2, SC_US);
     bool mute = false;  // drop commands (to see the driver time out)
 
@@ -55,6 +58,16 @@ struct stub_hca : sc_core::sc_module {
 
     void store(tlm::tlm_generic_payload& gp, sc_time& delay) {
         const uint64_t off = gp.get_address();
+        if (gp.is_write() && off >= reg::bf_base && off < reg::bf_base + reg::bf_size * reg::bf_buffers &&
+            gp.get_data_length() == reg::bf_chunk && off % reg::bf_chunk == 0) {
+            const uint64_t buf = (off - reg::bf_base) / reg::bf_size;
+            auto& b = bf_blocks[buf];
+            if ((off - reg::bf_base) % reg::bf_size == 0) b.clear();
+            b.insert(b.end(), gp.get_data_ptr(), gp.get_data_ptr() + reg::bf_chunk);
+            ++bf_chunks;
+            gp.set_response_status(tlm::TLM_OK_RESPONSE);
+            return;
+        }
         if (!gp.is_write() || gp.get_data_length() != 8 || off % 8) {
             gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
             return;
