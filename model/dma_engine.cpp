@@ -74,6 +74,7 @@ void dma_engine::submit(dma_op_ptr op) {
         ++m_read_ops;
         m_read_bytes += total;
         op->data.assign(total, 0);
+        op->arrivals.clear();
         uint64_t offset = 0;
         sc_core::sc_time issue = begin;
         for (const auto& seg : op->segments) {
@@ -89,6 +90,7 @@ void dma_engine::submit(dma_op_ptr op) {
                     transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
                              seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 *tag = arrived;
+                op->arrivals.push_back({offset, arrived});
                 HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));
                 m_tag_busy_ps += to_ps(arrived - issue);
                 finish = std::max(finish, arrived);
