@@ -240,7 +240,9 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
                                 msg->op == ib_op::atomic_fetch_add;
     if (read_or_atomic && ctx->type == qp_type::rc) {
         // Responder resources (IRD): one more READ or atomic than max_dest_rd_atomic outstanding is
-        // an Invalid Request (IBA 9.7.5.2.4); a requester within its ORD never causes it.
+        // a class C error answered NAK Invalid Request (IBA 9.7.5.2.4; rxe_resp.c: too many
+        // RDMA/atomic requests -> AETH_NAK_INVALID_REQ, REM_INV_REQ_ERR at the requester); a
+        // requester within its ORD never causes it.
         if (rq.reads >= std::max<uint32_t>(1, ctx->max_dest_rd_atomic)) {
             // Refused once the requests before it are answered (they execute as usual); the
             // requests after it are not executed (IBA 9.9.3: the QP goes to the error state).
