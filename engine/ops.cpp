@@ -323,7 +323,11 @@ std::vector<op_decl> build_ops() {
 
     s = {};
     s.fields = {list("qps", ref("", resource_kind::qp, true, "a QP (\"a.qp0\")"), true,
-                     "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2)};
+                     "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2),
+                integer("max_rd_atomic", 0, 16, false,
+                        "RDMA READs and atomics each QP may have outstanding as requester (initiator depth, ORD); mlx5 default 16"),
+                integer("max_dest_rd_atomic", 0, 16, false,
+                        "RDMA READs and atomics each QP accepts outstanding as responder (responder resources, IRD); mlx5 default 16")};
     add("connect", "connect two RC or UC QPs (RESET/INIT -> RTS on both); UD QPs use modify_qp", s);
 
     s = {};
@@ -331,7 +335,11 @@ std::vector<op_decl> build_ops() {
         ref("qp", resource_kind::qp, true, "queue pair"),
         choice("state", qp_state_names(), true, "target state"),
         opt("qkey", field_kind::u64,
-            "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)")};
+            "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)"),
+        integer("max_rd_atomic", 0, 16, false,
+                "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD)"),
+        integer("max_dest_rd_atomic", 0, 16, false,
+                "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD)")};
     add("modify_qp",
         "move a QP to a state (ibv_modify_qp); a UD QP goes INIT (with qkey), RTR, RTS", s);
 
@@ -472,10 +480,15 @@ std::vector<op_decl> build_workloads() {
         std::vector<std::string> conns = b == "send"    ? std::vector<std::string>{"RC", "UC", "UD"}
                                          : b == "write" ? std::vector<std::string>{"RC", "UC"}
                                                         : std::vector<std::string>{"RC"};
-        w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s",
-                     perftest_shape(bw_size, conns)});
-        w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s",
-                     perftest_shape(lat_size, conns)});
+        field_shape bw = perftest_shape(bw_size, conns), lat = perftest_shape(lat_size, conns);
+        if (b == "read" || b == "atomic")
+            for (field_shape* f : {&bw, &lat})
+                f->fields.push_back(integer("outs", 1, 16, false,
+                                            "outstanding RDMA READs/atomics per QP (-o): max_rd_atomic and "
+                                            "max_dest_rd_atomic of both QPs (perftest: \"Outstand reads : 16\")",
+                                            16));
+        w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s", bw});
+        w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s", lat});
     }
     field_shape s;
     s.fields = {ref("node", resource_kind::node, true, "node whose DMA engine moves the data"),

@@ -596,9 +596,15 @@ void program_runner::op_connect(const json& a, step_result& r) {
         q[i]->peer_qpn = q[1 - i]->info.qpn;
         q[i]->peer_lid = m_world.at(nodes[1 - i]).lid();
     }
+    std::optional<uint32_t> ord, ird;
+    if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
+    if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
+    // As ibv_modify_qp: responder resources on INIT -> RTR, initiator depth on RTR -> RTS.
     for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
         for (int i = 0; i < 2 && !r.err; ++i)
-            r.err = m_world.at(nodes[i]).host().modify_qp(q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid);
+            r.err = m_world.at(nodes[i]).host().modify_qp(q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid, std::nullopt,
+                                                          st == qp_state::rts ? ord : std::nullopt,
+                                                          st == qp_state::rtr ? ird : std::nullopt);
 }
 
 void program_runner::op_modify_qp(const std::string& n, const json& a, step_result& r) {
@@ -611,8 +617,11 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
     }
     std::optional<uint32_t> qkey;
     if (a.contains("qkey")) qkey = static_cast<uint32_t>(u64_or(a, "qkey", 0));
+    std::optional<uint32_t> ord, ird;
+    if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
+    if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
     r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
-                                           it->second.peer_lid, qkey);
+                                           it->second.peer_lid, qkey, ord, ird);
     if (!r.err && qkey) it->second.qkey = *qkey;
 }
 

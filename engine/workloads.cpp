@@ -64,6 +64,7 @@ struct params {
     uint64_t inline_size = 0;  // -I: messages of at most this size go inline
     uint64_t post_list = 1;    // --post_list: WRs per post_send
     uint64_t threads = 1;      // posting threads of the client
+    uint64_t outs = 16;       // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
 };
 
 // perftest's default -I (perftest_parameters.h, DEF_INLINE_*): latency tests inline small
@@ -137,11 +138,18 @@ void connect(const params& p, side& a, side& b) {
         bring_up_ud(b, a);
         return;
     }
+    // perftest -o: responder resources on INIT -> RTR, initiator depth on RTR -> RTS (RC only).
+    const std::optional<uint32_t> outs =
+        p.conn == qp_type::rc ? std::optional<uint32_t>(static_cast<uint32_t>(p.outs)) : std::nullopt;
     for (size_t q = 0; q < a.qps.size(); ++q)
-        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts}) {
-            require(a.h->modify_qp(a.qps[q].qpn, st, b.qps[q].qpn, b.h->lid()), a.node + ": modify_qp");
-            require(b.h->modify_qp(b.qps[q].qpn, st, a.qps[q].qpn, a.h->lid()), b.node + ": modify_qp");
-        }
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+            for (side* s : {&a, &b}) {
+                const side& peer = s == &a ? b : a;
+                require(s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(), std::nullopt,
+                                        st == qp_state::rts ? outs : std::nullopt,
+                                        st == qp_state::rtr ? outs : std::nullopt),
+                        s->node + ": modify_qp");
+            }
 }
 
 uint64_t now_ps() { return to_ps(sc_core::sc_time_stamp()); }
@@ -583,6 +591,7 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.qps = lat ? 1 : std::max<uint64_t>(1, arg_u64(a, "qps", 1));
             p.tx_depth = std::max<uint64_t>(1, arg_u64(a, "tx_depth", lat ? 1 : 128));
             p.page_size = arg_u64(a, "page_size", 4096);
+            p.outs = std::min<uint64_t>(16, std::max<uint64_t>(1, arg_u64(a, "outs", 16)));
             const std::string conn = a.value("connection", std::string("RC"));
             p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
             p.rx_depth = p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);

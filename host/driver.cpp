@@ -656,7 +656,8 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 }
 
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
-                      std::optional<uint32_t> qkey) {
+                      std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
+                      std::optional<uint32_t> max_dest_rd_atomic) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -670,9 +671,16 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
     if (!err && qkey && !ud) err = EINVAL;
     if (!err && ud && !qkey && ctx.state == qp_state::reset && state == qp_state::init)
         err = EINVAL;
+    // Outstanding READ/atomic depths: up to the device's max_qp_rd_atom (mlx5: 16), RC only.
+    const uint32_t max_qp_rd_atom = 16;
+    if (!err && (max_rd_atomic || max_dest_rd_atomic) && qp.attr.type != qp_type::rc) err = EINVAL;
+    if (!err && max_rd_atomic && *max_rd_atomic > max_qp_rd_atom) err = EINVAL;
+    if (!err && max_dest_rd_atomic && *max_dest_rd_atomic > max_qp_rd_atom) err = EINVAL;
     if (!err) {
         ctx.state = state;
         if (qkey) ctx.qkey = *qkey;
+        if (max_rd_atomic) ctx.max_rd_atomic = static_cast<uint8_t>(*max_rd_atomic);
+        if (max_dest_rd_atomic) ctx.max_dest_rd_atomic = static_cast<uint8_t>(*max_dest_rd_atomic);
         if (state == qp_state::rtr && !ud) {
             ctx.remote_qpn = remote_qpn;
             ctx.remote_lid = remote_lid;

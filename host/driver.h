@@ -31,6 +31,9 @@
 //  - UD: address handles are user-space objects (create_ah), members of their PD; post_send on a
 //    UD QP copies the handle's address vector and PD into the WQE's datagram segment with the
 //    WR's remote QPN and Q_Key. modify_qp sets a UD QP's Q_Key (required on RESET -> INIT).
+//  - RDMA READ / atomic depth: modify_qp sets an RC QP's max_rd_atomic (ORD) and
+//    max_dest_rd_atomic (IRD) in its context, 0..16 as mlx5's max_qp_rd_atom (default 16; the HCA
+//    takes 0 as 1, as mlx5 encodes it); the HCA enforces both.
 //  - DMA addresses (driver_dma.cpp, the kernel's DMA API): every address the driver hands the
 //    HCA - table bases, the command record, the event queue, buffer-table entries, translation
 //    entries - is a physical address with the IOMMU off and an IOVA with it on (host/iommu.h).
@@ -110,7 +113,9 @@ class driver : public sc_core::sc_module {
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     int destroy_qp(uint32_t qpn);
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
-                  std::optional<uint32_t> qkey = std::nullopt);
+                  std::optional<uint32_t> qkey = std::nullopt,
+                  std::optional<uint32_t> max_rd_atomic = std::nullopt,
+                  std::optional<uint32_t> max_dest_rd_atomic = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     int post_send(uint32_t qpn, const send_wr& wr);
     // A post list: one doorbell for the list (driver_post.cpp); `bad` gets the failing WR's index.

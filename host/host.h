@@ -403,8 +403,12 @@ class host : public sc_core::sc_module {
     int destroy_qp(uint32_t qpn);
     // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR;
     // `qkey` (UD only, required on RESET->INIT) is the Q_Key incoming datagrams must carry.
+    // RC: `max_rd_atomic` (initiator depth) and `max_dest_rd_atomic` (responder resources),
+    // 0..max_qp_rd_atom (16), default 16; EINVAL beyond.
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
-                  std::optional<uint32_t> qkey = std::nullopt);
+                  std::optional<uint32_t> qkey = std::nullopt,
+                  std::optional<uint32_t> max_rd_atomic = std::nullopt,
+                  std::optional<uint32_t> max_dest_rd_atomic = std::nullopt);
     // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);

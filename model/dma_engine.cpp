@@ -75,6 +75,7 @@ void dma_engine::submit(dma_op_ptr op) {
         ++m_read_ops;
         m_read_bytes += total;
         op->data.assign(total, 0);
+        op->arrivals.clear();
         uint64_t offset = 0;
         sc_core::sc_time issue = begin;
         for (const auto& seg : op->segments) {
@@ -90,6 +91,7 @@ void dma_engine::submit(dma_op_ptr op) {
                     transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
                              seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 *tag = arrived;
+                op->arrivals.push_back({offset, arrived});
                 if (m_cfg.line_cycles)  // the data path reaches the next request after these lines
                     issue += m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
                 HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));

@@ -6,6 +6,8 @@
 //
 // All TLP timing is computed when the operation is issued (the link books its serial resources),
 // so an operation costs one kernel event - its completion callback - however many TLPs it spans.
+// A read also reports when each of its requests' bytes arrive (`arrivals`), known at issue, so a
+// consumer may pipeline on them (the requester sends packet 0 while later bytes are in flight).
 // Functional effects (bytes read or written) happen at issue time.
 #pragma once
 
@@ -66,6 +68,10 @@ struct dma_op {
     std::vector<dma_segment> segments;
     std::vector<uint8_t> data;          // read: filled in; write: the bytes to write
     std::vector<dma_pacing> pacing;     // write only; empty = all bytes available now
+    // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
+    // `offset` up to the next entry's offset are on chip at `when` (the request's last completion
+    // arrived). Lets a consumer start on the first bytes before the whole operation is done.
+    std::vector<dma_pacing> arrivals;
     sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
     sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
     uint32_t ptag = 0;                  // owning process of the memory, for host-side checks

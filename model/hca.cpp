@@ -28,6 +28,9 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
     };
     m_doorbell.on_command = [this](const command_request& c) {
         tables_changed();
+        // The driver flushes a QP's context before it rewrites it (modify, destroy): the responder
+        // drops the receive WQEs it prefetched for the QP, which may be reset and reposted.
+        if (c.op == hca_if::cmd::flush_qpc) m_responder.forget(static_cast<uint32_t>(c.in0));
         m_command.submit(c);
     };
     m_requester.on_qp_error = [this](uint32_t qpn) { m_responder.flush_receives(qpn); };

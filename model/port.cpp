@@ -1,5 +1,7 @@
 #include "model/port.h"
 
+#include <algorithm>
+
 #include "sim/log.h"
 
 namespace hcasim {
@@ -11,6 +13,20 @@ std::vector<dma_pacing> pacing_of(const ib_message& msg) {
     for (uint32_t i = 0; i < msg.packets(); ++i) {
         out.push_back({offset, msg.arrivals[i]});
         offset += msg.packet_payload(i);
+    }
+    return out;
+}
+
+std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu) {
+    const uint32_t n = packets_for(length, mtu);
+    std::vector<sc_core::sc_time> out(n, op.done_at);
+    size_t chunk = 0;
+    sc_core::sc_time latest = sc_core::SC_ZERO_TIME;  // all bytes before the current chunk are in
+    for (uint32_t i = 0; i < n; ++i) {
+        const uint64_t end = std::min<uint64_t>(length, static_cast<uint64_t>(i + 1) * mtu);
+        // Take every request that holds a byte of [.., end).
+        while (chunk < op.arrivals.size() && op.arrivals[chunk].offset < end) latest = std::max(latest, op.arrivals[chunk++].when);
+        if (!op.arrivals.empty()) out[i] = latest;
     }
     return out;
 }

@@ -32,6 +32,10 @@ struct port_config {
 // written from the time packet i arrived (cut-through, one DMA operation per message).
 std::vector<dma_pacing> pacing_of(const ib_message& msg);
 
+// The other way round: when each packet of a `length`-byte message read by `op` may leave, i.e.
+// when the last of its payload bytes has arrived on chip (cut-through sending; one entry per packet).
+std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu);
+
 class port : public sc_core::sc_module {
 public:
     std::function<void(ib_message_ptr)> to_responder;

@@ -57,6 +57,19 @@ bool flushing(qp_state s) {
     return s == qp_state::err || s == qp_state::sqe;
 }
 
+uint64_t gather_length(const send_wqe& w) {
+    uint64_t n = 0;
+    for (unsigned i = 0; i < w.num_sge; ++i) n += w.sges[i].length;
+    return n;
+}
+
+// Operations whose response carries data (RDMA READ, atomics): the ones ORD and IRD count.
+bool awaits_response(wqe_opcode op) {
+    return op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
+}
+
+bool is_window_op(wqe_opcode op) { return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv; }
+
 bool carries_local_payload(wqe_opcode op) {
     return op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm || op == wqe_opcode::send ||
            op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
@@ -90,6 +103,8 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg, 
                                     "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
       m_bf_wqes(m_stats.counter("blueflame_wqes", "WQEs", "WQEs taken from a BlueFlame doorbell instead of fetched")),
       m_inline_wqes(m_stats.counter("inline_wqes", "WQEs", "WQEs whose payload was inline (no translation, no payload read)")),
+      m_ord_waits(m_stats.counter("ord_waits", "times",
+                                  "times a READ or atomic was held back because the QP had max_rd_atomic of them outstanding")),
       m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
 
 void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe) {
@@ -171,7 +186,13 @@ void requester::kick(uint32_t qpn) {
                 auto s = std::make_shared<wqe_slot>();
                 s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride, ud);
                 s->index = first + i;
-                s->psn = sq.next_psn++;
+                // Only packets consume PSNs (IBA 9.7.1): a bind or local invalidation sends
+                // nothing, a message one PSN per packet, a read one per response packet.
+                if (!is_window_op(s->w.opcode)) {
+                    s->psn = sq.next_psn;
+                    s->psns = request_psns(wire_opcode(s->w.opcode), gather_length(s->w), m_port.mtu());
+                    sq.next_psn += s->psns;
+                }
                 s->doorbell_time = sq.last_doorbell;
                 HCASIM_TRACE(span(name(), "doorbell", wqe_trace_id(qpn, s->index), s->doorbell_time, tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first))));
                 HCASIM_TRACE(span(m_fetcher.name(), "fetch", wqe_trace_id(qpn, s->index), tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first)), sc_core::sc_time_stamp(), stride));
@@ -193,10 +214,6 @@ void requester::kick(uint32_t qpn) {
         m_fetcher.fetch(q, first, n, fetched);
     });
 }
-
-namespace {
-bool is_window_op(wqe_opcode op) { return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv; }
-}  // namespace
 
 void requester::advance(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
@@ -323,17 +340,21 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             op->ptag = s->local.front().ptag;
             op->trace_id = s->msg->trace_id;
             op->done = [this, qpn, s](dma_op& done) {
-                release(s);
+                release(s);  // translations are held until the last byte is read
                 if (s->stage == wqe_stage::completed) return;
-                if (!done.ok) {
-                    complete(qpn, s, wc_status::loc_prot_err);
-                    return;
-                }
-                s->msg->payload = std::move(done.data);
-                s->stage = wqe_stage::ready;
-                drain(qpn);
+                if (!done.ok) complete(qpn, s, wc_status::loc_prot_err);
             };
             m_dma.submit(op);
+            if (!op->ok) return;  // completes with the error when the read is done
+            // Cut-through: the message goes to the port once its first packet's bytes are on chip,
+            // and the link holds each later packet until its own bytes are in.
+            s->msg->payload = std::move(op->data);
+            s->msg->ready = packet_ready(*op, s->length, m_port.mtu());
+            m_queue.at(s->msg->ready.front(), [this, qpn, s] {
+                if (s->stage != wqe_stage::reading) return;
+                s->stage = wqe_stage::ready;
+                drain(qpn);
+            });
         });
     }
 }
@@ -374,9 +395,21 @@ void requester::drain(uint32_t qpn) {
         return;
     }
     bool any_unreliable = false;
+    // RDMA READs and atomics awaiting their response: at most the QP's initiator depth (ORD,
+    // max_rd_atomic) of them; a further one waits, and the WQEs behind it with it (IBA 9.5).
+    uint32_t reads = 0;
+    const uint32_t ord = std::max<uint32_t>(1, sq.ctx.max_rd_atomic);
     for (auto& s : sq.window) {
+        if (s->stage == wqe_stage::sent && awaits_response(s->w.opcode)) ++reads;
         if (s->stage == wqe_stage::completed || s->stage == wqe_stage::sent || s->stage == wqe_stage::responded) continue;
         if (s->stage != wqe_stage::ready) break;  // messages of a QP leave in WQE order
+        if (awaits_response(s->w.opcode)) {
+            if (reads >= ord) {
+                ++m_ord_waits;
+                break;
+            }
+            ++reads;
+        }
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
         m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
@@ -398,8 +431,10 @@ void requester::on_response(ib_message_ptr msg) {
     const uint32_t qpn = msg->dst_qpn;
     sq_state& sq = it->second;
     slot_ptr s;
+    // An ACK names the last PSN of the message it acknowledges, a NAK or a read response the
+    // first: find the message whose PSNs include it.
     for (auto& c : sq.window)
-        if (c->psn == msg->psn && c->stage == wqe_stage::sent) s = c;
+        if (c->stage == wqe_stage::sent && msg->psn - c->psn < c->psns) s = c;
     if (!s) return;  // flushed or already answered
     HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(), sc_core::sc_time_stamp(), msg->length));
     switch (msg->op) {
@@ -419,6 +454,7 @@ void requester::on_response(ib_message_ptr msg) {
         case ib_op::rdma_read_response:
         case ib_op::atomic_response: {
             s->stage = wqe_stage::responded;
+            drain(qpn);  // a READ or atomic held back by the initiator depth may go now
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::write;
             for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
@@ -467,8 +503,10 @@ void requester::enter_error(uint32_t qpn) {
             if (on_qp_error) on_qp_error(qpn);
         });
     }
+    // A READ or atomic whose response arrived before the error completes as it is (its data is
+    // being written); every other unfinished WQE is flushed.
     for (auto& c : sq.window)
-        if (c->stage != wqe_stage::completed) {
+        if (c->stage != wqe_stage::completed && c->stage != wqe_stage::responded) {
             release(c);
             c->status = wc_status::wr_flush_err;
             c->stage = wqe_stage::completed;

@@ -3,6 +3,14 @@
 //   send pipeline -> wire -> (RC) ACK or response -> response data DMA write -> CQE
 // and every WQE carries its stage explicitly (`wqe_stage`).
 //
+// Cut-through: the payload read's per-request arrival times are known when it is issued, so a
+// message goes to the port as soon as its first packet's bytes are on chip and the link holds each
+// later packet until its own bytes are in (one event per WQE for the stage, not one per packet).
+// PSNs: only packets consume them (IBA 9.7.1): one per request packet, an RDMA READ one per
+// response packet, a bind or local invalidation none. At most `max_rd_atomic` (ORD, from the QP
+// context) RDMA READs and atomics of a QP await their response; the next one, and the WQEs after
+// it, wait until one is answered.
+//
 // What may run out of order: the translation and payload reads of several WQEs of one QP overlap,
 // and WQEs of different QPs interleave freely; what may not: messages of one QP leave on the wire
 // in WQE order, and their completions are written in WQE order. A QP has at most
@@ -77,7 +85,8 @@ private:
     struct wqe_slot {
         hca_if::send_wqe w;
         uint32_t index = 0;
-        uint32_t psn = 0;
+        uint32_t psn = 0;   // first PSN of the message
+        uint32_t psns = 0;  // PSNs it consumes (0: sends no packet)
         wqe_stage stage = wqe_stage::fetched;
         hca_if::wc_status status = hca_if::wc_status::success;
         ib_message_ptr msg;
@@ -146,6 +155,7 @@ private:
     uint64_t& m_ud_oversize;
     uint64_t& m_bf_wqes;
     uint64_t& m_inline_wqes;
+    uint64_t& m_ord_waits;
     histogram& m_latency;
 };
 

@@ -37,6 +37,12 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg, 
       m_out_of_sequence(m_stats.counter("out_of_sequence", "messages", "requests dropped because their PSN was not the expected one")),
       m_recv_wqes(m_stats.counter("recv_wqes", "WQEs", "receive WQEs consumed")),
       m_flushed(m_stats.counter("flushed", "WQEs", "receive WQEs completed with WR_FLUSH_ERR (QP in the error state)")),
+      m_prefetch_hits(m_stats.counter("recv_prefetch_hits", "WQEs",
+                                      "receive WQEs found prefetched on chip (or already being fetched) when their message needed them")),
+      m_prefetch_misses(m_stats.counter("recv_prefetch_misses", "WQEs",
+                                        "receive WQEs fetched on demand when their message arrived (buffer full or empty)")),
+      m_ird_naks(m_stats.counter("ird_naks", "messages",
+                                 "RDMA READs and atomics refused (NAK Invalid Request) beyond the QP's max_dest_rd_atomic")),
       m_latency(m_stats.latency("latency", "first packet arrived to reply handed to the port, per request")) {}
 
 void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
@@ -45,9 +51,76 @@ void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
         ctx->rq_pi = producer_index;
         m_qpc.mark_dirty(qpn);
         rq_state& rq = m_rq[qpn];
-        if (rq.known) rq.pi = producer_index;
-        if (ctx->state == qp_state::err) flush_receives(qpn);
+        if (!rq.known) {
+            rq.known = true;
+            rq.expected_psn = ctx->expected_psn;
+            rq.ci = ctx->rq_ci;
+            rq.prefetch_next = rq.ci;
+        }
+        rq.pi = producer_index;
+        if (ctx->state == qp_state::err) return flush_receives(qpn);
+        prefetch(qpn, *ctx);
     });
+}
+
+void responder::prefetch(uint32_t qpn, const qp_context& c) {
+    rq_state& rq = m_rq[qpn];
+    if (rq.prefetching || m_cfg.recv_prefetch == 0 || c.state == qp_state::err || c.state == qp_state::reset) return;
+    if (static_cast<int32_t>(rq.prefetch_next - rq.ci) < 0) rq.prefetch_next = rq.ci;  // claimed meanwhile
+    const int32_t posted = static_cast<int32_t>(rq.pi - rq.prefetch_next);
+    if (posted <= 0) return;
+    const uint64_t room_qp = m_cfg.recv_prefetch > rq.held ? m_cfg.recv_prefetch - rq.held : 0;
+    const uint64_t room_all = m_cfg.recv_prefetch_total > m_prefetch_used ? m_cfg.recv_prefetch_total - m_prefetch_used : 0;
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>({static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
+    if (n == 0) return;
+    const uint32_t first = rq.prefetch_next;
+    rq.prefetch_next += n;
+    rq.held += n;
+    m_prefetch_used += n;
+    rq.prefetching = true;
+    for (uint32_t i = 0; i < n; ++i) rq.inflight.insert(first + i);
+    const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
+    m_fetcher.fetch(q, first, n, [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](
+                                     bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+        rq_state& rq = m_rq[qpn];
+        if (epoch == rq.epoch) rq.prefetching = false;
+        for (uint32_t i = 0; i < n; ++i) {
+            const uint32_t index = first + i;
+            rq.inflight.erase(index);
+            const bool got = ok && i < count;
+            recv_wqe w;
+            if (got) w = recv_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride);
+            auto waiter = rq.waiting.find(index);
+            if (got && epoch == rq.epoch && waiter == rq.waiting.end()) {
+                rq.onchip[index] = w;  // stays in the buffer until its message claims it
+                continue;
+            }
+            --rq.held;
+            --m_prefetch_used;
+            if (waiter != rq.waiting.end()) {
+                wqe_waiter fn = std::move(waiter->second);
+                rq.waiting.erase(waiter);
+                fn(got ? &w : nullptr);
+            }
+        }
+        if (qp_context* ctx = m_qpc.resident(qpn)) prefetch(qpn, *ctx);
+    });
+}
+
+void responder::drop_prefetched(rq_state& rq) {
+    rq.held -= static_cast<uint32_t>(rq.onchip.size());
+    m_prefetch_used -= rq.onchip.size();
+    rq.onchip.clear();
+    ++rq.epoch;
+    rq.prefetching = false;
+    rq.prefetch_next = rq.ci;
+}
+
+void responder::forget(uint32_t qpn) {
+    auto it = m_rq.find(qpn);
+    if (it == m_rq.end()) return;
+    drop_prefetched(it->second);
+    if (it->second.replies.empty()) it->second.known = false;  // resynchronised from the new context
 }
 
 void responder::enter_error(uint32_t qpn) {
@@ -69,6 +142,7 @@ void responder::flush_receives(uint32_t qpn) {
             rq.pi = ctx->rq_pi;
             rq.expected_psn = ctx->expected_psn;
         }
+        drop_prefetched(rq);
         const qp_context c = *ctx;
         const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
         for (; rq.ci != rq.pi; ++rq.ci) {
@@ -127,6 +201,10 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         rq.pi = ctx->rq_pi;
         rq.ci = ctx->rq_ci;
     }
+    if (!ud && rq.refusing) {
+        ++m_dropped;  // behind a request about to be NAKed: not executed
+        return;
+    }
     if (!ud && msg->psn != rq.expected_psn) {
         ++m_out_of_sequence;
         return;
@@ -155,9 +233,30 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         r->rq_index = rq.ci++;
         ++m_recv_wqes;
     }
-    if (!ud) ++rq.expected_psn;
+    if (!ud) rq.expected_psn += request_psns(msg->op, msg->length, msg->mtu);
     rq.replies.push_back(r->out);
     save_indices(qpn);
+    const bool read_or_atomic = msg->op == ib_op::rdma_read_request || msg->op == ib_op::atomic_cmp_swp ||
+                                msg->op == ib_op::atomic_fetch_add;
+    if (read_or_atomic && ctx->type == qp_type::rc) {
+        // Responder resources (IRD): one more READ or atomic than max_dest_rd_atomic outstanding is
+        // a class C error answered NAK Invalid Request (IBA 9.7.5.2.4; rxe_resp.c: too many
+        // RDMA/atomic requests -> AETH_NAK_INVALID_REQ, REM_INV_REQ_ERR at the requester); a
+        // requester within its ORD never causes it.
+        if (rq.reads >= std::max<uint32_t>(1, ctx->max_dest_rd_atomic)) {
+            // Refused once the requests before it are answered (they execute as usual); the
+            // requests after it are not executed (IBA 9.9.3: the QP goes to the error state).
+            ++m_ird_naks;
+            rq.refusing = true;
+            r->out->when_front = [this, r] {
+                m_rq[r->ctx.qpn].refusing = false;
+                answer(r, ib_op::nak, ib_nak::inv_request);
+            };
+            return send_ready(qpn);
+        }
+        r->read_resource = true;
+        ++rq.reads;
+    }
 
     switch (msg->op) {
         case ib_op::rdma_write:
@@ -172,10 +271,17 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     }
 }
 
+void responder::release_read(request_ptr r) {
+    if (!r->read_resource) return;
+    r->read_resource = false;
+    --m_rq[r->ctx.qpn].reads;
+}
+
 bool responder::halted(request_ptr r) {
     qp_context* c = m_qpc.resident(r->ctx.qpn);
     if (!c || c->state != qp_state::err) return false;
     // An earlier request of this QP was NAKed: this one is dropped without effect or answer.
+    release_read(r);
     r->out->ready = true;
     send_ready(r->msg->dst_qpn);
     return true;
@@ -228,6 +334,28 @@ void responder::rdma_write(request_ptr r) {
 
 void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*)> fn) {
     const qp_context& c = r->ctx;
+    rq_state& rq = m_rq[c.qpn];
+    auto onchip = rq.onchip.find(r->rq_index);
+    if (onchip != rq.onchip.end()) {
+        // Prefetched: no PCIe round trip on the message's path.
+        ++m_prefetch_hits;
+        const recv_wqe w = onchip->second;
+        rq.onchip.erase(onchip);
+        --rq.held;
+        --m_prefetch_used;
+        r->wr_id = w.wr_id;
+        fn(&w);
+        return prefetch(c.qpn, c);
+    }
+    if (rq.inflight.count(r->rq_index)) {
+        ++m_prefetch_hits;  // its prefetch is on the way: wait for it rather than read it twice
+        rq.waiting[r->rq_index] = [r, fn](const recv_wqe* w) {
+            if (w) r->wr_id = w->wr_id;
+            fn(w);
+        };
+        return;
+    }
+    ++m_prefetch_misses;
     const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     m_fetcher.fetch(q, r->rq_index, 1, [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
         if (!ok) return fn(nullptr);
@@ -344,11 +472,18 @@ void responder::rdma_read(request_ptr r) {
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
         op->done = [this, r, t](dma_op& done) {
-            m_tpt.release(t);
-            if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
-            answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(done.data));
+            m_tpt.release(t);  // held until the last byte is read
+            if (!done.ok) answer(r, ib_op::nak, ib_nak::rem_op);
         };
         m_dma.submit(op);
+        if (!op->ok) return;  // NAKed when the read is done
+        // Cut-through: the response goes to the port when its first packet's bytes are on chip;
+        // the link holds each later packet until its bytes are in.
+        std::vector<sc_core::sc_time> ready = packet_ready(*op, r->msg->length, m_port.mtu());
+        const sc_core::sc_time first = ready.front();
+        m_queue.at(first, [this, r, op, ready = std::move(ready)]() mutable {
+            answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data), std::move(ready));
+        });
     });
 }
 
@@ -432,7 +567,9 @@ void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc
     m_port.send(out, earliest);
 }
 
-void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload) {
+void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload,
+                       std::vector<sc_core::sc_time> ready) {
+    release_read(r);
     if (op == ib_op::nak && r->ctx.type == qp_type::rc) ++m_naks;
     if (op == ib_op::nak && nak != ib_nak::rnr && r->ctx.type == qp_type::rc) {
         // IBA 9.9.3 (class C, responder-detected errors): the QP goes to the error state and the
@@ -444,9 +581,12 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
     }
     if (r->ctx.type == qp_type::rc) {
         auto out = reply_to(*r->msg, op);
+        // An ACK carries the PSN of the request's last packet (IBA 9.7.5.1).
+        if (op == ib_op::ack) out->psn += request_psns(r->msg->op, r->msg->length, r->msg->mtu) - 1;
         out->nak = nak;
         out->length = static_cast<uint32_t>(payload.size());
         out->payload = std::move(payload);
+        out->ready = std::move(ready);
         r->out->msg = std::move(out);
     }
     r->out->ready = true;
@@ -457,8 +597,15 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
 
 void responder::send_ready(uint32_t qpn) {
     rq_state& rq = m_rq[qpn];
-    while (!rq.replies.empty() && rq.replies.front()->ready) {
+    while (!rq.replies.empty()) {
         reply_ptr out = rq.replies.front();
+        if (!out->ready && out->when_front) {
+            auto fn = std::move(out->when_front);
+            out->when_front = nullptr;
+            fn();  // answers it, which sends what is ready
+            continue;
+        }
+        if (!out->ready) break;
         rq.replies.pop_front();
         if (out->msg) m_port.send(out->msg, sc_core::sc_time_stamp());
     }

@@ -13,6 +13,14 @@
 // is not enabled for, or a receive buffer too small, is an Invalid Request; no receive WQE is
 // Receiver Not Ready.
 //
+// Pipelining: receive WQEs are prefetched when posted (RQ doorbell) into a bounded on-chip buffer
+// (`recv_prefetch` per QP, `recv_prefetch_total` in all), so an arriving SEND finds its WQE on chip;
+// a WQE not there is fetched on demand. Incoming data is written per packet as packets arrive, and
+// an RDMA READ's response packets leave as their bytes arrive from host memory (cut-through).
+// A request consumes one PSN per packet, a READ request one per response packet; an ACK carries
+// the PSN of the request's last packet. An RC QP accepts at most `max_dest_rd_atomic` (IRD)
+// READs and atomics outstanding; one more is an Invalid Request (IBA 9.7.5.2.4 NAK codes).
+//
 // UD: no PSN check and no reply. A datagram must carry the QP's Q_Key, else it is dropped and
 // counted; without a posted receive WQE it is dropped too (no RNR). The payload lands 40 bytes
 // into the receive buffer (the GRH's room, written when the packet has a GRH); a buffer too small
@@ -24,6 +32,7 @@
 #include <deque>
 #include <memory>
 #include <unordered_map>
+#include <unordered_set>
 
 #include <systemc>
 
@@ -39,11 +48,19 @@ namespace hcasim {
 
 struct responder_config {
     uint64_t message_cycles = 2;
+    uint64_t recv_prefetch = 4;
+    uint64_t recv_prefetch_total = 1024;
 
     template <class V>
     void visit(V& v) {
         v(message_cycles, p_count("message_cycles", "cycles", "cycles of the shared receive pipeline per incoming message")
                               .range(1, 1000).from("ConnectX-5 datasheet: up to 200 M messages/s at 500 MHz"));
+        v(recv_prefetch, p_count("recv_prefetch", "WQEs", "receive WQEs of one QP fetched ahead into the on-chip buffer when posted (0: fetch each when its message arrives)")
+                             .range(0, 256)
+                             .from("Mellanox patent US 7,631,106 (Prefetching of receive queue descriptors): the adapter prefetches receive descriptors into an on-chip cache so an arriving message finds its descriptor; depth per QP is a design estimate (a few WQEs covers a ping-pong and a short burst)"));
+        v(recv_prefetch_total, p_count("recv_prefetch_total", "WQEs", "on-chip receive WQE buffer shared by all QPs; when full, further WQEs are fetched on demand")
+                                   .range(0, 1 << 20)
+                                   .from("design estimate: 1024 entries of 64 B = 64 KiB of on-chip SRAM"));
     }
 };
 
@@ -57,6 +74,8 @@ public:
     void doorbell(uint32_t qpn, uint32_t producer_index);
     // The QP is in the error state: every posted receive WQE completes with WR_FLUSH_ERR.
     void flush_receives(uint32_t qpn);
+    // The driver is about to rewrite the QP's context (QPC flush): drop its prefetched receive WQEs.
+    void forget(uint32_t qpn);
 
     uint16_t lid = 0;
 
@@ -65,15 +84,27 @@ private:
         uint32_t psn = 0;
         bool ready = false;
         ib_message_ptr msg;  // null: nothing to send (unreliable QP)
+        std::function<void()> when_front;  // answers it once every earlier reply is sent
     };
     using reply_ptr = std::shared_ptr<reply>;
 
+    using wqe_waiter = std::function<void(const hca_if::recv_wqe*)>;
     struct rq_state {
         bool known = false;
         uint32_t expected_psn = 0;
         uint32_t pi = 0;
         uint32_t ci = 0;
         std::deque<reply_ptr> replies;
+        uint32_t reads = 0;  // RDMA READs and atomics admitted and not yet answered (IRD)
+        bool refusing = false;  // a request waits to be NAKed: later ones are not executed
+        // Receive WQE prefetch: WQEs [ci, prefetch_next) are on chip or being fetched.
+        uint32_t prefetch_next = 0;
+        uint32_t epoch = 0;        // bumped when the on-chip copies are dropped
+        bool prefetching = false;
+        std::unordered_map<uint32_t, hca_if::recv_wqe> onchip;
+        std::unordered_set<uint32_t> inflight;             // being prefetched
+        std::unordered_map<uint32_t, wqe_waiter> waiting;  // claimed WQEs whose prefetch is in flight
+        uint32_t held = 0;  // buffer entries in use (on chip or in flight)
     };
 
     struct request {
@@ -83,6 +114,7 @@ private:
         uint32_t rq_index = 0;
         uint64_t wr_id = 0;  // of the receive WQE consumed, if any
         sc_core::sc_time ready_at;
+        bool read_resource = false;  // holds one of the QP's responder resources (IRD)
     };
     using request_ptr = std::shared_ptr<request>;
 
@@ -95,9 +127,16 @@ private:
     void rdma_read(request_ptr r);
     void atomic(request_ptr r);
     void run_next_atomic();
-    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none, std::vector<uint8_t> payload = {});
+    // `ready`: when each response packet's bytes are on chip (cut-through read responses).
+    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none, std::vector<uint8_t> payload = {},
+                std::vector<sc_core::sc_time> ready = {});
+    // Fetches posted receive WQEs of the QP ahead into the on-chip buffer, within its bounds.
+    void prefetch(uint32_t qpn, const hca_if::qp_context& c);
+    void drop_prefetched(rq_state& rq);
     // True (and the request retired without effect) when an earlier NAK put the QP in error.
     bool halted(request_ptr r);
+    // Gives back the responder resource (IRD) a READ or atomic held, once.
+    void release_read(request_ptr r);
     void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest);
     void send_ready(uint32_t qpn);
     void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status, uint32_t byte_len);
@@ -130,6 +169,10 @@ private:
     uint64_t& m_out_of_sequence;
     uint64_t& m_recv_wqes;
     uint64_t& m_flushed;
+    uint64_t& m_prefetch_hits;
+    uint64_t& m_prefetch_misses;
+    uint64_t& m_ird_naks;
+    uint64_t m_prefetch_used = 0;  // entries of the shared on-chip receive WQE buffer in use
     histogram& m_latency;
 };
 

@@ -102,6 +102,8 @@ void qp_context::encode(uint8_t* p) const {
     put<uint32_t>(p + 72, ptag);
     put<uint32_t>(p + 76, qpn);
     put<uint32_t>(p + 80, qkey);
+    put<uint8_t>(p + 84, max_rd_atomic);
+    put<uint8_t>(p + 85, max_dest_rd_atomic);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -130,6 +132,8 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.ptag = get<uint32_t>(p + 72);
     c.qpn = get<uint32_t>(p + 76);
     c.qkey = get<uint32_t>(p + 80);
+    c.max_rd_atomic = get<uint8_t>(p + 84);
+    c.max_dest_rd_atomic = get<uint8_t>(p + 85);
     return c;
 }
 

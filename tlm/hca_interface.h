@@ -215,6 +215,11 @@ struct qp_context {
     uint32_t ptag = 0;           // owning process (seed 003's Ptag)
     uint32_t qpn = 0;
     uint32_t qkey = 0;           // UD: incoming datagrams must carry this Q_Key
+    // RC: RDMA READs and atomics this QP may have outstanding as requester (initiator depth,
+    // ORD) and as responder (responder resources, IRD); ibv_qp_attr max_rd_atomic and
+    // max_dest_rd_atomic.
+    uint8_t max_rd_atomic = 16;
+    uint8_t max_dest_rd_atomic = 16;
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);

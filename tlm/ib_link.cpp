@@ -117,6 +117,7 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         uint32_t bytes =
             payload + header_bytes(msg->op, i == 0, i + 1 == n, msg->datagram, !msg->grh.empty());
         sc_core::sc_time dur = wire_time(bytes);
+        if (i < msg->ready.size()) ready = std::max(ready, msg->ready[i]);
         sc_core::sc_time start = m_dir[end].reserve(ready, dur);
         HCASIM_TRACE(busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
         last_sent = start + dur;

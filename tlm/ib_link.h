@@ -3,7 +3,8 @@
 // bytes on its direction's serial resource, records every packet's arrival time, and hands the
 // message to the far port once, when its first packet arrives. The receiver uses the per-packet
 // arrival times to pace what it does with the data, so a long message costs one event, not one
-// per packet.
+// per packet. The sender may give each packet a time before which it cannot leave (`ready`: its
+// payload is still being read from host memory), which makes sending cut-through.
 //
 // Per-packet bytes (IBA 1.4 vol. 1, ch. 9 and ch. 7): LRH 8, BTH 12, ICRC 4, VCRC 2 on every
 // packet; RETH 16 on the first packet of an RDMA write and on a read request; ImmDt 4 and IETH 4
@@ -60,12 +61,33 @@ struct ib_message {
     // Filled in by the link.
     uint32_t mtu = 4096;
     std::vector<sc_core::sc_time> arrivals;  // one per packet, at the receiving port
+    // Set by the sender (optional): packet i may not leave before ready[i] (its payload bytes are
+    // on chip then: cut-through from the DMA read). Empty: every packet is ready at `earliest`.
+    std::vector<sc_core::sc_time> ready;
     uint32_t packets() const { return static_cast<uint32_t>(arrivals.size()); }
     // Payload bytes carried by packet `i`.
     uint32_t packet_payload(uint32_t i) const;
 };
 
 using ib_message_ptr = std::shared_ptr<ib_message>;
+
+// Packets of a message of `length` payload bytes (at least one).
+inline uint32_t packets_for(uint64_t length, uint32_t mtu) {
+    return length > mtu ? static_cast<uint32_t>((length + mtu - 1) / mtu) : 1;
+}
+// PSNs an RC/UC request consumes (IBA 9.7.1): one per request packet; an RDMA READ request one
+// per response packet it asks for. A request that sends nothing (bind, local invalidate) takes none.
+inline uint32_t request_psns(ib_op op, uint64_t length, uint32_t mtu) {
+    switch (op) {
+        case ib_op::send:
+        case ib_op::send_with_imm:
+        case ib_op::send_with_inv:
+        case ib_op::rdma_write:
+        case ib_op::rdma_write_with_imm:
+        case ib_op::rdma_read_request: return packets_for(length, mtu);
+        default: return 1;
+    }
+}
 
 struct ib_link_config {
     time_ps latency{100000};

@@ -266,6 +266,16 @@ void bench::run() {
     EXPECT_EQ(ctx.state, qp_state::rts);
     EXPECT_EQ(ctx.remote_qpn, 0x99u) << "remote QPN set on the way to RTR";
     EXPECT_EQ(ctx.remote_lid, 7u);
+    // ---- READ/atomic depths (ORD, IRD): mlx5's 16 unless set, at most max_qp_rd_atom ----
+    EXPECT_EQ(ctx.max_rd_atomic, 16u);
+    EXPECT_EQ(ctx.max_dest_rd_atomic, 16u);
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, 17u), EINVAL) << "ORD above max_qp_rd_atom";
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, 17u), EINVAL) << "IRD above max_qp_rd_atom";
+    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, 4u, 2u), 0);
+    ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
+    EXPECT_EQ(ctx.max_rd_atomic, 4u) << "written to the QP context for the HCA";
+    EXPECT_EQ(ctx.max_dest_rd_atomic, 2u);
+    EXPECT_EQ(ctx.remote_qpn, 0x99u) << "nothing else changed";
     qp_state st = qp_state::reset;
     ASSERT_EQ(h.query_qp(qp.qpn, st), 0);
     EXPECT_EQ(st, qp_state::rts);
@@ -415,6 +425,7 @@ void bench::run() {
     EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0), EINVAL)
         << "UD RESET -> INIT needs a Q_Key";
     EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, 0x42u), EINVAL) << "an RC QP has no Q_Key";
+    EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u, 4u), EINVAL) << "a UD QP has no READ depth";
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u), 0);
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rtr, 0x99, 7), 0);
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rts, 0, 0), 0);

@@ -3,7 +3,7 @@
 // and writes must move exactly the reference bytes; every read request stays within MRRS and a
 // 4 KiB page; at no instant are more reads in flight than `read_tags`; write pacing and
 // not_before hold transfers back; error responses fail the operation; `done` runs once, at
-// done_at.
+// done_at; a read reports each request's arrival time, in offset order.
 #include "model/dma_engine.h"
 
 #include <gtest/gtest.h>
@@ -79,6 +79,16 @@ void bench::run() {
             << "request " << i << " within a page";
         EXPECT_LE(r.end, rd->done_at) << "the operation is done after its last data arrived";
     }
+    // ---- a read reports when each request's bytes arrived (cut-through consumers) ----
+    ASSERT_EQ(rd->arrivals.size(), spec_requests) << "one arrival per read request";
+    for (size_t i = 0; i < rd->arrivals.size(); ++i) {
+        const auto& logged = mem.log[log0 + i];
+        EXPECT_EQ(rd->arrivals[i].when, logged.end) << "request " << i << " arrival is when its data arrived";
+        if (i > 0) EXPECT_GT(rd->arrivals[i].offset, rd->arrivals[i - 1].offset) << "in offset order";
+        EXPECT_LE(rd->arrivals[i].when, rd->done_at);
+    }
+    EXPECT_EQ(rd->arrivals.front().offset, 0u);
+    EXPECT_LT(rd->arrivals.front().when, rd->done_at) << "the first bytes are in before the whole read";
 
     // ---- a multi-segment write lands exactly ----
     auto wr = make_op(dma_op::direction::write, {{0x40FF0, 100}, {0x50000, 9000}, {0x41000, 3}});
