@@ -207,7 +207,7 @@ struct host_driver_config {
     uint64_t log_mtts = 24;
     time_ps cmd_timeout{1000000000};
     bool blueflame = true;
-    bool prefer_bf = false;
+    bool prefer_bf = true;
     uint64_t max_sq_wqe = 1024;
 
     template <class V>
@@ -246,8 +246,9 @@ struct host_driver_config {
                                "ctx->prefer_bf), unless shut_up_bf"));
         v(prefer_bf, p_flag("prefer_bf",
                             "use BlueFlame for single WQEs that are not inline too "
-                            "(MLX5_POST_SEND_PREFER_BF=1)")
-                         .from("rdma-core providers/mlx5: ctx->prefer_bf, off by default"));
+                            "(MLX5_POST_SEND_PREFER_BF; false = MLX5_POST_SEND_PREFER_BF=0)")
+                         .from("rdma-core providers/mlx5/mlx5.c, get_always_bf: ctx->prefer_bf is 1 "
+                               "unless MLX5_POST_SEND_PREFER_BF=0 is set"));
         v(max_sq_wqe, p_bytes("max_sq_wqe",
                               "largest send WQE the device takes; bounds max_inline_data at create_qp "
                               "(max_inline_data + 52 B of header and inline byte count)")

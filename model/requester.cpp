@@ -394,7 +394,6 @@ void requester::drain(uint32_t qpn) {
         m_queue.at(sq.resend_after, [this, qpn] { drain(qpn); });
         return;
     }
-    bool any_unreliable = false;
     // RDMA READs and atomics awaiting their response: at most the QP's initiator depth (ORD,
     // max_rd_atomic) of them; a further one waits, and the WQEs behind it with it (IBA 9.5).
     uint32_t reads = 0;
@@ -411,18 +410,22 @@ void requester::drain(uint32_t qpn) {
             ++reads;
         }
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
-        m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
+        const sc_core::sc_time left = m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
         ++m_wqes;
         ++wqes_on_wire();
         m_bytes += s->length;
         if (sq.type != qp_type::rc) {
-            s->stage = wqe_stage::completed;  // unreliable: done once on the wire
-            any_unreliable = true;
+            // Unreliable: done once its last packet has left on the wire (not when it is queued
+            // at the port: a deep send queue would otherwise complete faster than the link).
+            m_queue.at(std::max(left, now), [this, qpn, s] {
+                if (s->stage != wqe_stage::sent) return;  // flushed meanwhile
+                s->stage = wqe_stage::completed;
+                retire(qpn);
+            });
         }
     }
-    if (any_unreliable) retire(qpn);
 }
 
 void requester::on_response(ib_message_ptr msg) {

@@ -161,6 +161,9 @@ inline host_config bench_host_config() {
     cfg.driver.log_mpts = 10;
     cfg.driver.log_mtts = 12;
     cfg.driver.cmd_timeout = time_ps{50'000'000};  // 50 us
+    // Plain doorbells for single non-inline WRs (MLX5_POST_SEND_PREFER_BF=0), so benches see each
+    // WR's doorbell; inline WRs still go by BlueFlame, which the driver bench checks on its own.
+    cfg.driver.prefer_bf = false;
     return cfg;
 }
 
