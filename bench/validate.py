@@ -176,13 +176,31 @@ def text_table(rows):
     return "\n".join(lines)
 
 
-def markdown_table(rows):
+def markdown_rows(rows):
     out = ["| point | published | source | hcasim | error | target | met |",
            "|---|---:|---|---:|---:|---|---|"]
     for r in rows:
         out.append("| %s | %s %s | %s | %s | %+.1f %% | %s | %s |" % (
             r["what"], fmt(r["published"]), r["unit"], r["source"], fmt(r["hcasim"]),
             100 * r["error"], r["target"], "yes" if r["ok"] else "**no**"))
+    return out
+
+
+def markdown_table(rows):
+    """The points; the PCIe bandwidth grid as one summary row with the grid folded below."""
+    grid = [r for r in rows if r["group"] == "pcie_bandwidth"]
+    main = [r for r in rows if r["group"] != "pcie_bandwidth"]
+    out = markdown_rows(main)
+    if grid:
+        worst = max(grid, key=lambda r: abs(r["error"]))
+        met = sum(r["ok"] for r in grid)
+        out.append("| PCIe effective bandwidth, %d points (generations, widths, MPS/MRRS, read and write, 64 B-64 KiB) | "
+                   "pcie-bench model | %s | worst: %s, %s Gb/s | %+.1f %% | within 2 %% each | %d of %d |" % (
+                       len(grid), grid[0]["source"], worst["what"], fmt(worst["hcasim"]),
+                       100 * worst["error"], met, len(grid)))
+        out += ["", "<details><summary>The PCIe bandwidth grid, point by point</summary>", ""]
+        out += markdown_rows(grid)
+        out += ["", "</details>"]
     return "\n".join(out)
 
 

@@ -30,9 +30,9 @@
 // (it may not pass them, §2.4.1), and the root complex answers it only after those writes are
 // committed (host/root_complex.h). Each read request is answered on its own: its completions
 // start when the root complex has done that request's memory access.
-// Abstracted: replay (no bit errors), flow-control credits other than the HCA's completion
-// buffer (model/dma_engine.h: the root port's posted credits never limit at the modelled
-// commit latency), ordering relaxations (RO, IDO), power states.
+// Abstracted: replay (no bit errors), flow-control credits (posted, non-posted and completion
+// credits are not counted: the read tags bound outstanding reads, nothing bounds posted writes
+// in flight), ordering relaxations (RO, IDO), power states.
 #pragma once
 
 #include <cstdint>
