@@ -410,6 +410,7 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
 }
 
 json run_lat(const params& p, side& client, side& server, histogram& lat) {
+    lat.keep_samples();  // t_typical and the percentiles from the sorted samples, as perftest
     // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes into.
     const uint64_t n = p.size;
     const bool pingpong = !is_read(p.type) && !is_atomic(p.type);

@@ -22,6 +22,10 @@ double histogram::bucket_mid(uint32_t b) {
 }
 
 void histogram::add(uint64_t ps) {
+    if (m_keep) {
+        m_samples.push_back(ps);
+        m_sorted = false;
+    }
     ++m_buckets[bucket_of(ps)];
     ++m_count;
     m_min = std::min(m_min, ps);
@@ -33,6 +37,17 @@ double histogram::percentile_ns(double q) const {
     if (m_count == 0) return 0;
     uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(m_count)));
     rank = std::max<uint64_t>(rank, 1);
+    if (!m_samples.empty()) {
+        if (!m_sorted) {
+            std::sort(m_samples.begin(), m_samples.end());
+            m_sorted = true;
+        }
+        const size_t n = m_samples.size();
+        if (q == 0.5 && n % 2 == 0)
+            return (static_cast<double>(m_samples[n / 2 - 1]) + static_cast<double>(m_samples[n / 2])) / 2000.0;
+        if (q == 0.5) return static_cast<double>(m_samples[n / 2]) / 1000.0;
+        return static_cast<double>(m_samples[std::min<uint64_t>(rank, n) - 1]) / 1000.0;
+    }
     uint64_t seen = 0;
     for (const auto& [b, n] : m_buckets) {
         seen += n;

@@ -18,6 +18,10 @@ namespace hcasim {
 // report min, avg, p50, p99, p999 and max without keeping every sample.
 class histogram {
 public:
+    // Keep every sample too: percentiles are then exact, as perftest computes them from its
+    // sorted samples (the median of an even count is the mean of the middle two; p99 and p999
+    // are the nearest-rank samples), not bucket midpoints. For workloads' latency tests.
+    void keep_samples() { m_keep = true; }
     void add(uint64_t ps);
     uint64_t count() const { return m_count; }
     json to_json_ns() const;
@@ -26,6 +30,9 @@ public:
 private:
     static constexpr int k_sub = 16;  // sub-buckets per power of two: ~4% resolution
     std::map<uint32_t, uint64_t> m_buckets;
+    bool m_keep = false;
+    mutable std::vector<uint64_t> m_samples;  // sorted lazily by percentile_ns
+    mutable bool m_sorted = true;
     uint64_t m_count = 0;
     uint64_t m_min = UINT64_MAX;
     uint64_t m_max = 0;

@@ -58,6 +58,22 @@ TEST(histogram, percentiles_stay_within_min_and_max) {
     EXPECT_EQ(empty.to_json_ns()["count"], 0);
 }
 
+TEST(histogram, kept_samples_give_perftest_exact_statistics) {
+    // perftest sorts its samples: t_typical is the median (the mean of the middle two for an even
+    // count), the 99 % and 99.9 % percentiles the nearest-rank samples.
+    histogram h;
+    h.keep_samples();
+    for (uint64_t ps : {1000000, 4000000, 2000000, 3000000}) h.add(ps);  // 1, 4, 2, 3 us
+    EXPECT_DOUBLE_EQ(h.percentile_ns(0.5), 2500.0) << "median of an even count: (2 + 3) / 2 us";
+    EXPECT_DOUBLE_EQ(h.percentile_ns(0.99), 4000.0) << "nearest rank: ceil(0.99 * 4) = 4th";
+    h.add(5000000);
+    EXPECT_DOUBLE_EQ(h.percentile_ns(0.5), 3000.0) << "odd count: the middle sample, exactly";
+    histogram bucketed;
+    for (uint64_t ps : {1000000, 4000000, 2000000, 3000000, 5000000}) bucketed.add(ps);
+    EXPECT_NE(bucketed.percentile_ns(0.5), 3000.0) << "without samples: the bucket midpoint";
+    EXPECT_NEAR(bucketed.percentile_ns(0.5), 3000.0, 3000.0 / 16);
+}
+
 TEST(stats_registry, dotted_paths_nest_and_groups_leave_when_destroyed) {
     const size_t before = stats_registry::instance().groups().size();
     {
