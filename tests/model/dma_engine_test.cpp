@@ -84,7 +84,9 @@ void bench::run() {
     for (size_t i = 0; i < rd->arrivals.size(); ++i) {
         const auto& logged = mem.log[log0 + i];
         EXPECT_EQ(rd->arrivals[i].when, logged.end) << "request " << i << " arrival is when its data arrived";
-        if (i > 0) EXPECT_GT(rd->arrivals[i].offset, rd->arrivals[i - 1].offset) << "in offset order";
+        if (i > 0) {
+            EXPECT_GT(rd->arrivals[i].offset, rd->arrivals[i - 1].offset) << "in offset order";
+        }
         EXPECT_LE(rd->arrivals[i].when, rd->done_at);
     }
     EXPECT_EQ(rd->arrivals.front().offset, 0u);
