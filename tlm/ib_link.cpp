@@ -12,17 +12,6 @@ constexpr uint32_t k_lrh = 8, k_bth = 12, k_icrc = 4, k_vcrc = 2, k_reth = 16, k
                    k_ieth = 4, k_aeth = 4, k_atomic_eth = 28, k_atomic_ack = 8, k_deth = 8,
                    k_grh = 40;
 
-bool carries_payload(ib_op op) {
-    switch (op) {
-        case ib_op::send:
-        case ib_op::send_with_imm:
-        case ib_op::send_with_inv:
-        case ib_op::rdma_write:
-        case ib_op::rdma_write_with_imm:
-        case ib_op::rdma_read_response: return true;
-        default: return false;
-    }
-}
 }  // namespace
 
 uint32_t ib_message::packet_payload(uint32_t i) const {

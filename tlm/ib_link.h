@@ -75,18 +75,23 @@ using ib_message_ptr = std::shared_ptr<ib_message>;
 inline uint32_t packets_for(uint64_t length, uint32_t mtu) {
     return length > mtu ? static_cast<uint32_t>((length + mtu - 1) / mtu) : 1;
 }
-// PSNs an RC/UC request consumes (IBA 9.7.1): one per request packet; an RDMA READ request one
-// per response packet it asks for. A request that sends nothing (bind, local invalidate) takes none.
-inline uint32_t request_psns(ib_op op, uint64_t length, uint32_t mtu) {
+// Whether packets of this opcode carry payload (and so split at the MTU).
+inline bool carries_payload(ib_op op) {
     switch (op) {
         case ib_op::send:
         case ib_op::send_with_imm:
         case ib_op::send_with_inv:
         case ib_op::rdma_write:
         case ib_op::rdma_write_with_imm:
-        case ib_op::rdma_read_request: return packets_for(length, mtu);
-        default: return 1;
+        case ib_op::rdma_read_response: return true;
+        default: return false;
     }
+}
+// PSNs an RC/UC request consumes (IBA 9.7.1): one per request packet; an RDMA READ request one
+// per response packet it asks for. A request that sends nothing (bind, local invalidate) takes none.
+inline uint32_t request_psns(ib_op op, uint64_t length, uint32_t mtu) {
+    const bool per_packet = op == ib_op::rdma_read_request || (carries_payload(op) && op != ib_op::rdma_read_response);
+    return per_packet ? packets_for(length, mtu) : 1;
 }
 
 struct ib_link_config {

@@ -50,7 +50,7 @@ uint32_t iba_header(ib_op op, bool first, bool last) {
     }
     return h;
 }
-bool carries_payload(ib_op op) {
+bool reference_carries_payload(ib_op op) {
     return op == ib_op::send || op == ib_op::send_with_imm || op == ib_op::send_with_inv ||
            op == ib_op::rdma_write || op == ib_op::rdma_write_with_imm ||
            op == ib_op::rdma_read_response;
@@ -89,7 +89,7 @@ struct bench : sc_core::sc_module {
         auto m = std::make_shared<ib_message>();
         m->op = op;
         m->length = length;
-        if (carries_payload(op)) m->payload = test::pattern(length, length);
+        if (reference_carries_payload(op)) m->payload = test::pattern(length, length);
         return m;
     }
 
@@ -100,14 +100,14 @@ struct bench : sc_core::sc_module {
         const sc_time now = sc_core::sc_time_stamp();
         const sc_time last_left = l.send(0, m, now);
         const uint32_t mtu = l.mtu();
-        const uint32_t packets = carries_payload(op) && length > mtu ? (length + mtu - 1) / mtu : 1;
+        const uint32_t packets = reference_carries_payload(op) && length > mtu ? (length + mtu - 1) / mtu : 1;
         EXPECT_EQ(m->packets(), packets) << to_string(op) << " of " << length << " B, MTU " << mtu;
         uint64_t bytes = 0, payload = 0;
         sc_time ready = now;
         const sc_time latency(100, SC_NS);
         for (uint32_t i = 0; i < m->packets(); ++i) {
             const uint32_t p =
-                carries_payload(op) ? std::min(mtu, length - std::min(length, i * mtu)) : 0;
+                reference_carries_payload(op) ? std::min(mtu, length - std::min(length, i * mtu)) : 0;
             EXPECT_EQ(m->packet_payload(i), p) << "packet " << i << " carries up to one MTU";
             const uint32_t h = iba_header(op, i == 0, i + 1 == packets);
             EXPECT_EQ(ib_link::header_bytes(op, i == 0, i + 1 == packets), h)
