@@ -95,6 +95,7 @@ class checker {
 
   private:
     void load_nodes(json& doc);
+    void check_node(const node_config& c, const std::string& p);
     void load_fabric(json& doc);
     void load_program(json& doc);
     void load_step(json& step, size_t index);
@@ -191,8 +192,10 @@ void checker::load_trace(const json& v) {
 
 void checker::load_nodes(json& doc) {
     node_config defaults;
-    if (auto it = doc.find("defaults"); it != doc.end())
+    if (auto it = doc.find("defaults"); it != doc.end()) {
         load_config(defaults, *it, "/defaults", m_d);
+        check_node(defaults, "/defaults");
+    }
     auto it = doc.find("nodes");
     if (it == doc.end()) {
         m_s.nodes = {{"a", defaults}, {"b", defaults}};
@@ -212,8 +215,22 @@ void checker::load_nodes(json& doc) {
         }
         node_config c = defaults;
         load_config(c, *n, p, m_d);
+        // A node that changes nothing the rules relate answers to the defaults' check.
+        if (c.pcie.mps != defaults.pcie.mps || c.pcie.credits.posted_data != defaults.pcie.credits.posted_data)
+            check_node(c, p);
         m_s.nodes.emplace_back(n.key(), c);
     }
+}
+
+// Rules between parameters of one node.
+void checker::check_node(const node_config& c, const std::string& p) {
+    const uint64_t pd = c.pcie.credits.posted_data;
+    if (pd != 0 && pd * 16 < c.pcie.mps)
+        m_d.error(p + "/pcie/credits/posted_data",
+                  std::to_string(pd) + " credits hold " + std::to_string(pd * 16) + " B, less than one " +
+                      std::to_string(c.pcie.mps) + " B TLP",
+                  "0 (infinite) or at least pcie.mps / 16 = " + std::to_string(c.pcie.mps / 16) +
+                      " (PCIe Base Spec §2.6.1)");
 }
 
 void checker::load_fabric(json& doc) {

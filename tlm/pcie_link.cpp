@@ -66,6 +66,10 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
       mmio_out("mmio_out"),
       m_cfg(cfg),
       m_ps_per_byte(1e12 / cfg.tlp_bytes_per_second()),
+      m_cpl_max(cfg.completions == "rcb" ? cfg.rcb : cfg.mps),
+      m_ph(cfg.credits.posted_headers),
+      m_pd(cfg.credits.posted_data),
+      m_nph(cfg.credits.non_posted_headers),
       m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
       m_up_bytes(m_stats.counter("up_bytes", "bytes", "bytes sent HCA->host on the link, TLP overhead included")),
       m_down_bytes(m_stats.counter("down_bytes", "bytes", "bytes sent host->HCA on the link, TLP overhead included")),
@@ -77,6 +81,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
       m_dma_writes(m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
       m_errors(m_stats.counter("errors", "transactions", "transactions answered with an error response")),
       m_order_wait_ps(m_stats.counter("order_wait_ps", "ps", "total time DMA read requests waited behind posted writes handed to the link before them")),
+      m_credit_wait_ps(m_stats.counter("credit_wait_ps", "ps", "total time DMA request TLPs waited for the root port's flow-control credits (pcie.credits)")),
       m_read_latency(m_stats.latency("read_latency", "DMA read: request handed to the link until its last completion arrived")) {
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
@@ -103,11 +108,23 @@ uint64_t pcie_link::tlp_overhead(bool request_header) const {
     return header + k_framing_lcrc + (m_cfg.ecrc ? 4 : 0);
 }
 
+sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_time t, uint64_t data_credits,
+                                         const sc_core::sc_time& hold) const {
+    // Both types at once: move to the later of the two until they agree.
+    for (;;) {
+        const sc_core::sc_time h = c.headers->find(t, 1, hold);
+        const sc_core::sc_time d = c.data && data_credits ? c.data->find(h, data_credits, hold) : h;
+        if (d == h) return h;
+        t = d;
+    }
+}
+
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                       uint64_t payload, uint64_t max_payload, uint64_t align,
                                       uint64_t overhead, const sc_core::sc_time& start,
                                       sc_core::sc_time* last_sent,
-                                      const sc_core::sc_time& line_interval) {
+                                      const sc_core::sc_time& line_interval,
+                                      const pcie_credit_use& credits) {
     sc_core::sc_time ready = start;
     const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
@@ -122,7 +139,20 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             ready = std::max(ready, start + line_interval * static_cast<double>((addr + chunk - 1) / 64 - first_line));
         uint64_t bytes = chunk + overhead;
         sc_core::sc_time dur = wire_time(bytes);
+        const uint64_t data_credits = (chunk + 15) / 16;
+        if (credits.headers) {
+            // Held from now until the TLP has crossed and the UpdateFC has crossed back.
+            const sc_core::sc_time free = credits_free(credits, ready, data_credits, dur + 2 * to_time(m_cfg.latency));
+            m_credit_wait_ps += to_ps(free - ready);
+            ready = free;
+        }
         sc_core::sc_time begin = dir.reserve(ready, dur);
+        if (credits.headers) {
+            const sc_core::sc_time back = begin + dur + 2 * to_time(m_cfg.latency);
+            credits.headers->book(ready, back, 1);
+            if (credits.data) credits.data->book(ready, back, data_credits);
+            if (credits.returned) credits.returned->emplace_back(back, data_credits);
+        }
         HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin, begin + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
@@ -143,13 +173,29 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         ++m_dma_writes;
         m_up_payload += len;
         sc_core::sc_time sent;
+        std::vector<std::pair<sc_core::sc_time, uint64_t>> returned;
+        pcie_credit_use credits;
+        if (!m_ph.infinite() || !m_pd.infinite()) {
+            credits.headers = &m_ph;  // an infinite calendar finds every time free
+            credits.data = &m_pd;
+            credits.returned = &returned;
+        }
         sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
-                                             tlp_overhead(true), now + delay, &sent);
+                                             tlp_overhead(true), now + delay, &sent,
+                                             sc_core::SC_ZERO_TIME, credits);
         m_posted_sent = std::max(m_posted_sent, sent);
         const sc_core::sc_time offered = arrival - now;
         sc_core::sc_time host_delay = offered;
         dma_out->b_transport(gp, host_delay);
-        delay = sent - now + (host_delay - offered);
+        // A root complex that holds the write (IOMMU translation) keeps the TLPs in the root
+        // port's buffers that much longer: their credits come back later.
+        const sc_core::sc_time held = host_delay - offered;
+        if (held > sc_core::SC_ZERO_TIME)
+            for (const auto& [back, data_credits] : returned) {
+                m_ph.book(back, back + held, 1);
+                m_pd.book(back, back + held, data_credits);
+            }
+        delay = sent - now + held;
     } else if (gp.is_read()) {
         ++m_dma_reads;
         // A read request may not pass the posted writes handed to the link before it (§2.4.1).
@@ -167,9 +213,12 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         std::vector<request> requests;
         uint64_t a = addr, left = len;
         sc_core::sc_time ready = now + delay;
+        pcie_credit_use credits;
+        if (!m_nph.infinite()) credits.headers = &m_nph;
         do {
             uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
-            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready);
+            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready,
+                                                 nullptr, sc_core::SC_ZERO_TIME, credits);
             ready = arrival - to_time(m_cfg.latency);
             requests.push_back({a, chunk, arrival});
             a += chunk;
@@ -182,10 +231,9 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         gp.clear_extension(&pacing);
         const sc_core::sc_time memory = (now + host_delay) - requests.front().arrival;
         m_down_payload += len;
-        const uint64_t cpl_max = m_cfg.completions == "rcb" ? m_cfg.rcb : m_cfg.mps;
         sc_core::sc_time arrival = now;
         for (const request& r : requests)
-            arrival = send_tlps(m_down, m_down_bytes, r.addr, r.length, cpl_max, m_cfg.rcb, tlp_overhead(false),
+            arrival = send_tlps(m_down, m_down_bytes, r.addr, r.length, m_cpl_max, m_cfg.rcb, tlp_overhead(false),
                                 r.arrival + memory, nullptr, pacing.line_interval);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));

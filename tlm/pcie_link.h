@@ -30,13 +30,21 @@
 // (it may not pass them, §2.4.1), and the root complex answers it only after those writes are
 // committed (host/root_complex.h). Each read request is answered on its own: its completions
 // start when the root complex has done that request's memory access.
-// Abstracted: replay (no bit errors), flow-control credits (posted, non-posted and completion
-// credits are not counted: the read tags bound outstanding reads, nothing bounds posted writes
-// in flight), ordering relaxations (RO, IDO), power states.
+// Flow control (§2.6.1): the root port's receive buffers for the HCA's requests are credits
+// (`pcie.credits`: posted headers, posted data in 16 B units, non-posted headers; 0 is the spec's
+// infinite advertisement and the default). A TLP leaves only when the credits it needs are free;
+// they come back when it has reached the root complex, any time the root complex holds a posted
+// write (IOMMU translation) has passed, and an UpdateFC DLLP has crossed back (one link latency).
+// Completions need none: an endpoint must advertise infinite completion credits, and root ports
+// do (Intel Xeon C5500/C3500 datasheet table 76).
+// Abstracted: replay (no bit errors), the HCA's own receive buffers for MMIO writes, ordering
+// relaxations (RO, IDO), power states.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <systemc>
 #include <tlm>
@@ -46,8 +54,33 @@
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
+#include "tlm/flow_credits.h"
 
 namespace hcasim {
+
+// The credits the root port advertises to the HCA (its receive buffers for upstream requests).
+struct pcie_credit_config {
+    uint64_t posted_headers = 0;
+    uint64_t posted_data = 0;
+    uint64_t non_posted_headers = 0;
+
+    template <class V>
+    void visit(V& v) {
+        const std::string src =
+            "PCIe Base Spec 4.0 §2.6.1 (fields of 8/12 bits, up to 16x with scaled flow control). Default "
+            "0 = infinite: pcie-bench's credit-free model matches its Gen3 x8 measurements within a few % "
+            "(bench/validate.py), so the root ports measured never ran short. An Intel Xeon C5500/C3500 root "
+            "port advertises 64 / 320 / 72 (posted headers / posted data / non-posted headers) at x16 and "
+            "16 / 80 / 18 at x4 (datasheet 323103-001, table 76); the x16 values leave a Gen3 x16 link "
+            "unchanged here, the x4 values bound it (scenarios/examples/pcie_credits.json)";
+        v(posted_headers, p_count("posted_headers", "credits", "posted request header credits: one per DMA write TLP in flight to the root complex; 0 = infinite")
+                              .range(0, 2032).from(src));
+        v(posted_data, p_count("posted_data", "credits", "posted request data credits of 16 B each: DMA write payload in flight to the root complex; 0 = infinite, otherwise at least MPS / 16")
+                           .range(0, 32752).from(src));
+        v(non_posted_headers, p_count("non_posted_headers", "credits", "non-posted request header credits: one per DMA read request in flight to the root complex; 0 = infinite")
+                                  .range(0, 2032).from(src));
+    }
+};
 
 struct pcie_config {
     uint64_t gen = 3;
@@ -59,6 +92,7 @@ struct pcie_config {
     bool ecrc = false;
     time_ps latency{170000};
     std::string completions = "mps";
+    pcie_credit_config credits;
 
     template <class V>
     void visit(V& v) {
@@ -79,6 +113,7 @@ struct pcie_config {
         v(latency, p_time("latency", "one-way latency of the link: PHY and data-link pipelines of both ends plus the root complex")
                        .range(0, 1e9)
                        .from("Neugebauer et al. (Understanding PCIe performance for end host networking, SIGCOMM 2018) measure a 64 B DMA read at 546 ns (NFP-6000, Gen3 x8); less the NFP's DMA issue overhead (70-120 ns, same paper), the DRAM access and the wire time, ~180 ns remain per direction (scenarios/validation/nfp6000_read_latency.json reproduces the measurement)"));
+        v.group("credits", credits, "flow-control credits the root port advertises for the HCA's requests");
     }
 
     // Payload bytes per second of the whole link after line encoding.
@@ -87,6 +122,13 @@ struct pcie_config {
     double dllp_share() const;
     // Bytes per second left for TLPs in each direction.
     double tlp_bytes_per_second() const { return bytes_per_second() * (1.0 - dllp_share()); }
+};
+
+// The receiver's credits a stream of TLPs takes (pcie_link::send_tlps).
+struct pcie_credit_use {
+    credit_calendar* headers = nullptr;  // null: infinite
+    credit_calendar* data = nullptr;     // null: infinite or a request without data
+    std::vector<std::pair<sc_core::sc_time, uint64_t>>* returned = nullptr;  // when, data credits
 };
 
 class pcie_link : public sc_core::sc_module {
@@ -114,14 +156,22 @@ private:
     // one has arrived at the far end (and when it left, in `last_sent`). With `line_interval`,
     // the data's 64 B lines become ready that far apart from `start` (the first line), and a TLP
     // leaves no earlier than its last line.
+    // With `credits`, each TLP first waits for the receiver's credits and holds them until it
+    // has arrived and an UpdateFC has come back; each TLP's return time and data credits go to `credits.returned`.
     sc_core::sc_time send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                uint64_t payload, uint64_t max_payload, uint64_t align,
                                uint64_t overhead, const sc_core::sc_time& start,
                                sc_core::sc_time* last_sent = nullptr,
-                               const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME);
+                               const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
+                               const pcie_credit_use& credits = {});
+    // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.
+    sc_core::sc_time credits_free(const pcie_credit_use& c, sc_core::sc_time t, uint64_t data_credits,
+                                  const sc_core::sc_time& hold) const;
 
     pcie_config m_cfg;
     double m_ps_per_byte;
+    uint64_t m_cpl_max;  // largest completion payload: RCB or MPS (pcie.completions)
+    credit_calendar m_ph, m_pd, m_nph;  // the root port's posted header/data, non-posted header credits
     serial_resource m_up, m_down;
     stats_group m_stats;
     uint64_t& m_up_bytes;
@@ -134,6 +184,7 @@ private:
     uint64_t& m_dma_writes;
     uint64_t& m_errors;
     uint64_t& m_order_wait_ps;
+    uint64_t& m_credit_wait_ps;
     histogram& m_read_latency;
     sc_core::sc_time m_posted_sent = sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
 };

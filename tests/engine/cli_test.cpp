@@ -109,6 +109,8 @@ const std::vector<bad_case>& bad_cases() {
           "(expected a variable saved by an earlier step's \"save\")"}},
         {"bad_values.json",
          {"/nodes/a/pcie/gen: value 9 out of range (expected a value in [1, 5] generation)",
+          "/nodes/b/pcie/credits/posted_data: 16 credits hold 256 B, less than one 512 B TLP "
+          "(expected 0 (infinite) or at least pcie.mps / 16 = 32 (PCIe Base Spec §2.6.1))",
           "/program/0/node: unknown node \"c\" (expected the name of a node)",
           "/program/1/length: cannot read \"4XiB\" (expected a size in bytes, e.g. 4096 or "
           "\"4KiB\")",

@@ -104,8 +104,19 @@ pcie_config gen1_x1_ecrc() {
     return c;
 }
 
+// A root port with few credits (PCIe Base Spec §2.6.1): 4 posted headers, 1 KiB of posted data,
+// 2 non-posted headers.
+pcie_config starved() {
+    pcie_config c = gen3_x16("mps");
+    c.credits.posted_headers = 4;
+    c.credits.posted_data = 64;
+    c.credits.non_posted_headers = 2;
+    return c;
+}
+
 struct bench : sc_core::sc_module {
     rig a{"a", gen3_x16("rcb"), "bench.a.pcie"};
+    rig cr{"cr", starved(), "bench.cr.pcie"};
     rig m{"m", gen3_x16("mps"), "bench.m.pcie"};
     rig slow{"slow", gen1_x1_ecrc(), "bench.slow.pcie"};
     bool finished = false;
@@ -295,6 +306,51 @@ void bench::run() {
         sc_time d = write_checked(slow, 0x1000, 256, 11);
         EXPECT_GE(d, sc_time(280.0 / 250e6, sc_core::SC_SEC) - sc_time(1, SC_NS))
             << "280 link bytes at 250 MB/s take 1.12 us";
+    }
+
+    // ---- flow-control credits: a TLP leaves only with credits, which come back when it has
+    // crossed and an UpdateFC has crossed back (2 latencies after it left) ----
+    {
+        const sc_time loop = cr.wire(64 + cr.overhead(true)) + 2 * cr.latency();
+        sc_time d;
+        for (int i = 0; i < 40; ++i) {  // 64 B writes, all handed over now
+            auto data = test::pattern(64, 200 + i);
+            d = sc_core::SC_ZERO_TIME;
+            test::transact(cr.dma, true, 0x70000 + 64 * i, data.data(), 64, d);
+            EXPECT_EQ(cr.host.read(0x70000 + 64 * i, 64), data);
+        }
+        EXPECT_GE(d, 9 * loop) << "4 posted headers: 40 writes take 10 rounds of the credit loop";
+        EXPECT_LT(d, 11 * loop);
+        EXPECT_GT(cr.stat("credit_wait_ps"), 0u) << "the wait is counted";
+        wait(sc_time(10, SC_US));
+        // 4 KiB in 256 B TLPs: 1 KiB of posted data credits lets 4 TLPs be in flight.
+        auto big = test::pattern(4096, 300);
+        d = sc_core::SC_ZERO_TIME;
+        test::transact(cr.dma, true, 0x80000, big.data(), 4096, d);
+        EXPECT_EQ(cr.host.read(0x80000, 4096), big);
+        EXPECT_GE(d, 3 * (cr.wire(256 + cr.overhead(true)) + 2 * cr.latency()))
+            << "16 TLPs of 16 data credits each through 64 credits: 4 rounds";
+        wait(sc_time(10, SC_US));
+        // Reads: 2 non-posted headers; each 64 B read request holds one for its loop.
+        sc_time last;
+        for (int i = 0; i < 6; ++i) {
+            std::vector<uint8_t> buf(64);
+            sc_time rd = sc_core::SC_ZERO_TIME;
+            test::transact(cr.dma, false, 0x70000 + 64 * i, buf.data(), 64, rd);
+            EXPECT_EQ(buf, cr.host.read(0x70000 + 64 * i, 64));
+            last = rd;
+        }
+        EXPECT_GE(last, 2 * (cr.wire(cr.overhead(true)) + 2 * cr.latency()) + 2 * cr.latency())
+            << "the 6th request leaves after 2 rounds of the non-posted loop, then crosses and returns";
+        // The same writes on a link with infinite credits (the default) never wait.
+        wait(sc_time(10, SC_US));
+        for (int i = 0; i < 40; ++i) {
+            auto data = test::pattern(64, 400 + i);
+            d = sc_core::SC_ZERO_TIME;
+            test::transact(m.dma, true, 0x70000 + 64 * i, data.data(), 64, d);
+        }
+        EXPECT_LT(d, loop) << "infinite credits: 40 writes in less than one loop";
+        EXPECT_EQ(m.stat("credit_wait_ps"), 0u);
     }
 
     // ---- utilization is the booked wire time over the run ----
