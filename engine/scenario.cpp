@@ -301,6 +301,10 @@ void checker::load_fabric(json& doc) {
         params.erase("a");
         params.erase("b");
         load_config(spec.config, params, p, m_d);
+        const ib_link_faults& f = spec.config.faults;
+        if (f.down_every.ps > 0 && f.down_every.ps <= f.down_for.ps)
+            m_d.error(p + "/faults/down_every", "a period not longer than the down time",
+                      "0 (down once) or more than faults.down_for");
         if (!ok) continue;
         port_owner[spec.a] = p;
         port_owner[spec.b] = p;

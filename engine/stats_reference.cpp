@@ -50,7 +50,7 @@ const std::vector<stats_key>& fixed_keys() {
         {"workloads.<i>.gbps", "Gb/s", "value", "payload bits per second (10^9)"},
         {"workloads.<i>.mops", "Mop/s", "value", "operations per second (10^6), perftest's MsgRate"},
         {"workloads.<i>.lat_ns", "ns", "histogram", "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed (`*_lat`: half round trip, perftest semantics); latency tests compute p50 (t_typical: the median, the mean of the middle two for an even count) and p99/p999 (nearest rank) from the sorted samples as perftest does, bandwidth tests from ~4 % histogram buckets", true},
-        {"workloads.<i>.data_check", "", "value", "`ok` when the last message's bytes landed where the keys say, else `mismatch`"},
+        {"workloads.<i>.data_check", "", "value", "`ok` when the bytes landed where the keys say (write and read bandwidth tests in sequential order: every byte of every buffer slot written, so an mr_size of 1 GiB checks the whole GiB; other tests: the last message), else `mismatch`"},
         {"workloads.<i>.lost", "messages", "value", "UC/UD send bandwidth tests: messages the server never received (dropped for want of a posted receive; no RNR flow control)"},
         {"workloads.<i>.sizes", "", "list", "with `all_sizes`: one row per size with size, iters, bytes, time_ns, gbps, mops, lat_ns, data_check", true},
         {"workloads.<i>.error", "", "value", "why the workload could not run (setup verb failed)"},

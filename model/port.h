@@ -48,6 +48,12 @@ public:
     // Sends now or at `earliest`; returns when the last packet has left.
     sc_core::sc_time send(ib_message_ptr msg, const sc_core::sc_time& earliest);
     uint32_t mtu() const { return m_link ? m_link->mtu() : static_cast<uint32_t>(m_cfg.mtu); }
+    // How far ahead of the wire the port takes messages: the time of one MTU-sized packet. A
+    // sender holds further messages until `tx_free_at()` is that close (so what it has handed over
+    // is what is leaving, and going back on a NAK resends only that).
+    sc_core::sc_time tx_lookahead() const { return m_link ? m_link->wire_time(mtu()) : sc_core::SC_ZERO_TIME; }
+    // When the last packet handed to the port has left.
+    sc_core::sc_time tx_free_at() const { return m_link ? m_link->free_at(m_end) : sc_core::SC_ZERO_TIME; }
 
 private:
     void receive(ib_message_ptr msg);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/transport_timers.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
@@ -68,6 +69,9 @@ bool awaits_response(wqe_opcode op) {
     return op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
 }
 
+// PSN order with wrap-around: whether a comes before b.
+bool psn_before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+
 bool is_window_op(wqe_opcode op) { return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv; }
 
 bool carries_local_payload(wqe_opcode op) {
@@ -98,6 +102,10 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg, 
       m_errors(m_stats.counter("errors", "WQEs", "WQEs completed with an error status other than WR_FLUSH_ERR")),
       m_flushed(m_stats.counter("flushed", "WQEs", "WQEs completed with WR_FLUSH_ERR because their QP was in the error state")),
       m_rnr_retries(m_stats.counter("rnr_retries", "messages", "messages resent after a receiver-not-ready NAK")),
+      m_retransmits(m_stats.counter("retransmits", "messages", "messages sent again (go-back-N after a sequence NAK, a timeout, an RNR NAK or an implied NAK)")),
+      m_timeouts(m_stats.counter("timeouts", "times", "transport timer expiries (no acknowledgement within 4.096 us x 2^timeout)")),
+      m_seq_naks(m_stats.counter("seq_naks", "NAKs", "PSN sequence error NAKs received (the responder missed a packet)")),
+      m_implied_naks(m_stats.counter("implied_naks", "times", "READs and atomics resent because a later acknowledgement passed them without their response")),
       m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells", "doorbells for a QPN without a valid context")),
       m_ud_oversize(m_stats.counter("ud_oversize", "WQEs",
                                     "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
@@ -409,13 +417,32 @@ void requester::drain(uint32_t qpn) {
             }
             ++reads;
         }
+        if (m_port.tx_free_at() > now + m_port.tx_lookahead()) {
+            // The port has enough to send: hand it more when it is that close to done.
+            const sc_core::sc_time when = m_port.tx_free_at() - m_port.tx_lookahead();
+            if (sq.drain_at <= now || when < sq.drain_at) {
+                sq.drain_at = when;
+                m_queue.at(when, [this, qpn] { drain(qpn); });
+            }
+            break;
+        }
+        if (s->resend) {
+            // A fresh copy: the responder may still hold the first one.
+            s->msg = std::make_shared<ib_message>(*s->msg);
+            s->msg->ready.clear();
+            s->resend = false;
+            ++m_retransmits;
+        } else {
+            ++m_wqes;
+            ++wqes_on_wire();
+            m_bytes += s->length;
+        }
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
         const sc_core::sc_time left = m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
-        ++m_wqes;
-        ++wqes_on_wire();
-        m_bytes += s->length;
+        s->sent_at = left;
+        if (sq.type == qp_type::rc) arm_timer(qpn);
         if (sq.type != qp_type::rc) {
             // Unreliable: done once its last packet has left on the wire (not when it is queued
             // at the port: a deep send queue would otherwise complete faster than the link).
@@ -433,23 +460,36 @@ void requester::on_response(ib_message_ptr msg) {
     if (it == m_sq.end()) return;
     const uint32_t qpn = msg->dst_qpn;
     sq_state& sq = it->second;
-    slot_ptr s;
-    // An ACK names the last PSN of the message it acknowledges, a NAK or a read response the
-    // first: find the message whose PSNs include it.
-    for (auto& c : sq.window)
-        if (c->stage == wqe_stage::sent && msg->psn - c->psn < c->psns) s = c;
-    if (!s) return;  // flushed or already answered
+    const uint32_t psn = msg->psn;
+    if (!msg->intact()) {
+        // A read response that lost a packet: go back to the READ as soon as a later packet shows
+        // the gap; a gap at its end shows only when the timer expires.
+        slot_ptr s = sent_slot(qpn, psn);
+        if (s && msg->after_gap != sc_core::SC_ZERO_TIME && !sq.retrying) retry(qpn, s);
+        return;
+    }
     HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(), sc_core::sc_time_stamp(), msg->length));
+    if (msg->op == ib_op::ack) {
+        acknowledge(qpn, psn, true);
+        return;
+    }
+    // A NAK or a response acknowledges every message before the one it names; one that passes a
+    // READ or atomic still waiting for its response is out of order and not taken.
+    if (!acknowledge(qpn, psn, false)) return;
+    slot_ptr s = sent_slot(qpn, psn);
+    if (!s) return;  // flushed, already answered, or a duplicate response
     switch (msg->op) {
-        case ib_op::ack: complete(qpn, s, wc_status::success); break;
         case ib_op::nak:
             if (msg->nak == ib_nak::rnr) {
-                // Receiver not ready: rewind to this message and send again later.
+                // Receiver not ready: send the refused message again after the responder's RNR
+                // timer, at most rnr_retry times in a row (7: without limit).
                 ++m_rnr_retries;
-                for (auto& c : sq.window)
-                    if (c->psn >= s->psn && c->stage == wqe_stage::sent) c->stage = wqe_stage::ready;
-                sq.resend_after = sc_core::sc_time_stamp() + to_time(m_cfg.rnr_delay);
-                drain(qpn);
+                if (sq.ctx.rnr_retry != 7 && ++sq.rnr_tries > sq.ctx.rnr_retry)
+                    return complete(qpn, s, wc_status::rnr_retry_exc_err);
+                rewind(qpn, s, ps_time(rnr_timer_ps(msg->rnr_timer)));
+            } else if (msg->nak == ib_nak::psn_seq_err) {
+                ++m_seq_naks;
+                retry(qpn, s);
             } else {
                 complete(qpn, s, nak_status(msg->nak));
             }
@@ -457,6 +497,9 @@ void requester::on_response(ib_message_ptr msg) {
         case ib_op::rdma_read_response:
         case ib_op::atomic_response: {
             s->stage = wqe_stage::responded;
+            s->resend = false;
+            sq.retries = sq.rnr_tries = 0;
+            sq.retrying = false;
             drain(qpn);  // a READ or atomic held back by the initiator depth may go now
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::write;
@@ -472,6 +515,88 @@ void requester::on_response(ib_message_ptr msg) {
         }
         default: break;
     }
+}
+
+requester::slot_ptr requester::sent_slot(uint32_t qpn, uint32_t psn) {
+    for (auto& c : m_sq[qpn].window)
+        if ((c->stage == wqe_stage::sent || (c->resend && c->stage == wqe_stage::ready)) && c->psns > 0 &&
+            psn - c->psn < c->psns)
+            return c;
+    return nullptr;
+}
+
+bool requester::acknowledge(uint32_t qpn, uint32_t psn, bool inclusive) {
+    sq_state& sq = m_sq[qpn];
+    const std::vector<slot_ptr> slots(sq.window.begin(), sq.window.end());  // completing retires
+    for (const slot_ptr& c : slots) {
+        if (c->stage == wqe_stage::completed || c->stage == wqe_stage::responded) continue;
+        // A message rewound for resending was sent before: a late acknowledgement still counts.
+        if (c->stage != wqe_stage::sent && !c->resend) break;
+        if (c->psns == 0) continue;
+        if (!(psn_before(c->last_psn(), psn) || (inclusive && c->last_psn() == psn))) break;
+        if (awaits_response(c->w.opcode)) {
+            // Acknowledged past a READ or atomic whose response never came: it was lost. Once
+            // the requester went back, answers to the first attempt are ignored until progress.
+            if (!sq.retrying) {
+                ++m_implied_naks;
+                retry(qpn, c);
+            }
+            return false;
+        }
+        sq.retries = sq.rnr_tries = 0;
+        sq.retrying = false;
+        complete(qpn, c, wc_status::success);
+    }
+    return true;
+}
+
+void requester::rewind(uint32_t qpn, const slot_ptr& from, const sc_core::sc_time& delay) {
+    sq_state& sq = m_sq[qpn];
+    bool on = false;
+    for (auto& c : sq.window) {
+        on = on || c == from;
+        if (on && c->stage == wqe_stage::sent) {
+            c->stage = wqe_stage::ready;
+            c->resend = true;
+        }
+    }
+    sq.resend_after = std::max(sq.resend_after, sc_core::sc_time_stamp() + delay);
+    drain(qpn);
+}
+
+void requester::retry(uint32_t qpn, const slot_ptr& from) {
+    sq_state& sq = m_sq[qpn];
+    if (++sq.retries > sq.ctx.retry_cnt) return complete(qpn, from, wc_status::retry_exc_err);
+    sq.retrying = true;
+    rewind(qpn, from);
+}
+
+void requester::arm_timer(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    const uint64_t timeout = transport_timeout_ps(sq.ctx.timeout);
+    if (sq.timer_armed || timeout == 0) return;
+    for (const auto& c : sq.window)
+        if (c->stage == wqe_stage::sent) {
+            // One pending expiry per QP; it looks at the oldest unacknowledged message when due.
+            sq.timer_armed = true;
+            m_queue.at(c->sent_at + ps_time(timeout), [this, qpn] { on_timer(qpn); });
+            return;
+        }
+}
+
+void requester::on_timer(uint32_t qpn) {
+    sq_state& sq = m_sq[qpn];
+    sq.timer_armed = false;
+    slot_ptr oldest;
+    for (const auto& c : sq.window)
+        if (c->stage == wqe_stage::sent) {
+            oldest = c;
+            break;
+        }
+    if (!oldest) return;
+    if (oldest->sent_at + ps_time(transport_timeout_ps(sq.ctx.timeout)) > sc_core::sc_time_stamp()) return arm_timer(qpn);
+    ++m_timeouts;
+    retry(qpn, oldest);
 }
 
 void requester::release(slot_ptr s) {

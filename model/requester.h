@@ -15,8 +15,17 @@
 // and WQEs of different QPs interleave freely; what may not: messages of one QP leave on the wire
 // in WQE order, and their completions are written in WQE order. A QP has at most
 // `max_outstanding` WQEs between fetch and completion. After an error completion the QP is in the
-// error state and every later WQE completes with WR_FLUSH_ERR. A receiver-not-ready NAK rewinds
-// the QP to the refused message and sends again after `rnr_delay`.
+// error state and every later WQE completes with WR_FLUSH_ERR.
+//
+// Reliability (RC, IBA 1.4 §9.7.5-9.7.6): an ACK acknowledges every message up to its PSN (the
+// responder coalesces them), and so does a NAK or a read response every message before its PSN;
+// a READ or atomic a later ACK passes without its response is resent (implied NAK). Go-back-N: a
+// PSN sequence error NAK, or the transport timer (4.096 us x 2^timeout after the oldest
+// unacknowledged message left) resends every unacknowledged message from the one named, at most
+// `retry_cnt` times without progress, then completes it RETRY_EXC_ERR. A receiver-not-ready NAK
+// resends the refused message after the responder's RNR timer, at most `rnr_retry` times (7:
+// without limit), then RNR_RETRY_EXC_ERR. Messages are resent whole from the retained payload
+// (the host memory is not read again); the responder discards the packets it already has.
 //
 // UD (unreliable datagram): SEND and SEND with immediate only; the WQE's datagram segment names
 // the destination (DLID, QPN, Q_Key) and the address handle's PD, which must be the QP's. One
@@ -51,7 +60,6 @@ namespace hcasim {
 struct requester_config {
     uint64_t wqe_cycles = 2;
     uint64_t max_outstanding = 64;
-    time_ps rnr_delay{10000000};
 
     template <class V>
     void visit(V& v) {
@@ -59,8 +67,6 @@ struct requester_config {
                           .range(1, 1000).from("ConnectX-5 datasheet: up to 200 M messages/s, i.e. 2.5 cycles per message at 500 MHz"));
         v(max_outstanding, p_count("max_outstanding", "WQEs", "WQEs of one QP between fetch and completion").range(1, 4096)
                                .from("design estimate; bounds per-QP on-chip state"));
-        v(rnr_delay, p_time("rnr_delay", "wait before resending a message the responder refused as receiver-not-ready")
-                         .range(0, 1e15).from("IBA 1.4 Table 45: RNR timer encodings 0.01-655 ms; 10 us is a short setting"));
     }
 };
 
@@ -93,6 +99,9 @@ private:
         std::vector<tpt_result> local;  // translations held until the data moved
         uint64_t length = 0;
         sc_core::sc_time doorbell_time;
+        sc_core::sc_time sent_at;  // when its last packet left (the transport timer runs from then)
+        bool resend = false;       // rewound after it was sent: the next send is a retransmission
+        uint32_t last_psn() const { return psn + psns - 1; }
     };
     using slot_ptr = std::shared_ptr<wqe_slot>;
 
@@ -107,6 +116,11 @@ private:
         uint32_t pi = 0;        // latest doorbell
         uint32_t ci = 0;        // next WQE to complete
         uint32_t next_psn = 0;
+        uint32_t retries = 0;    // timeouts and sequence NAKs since the last progress (retry_cnt)
+        uint32_t rnr_tries = 0;  // RNR NAKs since the last progress (rnr_retry)
+        bool timer_armed = false;
+        bool retrying = false;   // went back without progress since: later answers of the first try are ignored
+        sc_core::sc_time drain_at;  // a drain is scheduled then (waiting for the port)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
@@ -126,6 +140,18 @@ private:
     void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s, bool scatter_target);
     void build_message(const hca_if::qp_context& ctx, slot_ptr s);
     void drain(uint32_t qpn);
+    // Completes the sent messages whose last PSN is before `psn` (or at it, `inclusive`); a READ
+    // or atomic among them has lost its response and is resent instead.
+    // False when it stopped at such a READ or atomic (the answer naming `psn` is out of order).
+    bool acknowledge(uint32_t qpn, uint32_t psn, bool inclusive);
+    // The sent message whose PSNs include `psn`, if any.
+    slot_ptr sent_slot(uint32_t qpn, uint32_t psn);
+    // Go-back-N: sends `from` and every later sent message again (after `delay`).
+    void rewind(uint32_t qpn, const slot_ptr& from, const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);
+    // A timeout or sequence NAK: resend from `from`, or complete it RETRY_EXC_ERR after retry_cnt.
+    void retry(uint32_t qpn, const slot_ptr& from);
+    void arm_timer(uint32_t qpn);
+    void on_timer(uint32_t qpn);
     void complete(uint32_t qpn, slot_ptr s, hca_if::wc_status status);
     void retire(uint32_t qpn);
     void save_indices(uint32_t qpn);
@@ -151,6 +177,10 @@ private:
     uint64_t& m_errors;
     uint64_t& m_flushed;
     uint64_t& m_rnr_retries;
+    uint64_t& m_retransmits;
+    uint64_t& m_timeouts;
+    uint64_t& m_seq_naks;
+    uint64_t& m_implied_naks;
     uint64_t& m_bad_doorbells;
     uint64_t& m_ud_oversize;
     uint64_t& m_bf_wqes;

@@ -43,6 +43,10 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg, 
                                         "receive WQEs fetched on demand when their message arrived (buffer full or empty)")),
       m_ird_naks(m_stats.counter("ird_naks", "messages",
                                  "RDMA READs and atomics refused (NAK Invalid Request) beyond the QP's max_dest_rd_atomic")),
+      m_seq_naks(m_stats.counter("seq_naks", "NAKs", "PSN sequence error NAKs sent (a request arrived after a lost packet)")),
+      m_duplicates(m_stats.counter("duplicates", "messages", "duplicate requests answered again without executing them (READs read again)")),
+      m_incomplete(m_stats.counter("incomplete", "messages", "messages that lost a packet on the link and were not executed")),
+      m_acks_coalesced(m_stats.counter("acks_coalesced", "ACKs", "ACKs not sent because a later ACK ready at the same time acknowledges them too")),
       m_latency(m_stats.latency("latency", "first packet arrived to reply handed to the port, per request")) {}
 
 void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
@@ -201,14 +205,15 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         rq.pi = ctx->rq_pi;
         rq.ci = ctx->rq_ci;
     }
+    if (ud && !msg->intact()) {
+        ++m_incomplete;  // a datagram that lost its packet is gone
+        return;
+    }
     if (!ud && rq.refusing) {
         ++m_dropped;  // behind a request about to be NAKed: not executed
         return;
     }
-    if (!ud && msg->psn != rq.expected_psn) {
-        ++m_out_of_sequence;
-        return;
-    }
+    if (!ud && !in_sequence(msg, *ctx, ready_at)) return;
     const bool needs_wqe = msg->op == ib_op::send || msg->op == ib_op::send_with_imm ||
                            msg->op == ib_op::send_with_inv || msg->op == ib_op::rdma_write_with_imm;
     if (needs_wqe && rq.ci == rq.pi) {
@@ -218,7 +223,8 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
             return;
         }
         ++m_rnr_naks;
-        nak_now(msg, ib_nak::rnr, ready_at);
+        rq.nak_sent = true;  // the requests behind it are dropped until it comes again
+        nak_now(msg, ib_nak::rnr, ready_at, msg->psn, ctx->min_rnr_timer);
         return;
     }
     ++m_messages;
@@ -268,6 +274,68 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         case ib_op::atomic_cmp_swp:
         case ib_op::atomic_fetch_add: atomic(r); break;
         default: answer(r, ib_op::nak, ib_nak::inv_request); break;
+    }
+}
+
+bool responder::in_sequence(const ib_message_ptr& msg, const qp_context& ctx, const sc_core::sc_time& ready_at) {
+    rq_state& rq = m_rq[ctx.qpn];
+    const auto ahead = static_cast<int32_t>(msg->psn - rq.expected_psn);
+    if (ctx.type != qp_type::rc) {
+        // UC: a message that lost a packet is dropped; the next message is taken whatever its PSN
+        // (the sender never goes back).
+        if (!msg->intact()) {
+            ++m_incomplete;
+            return false;
+        }
+        if (ahead != 0) {
+            ++m_out_of_sequence;
+            rq.expected_psn = msg->psn;
+        }
+        return true;
+    }
+    if (ahead < 0) {
+        if (msg->intact()) duplicate(msg, ctx, ready_at);
+        return false;
+    }
+    if (ahead == 0 && msg->intact()) {
+        rq.nak_sent = false;
+        return true;
+    }
+    // A packet before this one was lost: the expected one, or one of this message. The gap shows
+    // when a packet after it arrives; the responder NAKs it once.
+    if (!msg->intact()) ++m_incomplete;
+    // Its first packets arrived in sequence (the expected PSN came): a gap after them is a new
+    // sequence error, NAKed again.
+    if (ahead == 0 && msg->first_lost > 0) rq.nak_sent = false;
+    const sc_core::sc_time seen = ahead > 0 && msg->first_lost > 0 ? msg->arrivals.front() : msg->after_gap;
+    if (ahead > 0) ++m_out_of_sequence;
+    if (seen == sc_core::SC_ZERO_TIME || rq.nak_sent) return false;
+    rq.nak_sent = true;
+    ++m_seq_naks;
+    nak_now(msg, ib_nak::psn_seq_err, std::max(ready_at, seen), rq.expected_psn);
+    return false;
+}
+
+void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx, const sc_core::sc_time& ready_at) {
+    ++m_duplicates;
+    rq_state& rq = m_rq[ctx.qpn];
+    auto r = std::make_shared<request>();
+    r->msg = msg;
+    r->ctx = ctx;
+    r->ready_at = ready_at;
+    r->out = std::make_shared<reply>();
+    r->out->psn = msg->psn;
+    rq.replies.push_back(r->out);  // answered in order, after what the QP still owes
+    switch (msg->op) {
+        case ib_op::rdma_read_request: return rdma_read(r);  // read again (IBA 9.7.5.1.2)
+        case ib_op::atomic_cmp_swp:
+        case ib_op::atomic_fetch_add:
+            for (const auto& [psn, value] : rq.atomic_replay)
+                if (psn == msg->psn) return answer(r, ib_op::atomic_response, ib_nak::none, value);
+            // Its result is no longer kept: nothing to answer; the requester's retries run out.
+            r->out->ready = true;
+            return send_ready(ctx.qpn);
+        default: return answer(r, ib_op::ack);
     }
 }
 
@@ -537,10 +605,15 @@ void responder::run_next_atomic() {
             put<uint64_t>(wr->data.data(), updated);
             wr->done = [this, r, t, next, result](dma_op& done) {
                 m_tpt.release(t);
-                if (!done.ok)
+                if (!done.ok) {
                     answer(r, ib_op::nak, ib_nak::rem_op);
-                else
+                } else {
+                    // Kept for a duplicate of this request: an atomic is never executed twice.
+                    auto& replay = m_rq[r->ctx.qpn].atomic_replay;
+                    replay.emplace_back(r->msg->psn, result);
+                    while (replay.size() > std::max<uint32_t>(1, r->ctx.max_dest_rd_atomic)) replay.pop_front();
                     answer(r, ib_op::atomic_response, ib_nak::none, result);
+                }
                 next();
             };
             m_dma.submit(wr);
@@ -561,9 +634,12 @@ ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
     return out;
 }
 
-void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest) {
+void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest, uint32_t psn,
+                        uint8_t rnr_timer) {
     auto out = reply_to(*msg, ib_op::nak);
     out->nak = nak;
+    out->psn = psn;
+    out->rnr_timer = rnr_timer;
     m_port.send(out, earliest);
 }
 
@@ -607,6 +683,12 @@ void responder::send_ready(uint32_t qpn) {
         }
         if (!out->ready) break;
         rq.replies.pop_front();
+        const bool ack = out->msg && out->msg->op == ib_op::ack;
+        if (ack && !rq.replies.empty() && rq.replies.front()->ready && rq.replies.front()->msg &&
+            rq.replies.front()->msg->op == ib_op::ack) {
+            ++m_acks_coalesced;  // the next ACK acknowledges this request too
+            continue;
+        }
         if (out->msg) m_port.send(out->msg, sc_core::sc_time_stamp());
     }
 }

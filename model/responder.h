@@ -3,8 +3,15 @@
 //   TPT check of the R_Key (or the receive WQE's L_Keys) -> data DMA (paced by packet arrival) ->
 //   (receive) CQE -> ACK, NAK or response
 // Requests of one QP are admitted in PSN order and answered in PSN order; their translation and
-// DMA overlap. A request whose PSN is not the expected one is dropped (the requester resends after
-// an RNR NAK). Atomics are executed one at a time HCA-wide (read, modify, write by DMA), which
+// DMA overlap.
+// Reliability (RC, IBA 1.4 §9.7.5): a request after a gap (a packet was lost) gets one PSN
+// sequence error NAK naming the expected PSN, and later ones are dropped until it arrives; a
+// message that lost a packet is not executed. A duplicate (PSN before the expected one: the
+// requester went back) is not executed again: a SEND or WRITE is acknowledged again, a READ is
+// read again from memory, an atomic is answered from the QP's replay cache of its last
+// max_dest_rd_atomic results. ACKs ready together are coalesced: the last one acknowledges all.
+// An RNR NAK carries the QP's min_rnr_timer. UC drops a message that lost a packet and takes the
+// next message whatever its PSN. Atomics are executed one at a time HCA-wide (read, modify, write by DMA), which
 // makes them atomic with respect to each other. A send with invalidate invalidates the type 2
 // window its R_Key names (bound to this QP) before the receive completes. A local error on the
 // responder (receive buffer too small, bad L_Key in the receive WQE) moves the QP to the error
@@ -97,6 +104,8 @@ private:
         std::deque<reply_ptr> replies;
         uint32_t reads = 0;  // RDMA READs and atomics admitted and not yet answered (IRD)
         bool refusing = false;  // a request waits to be NAKed: later ones are not executed
+        bool nak_sent = false;  // a sequence or RNR NAK is out: out-of-sequence requests are dropped
+        std::deque<std::pair<uint32_t, std::vector<uint8_t>>> atomic_replay;  // PSN -> original value
         // Receive WQE prefetch: WQEs [ci, prefetch_next) are on chip or being fetched.
         uint32_t prefetch_next = 0;
         uint32_t epoch = 0;        // bumped when the on-chip copies are dropped
@@ -119,6 +128,10 @@ private:
     using request_ptr = std::shared_ptr<request>;
 
     void admit(ib_message_ptr msg, hca_if::qp_context* ctx, const sc_core::sc_time& ready_at);
+    // The PSN check of an RC or UC request; false when the request is not to be executed.
+    bool in_sequence(const ib_message_ptr& msg, const hca_if::qp_context& ctx, const sc_core::sc_time& ready_at);
+    // A request the QP has executed before: answer it again without executing it.
+    void duplicate(const ib_message_ptr& msg, const hca_if::qp_context& ctx, const sc_core::sc_time& ready_at);
     tpt_request remote_request(const request& r, uint8_t rights, uint64_t length) const;
     void rdma_write(request_ptr r);
     void receive(request_ptr r, hca_if::cqe_opcode opcode);
@@ -137,7 +150,9 @@ private:
     bool halted(request_ptr r);
     // Gives back the responder resource (IRD) a READ or atomic held, once.
     void release_read(request_ptr r);
-    void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest);
+    // A NAK sent at once, outside the reply order, naming `psn`.
+    void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest, uint32_t psn,
+                 uint8_t rnr_timer = 0);
     void send_ready(uint32_t qpn);
     void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status, uint32_t byte_len);
     void save_indices(uint32_t qpn);
@@ -172,6 +187,10 @@ private:
     uint64_t& m_prefetch_hits;
     uint64_t& m_prefetch_misses;
     uint64_t& m_ird_naks;
+    uint64_t& m_seq_naks;
+    uint64_t& m_duplicates;
+    uint64_t& m_incomplete;
+    uint64_t& m_acks_coalesced;
     uint64_t m_prefetch_used = 0;  // entries of the shared on-chip receive WQE buffer in use
     histogram& m_latency;
 };

@@ -104,6 +104,10 @@ void qp_context::encode(uint8_t* p) const {
     put<uint32_t>(p + 80, qkey);
     put<uint8_t>(p + 84, max_rd_atomic);
     put<uint8_t>(p + 85, max_dest_rd_atomic);
+    put<uint8_t>(p + 86, timeout);
+    put<uint8_t>(p + 87, retry_cnt);
+    put<uint8_t>(p + 88, rnr_retry);
+    put<uint8_t>(p + 89, min_rnr_timer);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -134,6 +138,10 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.qkey = get<uint32_t>(p + 80);
     c.max_rd_atomic = get<uint8_t>(p + 84);
     c.max_dest_rd_atomic = get<uint8_t>(p + 85);
+    c.timeout = get<uint8_t>(p + 86);
+    c.retry_cnt = get<uint8_t>(p + 87);
+    c.rnr_retry = get<uint8_t>(p + 88);
+    c.min_rnr_timer = get<uint8_t>(p + 89);
     return c;
 }
 

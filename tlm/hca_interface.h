@@ -220,6 +220,14 @@ struct qp_context {
     // max_dest_rd_atomic.
     uint8_t max_rd_atomic = 16;
     uint8_t max_dest_rd_atomic = 16;
+    // RC reliability (ibv_qp_attr): the transport timer is 4.096 us x 2^timeout (0: infinite);
+    // retry_cnt resends after a timeout or sequence NAK, rnr_retry after RNR NAKs (7: infinite);
+    // min_rnr_timer is the wait this QP asks of a requester it refuses (IBA Table 45 encoding).
+    // Defaults: what perftest sets (timeout 14, retry_cnt 7, rnr_retry 7, min_rnr_timer 12).
+    uint8_t timeout = 14;
+    uint8_t retry_cnt = 7;
+    uint8_t rnr_retry = 7;
+    uint8_t min_rnr_timer = 12;
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);

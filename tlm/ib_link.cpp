@@ -67,9 +67,10 @@ std::vector<uint8_t> ib_link::make_grh(ib_op op, uint32_t payload,
 }
 
 ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu,
-                 const std::string& stats_path)
+                 const std::string& stats_path, uint64_t seed)
     : sc_core::sc_module(name),
       m_cfg(cfg),
+      m_rng(seed),
       m_ps_per_byte(8e12 / (gbps * 1e9)),
       m_mtu(mtu),
       m_deliver("deliver"),
@@ -77,7 +78,11 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
       m_packets(m_stats.counter("packets", "packets", "packets sent in both directions")),
       m_bytes(m_stats.counter("bytes", "bytes", "bytes on the wire in both directions, headers included")),
       m_payload(m_stats.counter("payload_bytes", "bytes", "payload bytes in both directions")),
-      m_messages(m_stats.counter("messages", "messages", "messages (requests, responses, acknowledgements)")) {
+      m_messages(m_stats.counter("messages", "messages", "messages (requests, responses, acknowledgements)")),
+      m_dropped(m_stats.counter("dropped", "packets", "packets lost to the link's faults (loss, bit errors, down windows)")),
+      m_lost(m_stats.counter("lost", "packets", "packets lost at random (faults.loss)")),
+      m_corrupted(m_stats.counter("corrupted", "packets", "packets with a bit error, dropped on the ICRC/VCRC check (faults.ber)")),
+      m_down_drops(m_stats.counter("down_drops", "packets", "packets sent while the link was down (faults.down_*)")) {
     m_stats.formula("gbps", "Gb/s", "data rate of the link", [gbps] { return json(gbps); });
     for (int d = 0; d < 2; ++d) {
         m_stats.formula(d == 0 ? "utilization_0to1" : "utilization_1to0", "fraction",
@@ -92,6 +97,29 @@ sc_core::sc_time ib_link::wire_time(uint64_t bytes) const {
     return sc_core::sc_time(std::ceil(static_cast<double>(bytes) * m_ps_per_byte), sc_core::SC_PS);
 }
 
+bool ib_link::lost(uint32_t bytes, const sc_core::sc_time& start) {
+    const ib_link_faults& f = m_cfg.faults;
+    if (f.down_for.ps > 0 && to_ps(start) >= f.down_at.ps) {
+        const uint64_t since = to_ps(start) - f.down_at.ps;
+        const uint64_t phase = f.down_every.ps > 0 ? since % f.down_every.ps : since;
+        if (phase < f.down_for.ps) {
+            ++m_down_drops;
+            return true;
+        }
+    }
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    if (f.loss > 0 && u(m_rng) < f.loss) {
+        ++m_lost;
+        return true;
+    }
+    // P(at least one of the packet's bits flipped) = 1 - (1 - ber)^bits.
+    if (f.ber > 0 && u(m_rng) < -std::expm1(static_cast<double>(bytes) * 8 * std::log1p(-f.ber))) {
+        ++m_corrupted;
+        return true;
+    }
+    return false;
+}
+
 sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest) {
     msg->mtu = m_mtu;
     uint32_t n = 1;
@@ -101,6 +129,9 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
     sc_core::sc_time ready = earliest;
     sc_core::sc_time last_sent = earliest;
     const sc_core::sc_time latency = to_time(m_cfg.latency);
+    const bool faulty = m_cfg.faults.any();
+    msg->first_lost = n;
+    msg->after_gap = sc_core::SC_ZERO_TIME;
     for (uint32_t i = 0; i < n; ++i) {
         uint32_t payload = msg->packet_payload(i);
         uint32_t bytes =
@@ -112,6 +143,12 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         last_sent = start + dur;
         ready = last_sent;
         msg->arrivals.push_back(last_sent + latency);
+        if (faulty && lost(bytes, start)) {
+            ++m_dropped;
+            msg->first_lost = std::min(msg->first_lost, i);
+        } else if (msg->first_lost < i && msg->after_gap == sc_core::SC_ZERO_TIME) {
+            msg->after_gap = msg->arrivals.back();
+        }
         ++m_packets;
         m_bytes += bytes;
         m_payload += payload;
@@ -119,7 +156,13 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
     ++m_messages;
     HCASIM_TRACE(span(m_stats.path().c_str(), end == 0 ? "wire 0to1" : "wire 1to0", msg->trace_id, earliest, msg->arrivals.back(), msg->length));
     int far = 1 - end;
-    m_deliver.at(msg->arrivals.front(), [this, far, msg] {
+    // The far port learns of the message with its first packet that survived.
+    sc_core::sc_time first = msg->arrivals.front();
+    if (msg->first_lost == 0) {
+        if (msg->after_gap == sc_core::SC_ZERO_TIME) return last_sent;  // every packet lost
+        first = msg->after_gap;
+    }
+    m_deliver.at(first, [this, far, msg] {
         if (m_rx[far]) m_rx[far](msg);
     });
     return last_sent;

@@ -12,14 +12,22 @@
 // response; AtomicETH 28 on an atomic request, AtomicAckETH 8 on its response; DETH 8 (Q_Key and
 // source QP) on every UD packet, and a GRH 40 when the sender's address handle asked for global
 // routing. The port rate is the data rate after 64b/66b encoding (100 Gb/s for 4x EDR).
+// Faults (`faults`): each packet is lost with probability `loss`, corrupted with the probability
+// its bits give at bit-error rate `ber` (the receiver drops it on the ICRC/VCRC check), and every
+// packet sent while the link is down (from `down_at` for `down_for`, again every `down_every`) is
+// lost. Draws come from a generator seeded by the scenario's seed and the link, so a run repeats
+// exactly. A message records its first lost packet (`first_lost`); it reaches the far port at its
+// first surviving packet, or not at all when every packet is lost. Recovery is the transport's
+// (model/requester.h, model/responder.h).
 // Abstracted: credit-based flow control, VLs and SLs (the SL is carried, not scheduled), routers
-// and switches, packet loss and retransmission.
+// and switches.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -50,6 +58,7 @@ struct ib_message {
     uint32_t imm = 0;             // immediate data or R_Key to invalidate
     uint64_t compare_add = 0, swap = 0;
     ib_nak nak = ib_nak::none;
+    uint8_t rnr_timer = 0;        // RNR NAK: the responder's min_rnr_timer (IBA Table 45 encoding)
     uint64_t trace_id = 0;        // the WQE this message belongs to, for traces
     std::vector<uint8_t> payload;
     // Unreliable datagram (UD): one packet with a DETH carrying `qkey` (and src_qpn).
@@ -64,7 +73,13 @@ struct ib_message {
     // Set by the sender (optional): packet i may not leave before ready[i] (its payload bytes are
     // on chip then: cut-through from the DMA read). Empty: every packet is ready at `earliest`.
     std::vector<sc_core::sc_time> ready;
+    // Set by the link: the first packet lost to a fault (packets() when none was).
+    uint32_t first_lost = UINT32_MAX;
+    // Arrival of the first packet after the first lost one that survived (zero: none did): when
+    // the receiver sees the gap.
+    sc_core::sc_time after_gap = sc_core::SC_ZERO_TIME;
     uint32_t packets() const { return static_cast<uint32_t>(arrivals.size()); }
+    bool intact() const { return first_lost >= packets(); }
     // Payload bytes carried by packet `i`.
     uint32_t packet_payload(uint32_t i) const;
 };
@@ -94,9 +109,32 @@ inline uint32_t request_psns(ib_op op, uint64_t length, uint32_t mtu) {
     return per_packet ? packets_for(length, mtu) : 1;
 }
 
+struct ib_link_faults {
+    double loss = 0;
+    double ber = 0;
+    time_ps down_at{0};
+    time_ps down_for{0};
+    time_ps down_every{0};
+
+    bool any() const { return loss > 0 || ber > 0 || down_for.ps > 0; }
+    template <class V>
+    void visit(V& v) {
+        v(loss, p_real("loss", "probability", "probability that a packet is lost on the link (each packet drawn on its own)")
+                    .range(0, 1).from("fault injection: choose for the experiment (e.g. 1e-4)"));
+        v(ber, p_real("ber", "errors/bit", "bit-error rate: a packet with a flipped bit fails its ICRC/VCRC check and is dropped by the receiver")
+                   .range(0, 1e-3).from("IBTA: links are specified for BER <= 1e-12 (EDR with FEC, 1e-15); raise it to exercise recovery"));
+        v(down_at, p_time("down_at", "when the link first goes down").range(0, 1e15).from("fault injection"));
+        v(down_for, p_time("down_for", "how long the link stays down each time (0: never down); every packet sent meanwhile is lost")
+                        .range(0, 1e15).from("fault injection"));
+        v(down_every, p_time("down_every", "period of the down windows (0: down once); must be longer than down_for")
+                          .range(0, 1e15).from("fault injection"));
+    }
+};
+
 struct ib_link_config {
     time_ps latency{100000};
     double gbps = 0;  // 0: the slower of the two ports
+    ib_link_faults faults;
 
     template <class V>
     void visit(V& v) {
@@ -104,6 +142,7 @@ struct ib_link_config {
                        .range(0, 1e12)
                        .from("IBTA cable propagation ~5 ns/m plus SerDes; calibrated against ConnectX-5 back-to-back ib_write_lat (docs/calibration.md)"));
         v(gbps, p_real("gbps", "Gb/s", "link data rate; 0 = the slower of the two ports' hca.port.gbps").range(0, 1600));
+        v.group("faults", faults, "packet loss, bit errors and down windows, to exercise the transport's recovery");
     }
 };
 
@@ -112,8 +151,9 @@ public:
     using receiver = std::function<void(ib_message_ptr)>;
 
     // `stats_path` names the counters (default: the module's name).
+    // `seed` seeds the fault draws.
     ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double gbps, uint32_t mtu,
-            const std::string& stats_path = "");
+            const std::string& stats_path = "", uint64_t seed = 1);
 
     // End 0 and end 1; each port attaches the function that receives what the other end sends.
     void attach(int end, receiver rx) { m_rx[end] = std::move(rx); }
@@ -122,6 +162,8 @@ public:
     sc_core::sc_time send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest);
 
     uint32_t mtu() const { return m_mtu; }
+    // When the last packet booked from `end` has left.
+    sc_core::sc_time free_at(int end) const { return m_dir[end].free_at(); }
     // Header bytes of one packet; `datagram` adds the DETH, `grh` the GRH.
     static uint32_t header_bytes(ib_op op, bool first, bool last, bool datagram = false,
                                  bool grh = false);
@@ -133,7 +175,11 @@ public:
     sc_core::sc_time wire_time(uint64_t bytes) const;
 
 private:
+    // Whether a packet of `bytes` sent at `start` is lost, and why (counted).
+    bool lost(uint32_t bytes, const sc_core::sc_time& start);
+
     ib_link_config m_cfg;
+    std::mt19937_64 m_rng;
     double m_ps_per_byte;
     uint32_t m_mtu;
     receiver m_rx[2];
@@ -144,6 +190,10 @@ private:
     uint64_t& m_bytes;
     uint64_t& m_payload;
     uint64_t& m_messages;
+    uint64_t& m_dropped;
+    uint64_t& m_lost;
+    uint64_t& m_corrupted;
+    uint64_t& m_down_drops;
 };
 
 }  // namespace hcasim
