@@ -295,7 +295,9 @@ std::vector<op_decl> build_ops() {
 
     s = {};
     s.fields = {define(resource_kind::cq, "CQ name"),
-                integer("depth", 1, 4194304, false, "number of CQEs", 256)};
+                integer("depth", 0, 2147483647, false,
+                        "number of CQEs (ibv_create_cq's int cqe); 0 or more than the device's max_cqe: EINVAL",
+                        256)};
     add("create_cq", "create a completion queue (ibv_create_cq)", s);
     s = {};
     s.fields = {ref("cq", resource_kind::cq, true, "completion queue")};
@@ -307,11 +309,15 @@ std::vector<op_decl> build_ops() {
                 choice("type", {"RC", "UC", "UD"}, false, "transport", "RC"),
                 ref("send_cq", resource_kind::cq, true, "CQ of the send queue"),
                 ref("recv_cq", resource_kind::cq, true, "CQ of the receive queue"),
-                integer("sq_depth", 1, 65536, false, "send queue WQEs", 128),
-                integer("rq_depth", 1, 65536, false, "receive queue WQEs", 128),
-                integer("max_send_sge", 1, 64, false, "SGEs per send WQE", 1),
-                integer("max_recv_sge", 1, 64, false, "SGEs per receive WQE", 1),
-                integer("max_inline_data", 0, 4096, false,
+                integer("sq_depth", 0, 4294967295.0, false,
+                        "send queue WQEs (ibv_qp_cap.max_send_wr); more than the device's max_qp_wr: EINVAL", 128),
+                integer("rq_depth", 0, 4294967295.0, false,
+                        "receive queue WQEs (max_recv_wr); more than max_qp_wr: EINVAL", 128),
+                integer("max_send_sge", 0, 4294967295.0, false,
+                        "SGEs per send WQE; more than the device's max_sge: EINVAL", 1),
+                integer("max_recv_sge", 0, 4294967295.0, false,
+                        "SGEs per receive WQE; more than max_sge: EINVAL", 1),
+                integer("max_inline_data", 0, 4294967295.0, false,
                         "largest IBV_SEND_INLINE payload (ibv_qp_cap.max_inline_data); the send WQE "
                         "grows to hold it; more than the device's largest send WQE allows: EINVAL", 0),
                 access(false, "QP remote-access flags")};
@@ -319,15 +325,30 @@ std::vector<op_decl> build_ops() {
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair")};
     add("destroy_qp", "destroy a queue pair", s);
-    add("query_qp", "report a QP's state", s);
+    add("query_qp",
+        "report a QP's state and attributes (ibv_query_qp): state, type, qpn, dest_qp_num, dlid, qkey, "
+        "max_rd_atomic, max_dest_rd_atomic, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, "
+        "max_inline_data, pd, access",
+        s);
+    s = {};
+    add("query_device",
+        "report the device's attributes (ibv_query_device): max_qp, max_qp_wr, max_sge, max_cq, max_cqe, "
+        "max_mr, max_mw, max_pd, max_qp_rd_atom, max_qp_init_rd_atom, max_mr_size, ...",
+        s);
+    add("query_port",
+        "report the port's attributes (ibv_query_port): state, max_mtu, active_mtu, lid, lmc, sm_lid, "
+        "max_msg_sz, active_width, active_speed, gid_tbl_len, pkey_tbl_len",
+        s);
 
     s = {};
     s.fields = {list("qps", ref("", resource_kind::qp, true, "a QP (\"a.qp0\")"), true,
                      "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2),
-                integer("max_rd_atomic", 0, 16, false,
-                        "RDMA READs and atomics each QP may have outstanding as requester (initiator depth, ORD); mlx5 default 16"),
-                integer("max_dest_rd_atomic", 0, 16, false,
-                        "RDMA READs and atomics each QP accepts outstanding as responder (responder resources, IRD); mlx5 default 16")};
+                integer("max_rd_atomic", 0, 255, false,
+                        "RDMA READs and atomics each QP may have outstanding as requester (initiator depth, ORD); mlx5 default 16; "
+                        "more than the device's max_qp_init_rd_atom: EINVAL"),
+                integer("max_dest_rd_atomic", 0, 255, false,
+                        "RDMA READs and atomics each QP accepts outstanding as responder (responder resources, IRD); mlx5 default 16; "
+                        "more than the device's max_qp_rd_atom: EINVAL")};
     add("connect", "connect two RC or UC QPs (RESET/INIT -> RTS on both); UD QPs use modify_qp", s);
 
     s = {};
@@ -336,10 +357,12 @@ std::vector<op_decl> build_ops() {
         choice("state", qp_state_names(), true, "target state"),
         opt("qkey", field_kind::u64,
             "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)"),
-        integer("max_rd_atomic", 0, 16, false,
-                "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD)"),
-        integer("max_dest_rd_atomic", 0, 16, false,
-                "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD)")};
+        integer("max_rd_atomic", 0, 255, false,
+                "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD); "
+                "more than max_qp_init_rd_atom: EINVAL"),
+        integer("max_dest_rd_atomic", 0, 255, false,
+                "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD); "
+                "more than max_qp_rd_atom: EINVAL")};
     add("modify_qp",
         "move a QP to a state (ibv_modify_qp); a UD QP goes INIT (with qkey), RTR, RTS", s);
 
@@ -605,7 +628,20 @@ const std::vector<std::string>& result_fields() {
                                                "slid",      "sl",
                                                "grh",       "max_inline_data",
                                                "posted",    "bad_wr",
-                                               "reason"};
+                                               "reason",
+                                               // query_qp
+                                               "dest_qp_num", "qkey", "max_rd_atomic", "max_dest_rd_atomic",
+                                               "max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge",
+                                               // query_device
+                                               "max_mr_size", "page_size_cap", "vendor_id", "vendor_part_id",
+                                               "hw_ver", "max_qp", "max_qp_wr", "max_sge", "max_sge_rd",
+                                               "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw", "max_ah",
+                                               "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom",
+                                               "max_srq", "max_pkeys", "local_ca_ack_delay", "phys_port_cnt",
+                                               "atomic_cap",
+                                               // query_port
+                                               "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz",
+                                               "active_width", "active_speed", "gid_tbl_len", "pkey_tbl_len"};
     return v;
 }
 

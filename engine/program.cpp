@@ -14,18 +14,6 @@ using namespace program_args;
 
 namespace {
 
-json access_names(uint8_t bits) {
-    static const std::pair<uint8_t, const char*> names[] = {
-        {access::local_write, "local_write"}, {access::remote_write, "remote_write"},
-        {access::remote_read, "remote_read"}, {access::remote_atomic, "remote_atomic"},
-        {access::mw_bind, "mw_bind"},         {access::zero_based, "zero_based"},
-        {access::on_demand, "on_demand"}};
-    json out = json::array();
-    for (const auto& [b, n] : names)
-        if (bits & b) out.push_back(n);
-    return out;
-}
-
 bool parse_state(const std::string& s, qp_state& out) {
     static const std::pair<const char*, qp_state> states[] = {
         {"RESET", qp_state::reset}, {"INIT", qp_state::init}, {"RTR", qp_state::rtr},
@@ -87,7 +75,11 @@ void program_runner::run(const std::vector<step_spec>& steps) {
         r.node = s.node;
         const json args = substitute(s.args, m_vars);
         const json expect = substitute(s.expect, m_vars);
+        host& h = m_world.at(s.node).host();
+        h.clear_reason();
         execute(s, args, r);
+        // Why the verb refused, as the driver says it ("post_send: 2 SGEs > max_send_sge 1").
+        if (r.err && !r.fields.contains("reason") && !h.last_reason().empty()) r.fields["reason"] = h.last_reason();
         check(s, expect, r);
         if (s.save.is_object()) {
             for (auto it = s.save.begin(); it != s.save.end(); ++it) {
@@ -209,11 +201,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         op_connect(a, r);
     } else if (op == "modify_qp") {
         op_modify_qp(n, a, r);
-    } else if (op == "query_qp") {
-        auto it = res.qps.find(a["qp"].get<std::string>());
-        qp_state st = qp_state::reset;
-        r.err = it == res.qps.end() ? EINVAL : h.query_qp(it->second.info.qpn, st);
-        if (!r.err) r.fields["state"] = to_string(st);
+    } else if (op_query(op, n, a, r)) {
     } else if (op == "post_send") {
         op_post_send(n, a, r);
     } else if (op == "post_recv") {
@@ -379,7 +367,7 @@ void program_runner::report_mr(const mr_info& info, step_result& r) {
     r.fields["iova"] = info.iova;
     r.fields["length"] = info.length;
     r.fields["pd"] = info.pd;
-    r.fields["access"] = access_names(info.access);
+    r.fields["access"] = access_list(info.access);
     r.fields["pages"] = info.pages;
 }
 
@@ -392,7 +380,7 @@ void program_runner::report_mw(const mw_info& info, step_result& r) {
     r.fields["bound"] = info.bound;
     r.fields["va"] = info.addr;
     r.fields["length"] = info.length;
-    r.fields["access"] = access_names(info.access);
+    r.fields["access"] = access_list(info.access);
 }
 
 template <class T>
@@ -745,14 +733,23 @@ void program_runner::check(const step_spec& s, const json& expect, step_result& 
         r.problems.push_back(why);
     };
     const bool wants_error = e.contains("error");
+    const std::string because =
+        r.fields.contains("reason") && r.fields["reason"].is_string() ? ": " + r.fields["reason"].get<std::string>() : "";
+    // A PD expectation may name the PD, as every other PD reference does ("pd": "pd0").
+    if (e.contains("pd") && e["pd"].is_string()) {
+        auto [pn, pname] = split_ref(s.node, e["pd"].get<std::string>());
+        const auto& pds = m_world.resources(pn).pds;
+        auto pd = pds.find(pname);
+        if (pd != pds.end()) e["pd"] = pd->second;
+    }
     if (wants_error) {
         if (!r.err)
             fail("expected error " + e["error"].dump() + ", the step succeeded");
         else if (!matches(errno_name(r.err), e["error"]))
-            fail("expected error " + e["error"].dump() + ", got " + errno_name(r.err));
+            fail("expected error " + e["error"].dump() + ", got " + errno_name(r.err) + because);
     } else if (r.err && !(s.op == "poll_cq" && r.err == ETIMEDOUT && e.contains("count"))) {
         const bool ok_expected = !e.contains("ok") || e["ok"] == true;
-        if (ok_expected) fail("failed with " + errno_name(r.err) + (r.problems.empty() ? "" : ""));
+        if (ok_expected) fail("failed with " + errno_name(r.err) + because);
     } else if (e.contains("ok") && e["ok"] == false && !r.err) {
         fail("expected the step to fail, it succeeded");
     }

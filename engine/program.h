@@ -59,6 +59,8 @@ private:
     T* find_ref(const std::string& n, const json& ref, std::map<std::string, T> node_resources::*which);
     mr_record* find_mr(const std::string& n, const json& ref);
     mw_record* find_mw(const std::string& n, const json& ref);
+    // query_device, query_port, query_qp (program_query.cpp); false for other ops.
+    bool op_query(const std::string& op, const std::string& n, const json& a, step_result& r);
     void op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r);
     // create_ah, destroy_ah.
     void op_address_handle(const std::string& op, const std::string& n, uint32_t pid, const json& a,

@@ -783,6 +783,8 @@ void checker::check_expected_value(const std::string& op, const std::string& key
         return;
     } else if (key == "access") {
         f.kind = field_kind::access;
+    } else if (key == "pd" && v.is_string() && is_identifier(v.get<std::string>().substr(v.get<std::string>().find('.') + 1))) {
+        return;  // a PD's name ("pd0" or "b.pd0"), as every other PD reference
     } else if (key == "reason") {
         if (!v.is_string()) m_d.error(ptr, type_problem(v), "a string (why the verb refused)");
         return;

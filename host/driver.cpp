@@ -23,9 +23,6 @@ uint64_t align_up(uint64_t v, uint64_t a) {
     return (v + a - 1) & ~(a - 1);
 }
 
-constexpr uint32_t k_max_cq_depth = 1u << 22;  // mlx5 log_max_cq_sz
-constexpr uint32_t k_max_wq_depth = 1u << 15;  // mlx5 log_max_qp_sz
-constexpr uint32_t k_first_qpn = 0x40;         // QPNs below are special in IB (QP0, QP1, ...)
 constexpr uint8_t k_remote_rights =
     access::remote_write | access::remote_read | access::remote_atomic;
 
@@ -71,94 +68,7 @@ driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t se
 
 driver::~driver() = default;
 
-// ---- boot and kernel memory --------------------------------------------------------------------
-
-std::optional<uint64_t> driver::kernel_alloc(uint64_t pages) {
-    auto pfn = m_frames.alloc_contiguous(pages, frame_owner{frame_use::kernel, 0, 0});
-    if (!pfn) return std::nullopt;
-    for (uint64_t i = 0; i < pages; ++i) m_frames.pin(*pfn + i);
-    m_kernel_pinned += pages;
-    m_mem.zero(*pfn << m_page_shift, pages << m_page_shift);
-    return pfn;
-}
-
-void driver::kernel_free(uint64_t pfn, uint64_t pages) {
-    if (pages == 0) return;
-    for (uint64_t i = 0; i < pages; ++i) m_frames.unpin(pfn + i);
-    m_kernel_pinned -= pages;
-    m_frames.release(pfn);
-}
-
-bool driver::alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu) {
-    // A host too small for the configured table gets the largest that fits.
-    for (unsigned log = log_entries; log >= 1; --log) {
-        uint64_t bytes = (1ULL << log) * entry_size;
-        uint64_t pages = align_up(bytes, 1ULL << m_page_shift) >> m_page_shift;
-        uint64_t dma = 0;
-        if (auto pfn = kernel_alloc_dma(pages, dma, cpu)) {
-            t = table{*pfn << m_page_shift, dma, log, pages};
-            if (log != log_entries)
-                HCASIM_LOG(
-                    name(), host,
-                    "table of 2^" << log_entries << " entries does not fit; using 2^" << log);
-            return true;
-        }
-    }
-    return false;
-}
-
-void driver::boot() {
-    const auto& d = m_cfg.driver;
-    cpu_clock cpu;  // mapping the tables (IOMMU on)
-    bool ok = alloc_table(m_qpc, static_cast<unsigned>(d.log_qps), qp_context::size, cpu) &&
-              alloc_table(m_cqc, static_cast<unsigned>(d.log_cqs), cq_context::size, cpu) &&
-              alloc_table(m_mpt, static_cast<unsigned>(d.log_mpts), mpt_entry::size, cpu) &&
-              alloc_table(m_mtt, static_cast<unsigned>(d.log_mtts), mtt_entry_size, cpu);
-    auto record = ok ? kernel_alloc_dma(1, m_cmd_record_dma, cpu) : std::nullopt;
-    if (!record || !setup_events(cpu)) {
-        HCASIM_LOG(name(), host, "boot failed: no contiguous kernel memory for the context tables");
-        m_boot_failed = true;
-        m_boot_done.notify(sc_core::SC_ZERO_TIME);
-        return;
-    }
-    m_cmd_record = *record << m_page_shift;
-    m_cqns = std::make_unique<index_allocator>(1, 1ULL << m_cqc.log_entries,
-                                               index_allocator::policy::rotating);
-    m_qpns = std::make_unique<index_allocator>(k_first_qpn, 1ULL << m_qpc.log_entries,
-                                               index_allocator::policy::rotating);
-    m_key_indices = std::make_unique<index_allocator>(1, 1ULL << m_mpt.log_entries,
-                                                      index_allocator::policy::lowest_free);
-    m_mtt_space = std::make_unique<range_allocator>(0, 1ULL << m_mtt.log_entries);
-
-    cpu.settle();  // the HCA learns the addresses once they are mapped
-    const std::pair<uint64_t, uint64_t> events[] = {
-        {reg::eq_base, m_eq_dma},
-        {reg::eq_log_entries, m_eq_log},
-        {reg::msi_addr, m_msi_addr},
-        {reg::msi_data, 1},
-    };
-    sc_core::sc_time delay = sc_core::SC_ZERO_TIME;
-    for (const auto& [offset, value] : events) mmio(offset, value, delay);
-    delay = sc_core::SC_ZERO_TIME;
-    const std::pair<uint64_t, uint64_t> regs[] = {
-        {reg::qpc_base, m_qpc.dma}, {reg::qpc_log_entries, m_qpc.log_entries},
-        {reg::cqc_base, m_cqc.dma}, {reg::cqc_log_entries, m_cqc.log_entries},
-        {reg::mpt_base, m_mpt.dma}, {reg::mpt_log_entries, m_mpt.log_entries},
-        {reg::mtt_base, m_mtt.dma}, {reg::mtt_log_entries, m_mtt.log_entries},
-        {reg::port_lid, m_lid},
-    };
-    for (const auto& [offset, value] : regs) mmio(offset, value, delay);
-    m_booted = true;
-    m_boot_done.notify(sc_core::SC_ZERO_TIME);
-}
-
-int driver::wait_boot() {
-    if (!m_booted && !m_boot_failed) {
-        if (!cpu_clock::in_thread()) return EAGAIN;
-        cpu_clock::wait_for(m_boot_done);
-    }
-    return m_booted ? 0 : ENODEV;
-}
+// ---- boot and kernel memory: driver_boot.cpp ----
 
 // ---- MMIO and commands ----
 
@@ -173,7 +83,9 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     if (!cpu_clock::in_thread()) return EAGAIN;
     while (m_cmd_busy) cpu_clock::wait_for(m_cmd_free);
     m_cmd_busy = true;
-    if (++m_token == 0) ++m_token;
+    // The token travels in bits 16..31 of cmd_op and the HCA answers with those 16 bits
+    // (model/doorbell.cpp): count 1..65535 and wrap, skipping 0 (a cleared record).
+    m_token = m_token % 0xffff + 1;
     const uint32_t token = m_token;
     const uint8_t cleared[cmd_record_size] = {};
     m_mem.write(m_cmd_record, cleared, cmd_record_size);
@@ -219,7 +131,8 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     ++m_commands;
     if (err) {
         ++m_command_errors;
-        HCASIM_LOG(name(), host, "command " << static_cast<int>(op) << " failed: errno " << err);
+        refuse(err, "command " + std::to_string(static_cast<int>(op)) + " (token " + std::to_string(token) + ") " +
+                        (err == ETIMEDOUT ? "timed out" : "failed"));
     }
     m_cmd_time.add(to_ps(sc_core::sc_time_stamp() - issued));
     m_cmd_busy = false;
@@ -496,7 +409,10 @@ root_complex::byte_ranges driver::ring_ranges(const ring& r) const {
 int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
-    if (depth == 0 || depth > k_max_cq_depth) return leave(cpu, EINVAL);
+    const device_attr dev = limits();
+    if (depth == 0 || depth > dev.max_cqe)
+        return leave(cpu, refuse(EINVAL, "create_cq: " + std::to_string(depth) + " CQEs " +
+                                             (depth ? "> max_cqe " + std::to_string(dev.max_cqe) : "(at least 1)")));
     auto id = m_cqns->alloc();
     if (!id) return leave(cpu, ENOMEM);
     cq_state cq;
@@ -547,9 +463,20 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
         return leave(cpu, EINVAL);
     if (attr.type != qp_type::rc && attr.type != qp_type::uc && attr.type != qp_type::ud)
         return leave(cpu, EINVAL);
-    if (attr.max_send_sge > 16 || attr.max_recv_sge > 16 || attr.sq_depth > k_max_wq_depth ||
-        attr.rq_depth > k_max_wq_depth || !inline_fits(attr.max_inline_data))
-        return leave(cpu, EINVAL);
+    const device_attr dev = limits();
+    const std::pair<uint32_t, uint32_t> caps[] = {{attr.sq_depth, dev.max_qp_wr}, {attr.rq_depth, dev.max_qp_wr},
+                                                  {attr.max_send_sge, dev.max_sge}, {attr.max_recv_sge, dev.max_sge}};
+    const char* cap_names[] = {"max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge"};
+    const char* dev_names[] = {"max_qp_wr", "max_qp_wr", "max_sge", "max_sge"};
+    for (size_t i = 0; i < 4; ++i)
+        if (caps[i].first > caps[i].second)
+            return leave(cpu, refuse(EINVAL, "create_qp: " + std::string(cap_names[i]) + " " +
+                                                 std::to_string(caps[i].first) + " > " + dev_names[i] + " " +
+                                                 std::to_string(caps[i].second)));
+    if (!inline_fits(attr.max_inline_data))
+        return leave(cpu, refuse(EINVAL, "create_qp: max_inline_data " + std::to_string(attr.max_inline_data) +
+                                             " > " + std::to_string(dev.max_inline_data) +
+                                             " (the device's largest send WQE)"));
     auto id = m_qpns->alloc();
     if (!id) return leave(cpu, ENOMEM);
     qp_state_t qp;
@@ -624,6 +551,7 @@ int driver::destroy_qp(uint32_t qpn) {
     free_ring(qp.sq, cpu);
     free_ring(qp.rq, cpu);
     for (uint32_t cqn : {qp.attr.send_cqn, qp.attr.recv_cqn}) {
+        cq_clean(cqn, qpn);  // mlx5_destroy_qp: __mlx5_cq_clean on both CQs
         auto cq = m_cqs.find(cqn);
         if (cq != m_cqs.end()) --cq->second.users;
     }
@@ -671,11 +599,18 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
     if (!err && qkey && !ud) err = EINVAL;
     if (!err && ud && !qkey && ctx.state == qp_state::reset && state == qp_state::init)
         err = EINVAL;
-    // Outstanding READ/atomic depths: up to the device's max_qp_rd_atom (mlx5: 16), RC only.
-    const uint32_t max_qp_rd_atom = 16;
-    if (!err && (max_rd_atomic || max_dest_rd_atomic) && qp.attr.type != qp_type::rc) err = EINVAL;
-    if (!err && max_rd_atomic && *max_rd_atomic > max_qp_rd_atom) err = EINVAL;
-    if (!err && max_dest_rd_atomic && *max_dest_rd_atomic > max_qp_rd_atom) err = EINVAL;
+    // Outstanding READ/atomic depths: up to the device's max_qp_init_rd_atom and max_qp_rd_atom
+    // (mlx5: 16), RC only.
+    const device_attr dev = limits();
+    if (!err && (max_rd_atomic || max_dest_rd_atomic) && qp.attr.type != qp_type::rc)
+        err = refuse(EINVAL, std::string("modify_qp: max_rd_atomic/max_dest_rd_atomic on a ") +
+                                 (qp.attr.type == qp_type::uc ? "UC" : "UD") + " QP (RC only)");
+    if (!err && max_rd_atomic && *max_rd_atomic > dev.max_qp_init_rd_atom)
+        err = refuse(EINVAL, "modify_qp: max_rd_atomic " + std::to_string(*max_rd_atomic) +
+                                 " > max_qp_init_rd_atom " + std::to_string(dev.max_qp_init_rd_atom));
+    if (!err && max_dest_rd_atomic && *max_dest_rd_atomic > dev.max_qp_rd_atom)
+        err = refuse(EINVAL, "modify_qp: max_dest_rd_atomic " + std::to_string(*max_dest_rd_atomic) +
+                                 " > max_qp_rd_atom " + std::to_string(dev.max_qp_rd_atom));
     if (!err) {
         ctx.state = state;
         if (qkey) ctx.qkey = *qkey;
@@ -690,6 +625,10 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
             ctx.next_psn = ctx.expected_psn = 0;
             qp.sq.pi = qp.sq.ci = qp.rq.pi = qp.rq.ci = 0;
             qp.sq_wrs.clear();
+            // As mlx5_modify_qp to RESET: the QP's completions still in its CQs go (a later poll
+            // must not return a flush of the QP's previous life).
+            cq_clean(qp.attr.send_cqn, qpn);
+            if (qp.attr.recv_cqn != qp.attr.send_cqn) cq_clean(qp.attr.recv_cqn, qpn);
         }
         write_qpc(ctx);
         qp.state = state;
@@ -764,7 +703,10 @@ int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) return EINVAL;
     qp_state_t& qp = it->second;
-    if (qp.state == qp_state::reset || wr.sges.size() > qp.attr.max_recv_sge) return EINVAL;
+    if (qp.state == qp_state::reset) return refuse(EINVAL, "post_recv: the QP is in RESET");
+    if (wr.sges.size() > qp.attr.max_recv_sge)
+        return refuse(EINVAL, "post_recv: " + std::to_string(wr.sges.size()) + " SGEs > max_recv_sge " +
+                                  std::to_string(qp.attr.max_recv_sge));
     ring& rq = qp.rq;
     if (rq.pi - rq.ci >= rq.depth) return ENOMEM;
     recv_wqe w;

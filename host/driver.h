@@ -57,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include <systemc>
@@ -90,6 +91,9 @@ class driver : public sc_core::sc_module {
         uint64_t pages = 0;
     };
 
+    // QPNs below are special in IB (QP0, QP1, ...); the driver hands out 0x40 and up.
+    static constexpr uint32_t first_qpn = 0x40;
+
     SC_HAS_PROCESS(driver);
     driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
            phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
@@ -117,6 +121,16 @@ class driver : public sc_core::sc_module {
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
+    // ibv_query_qp: state (read back from the HCA's context) and the attributes (driver_query.cpp).
+    int query_qp(uint32_t qpn, qp_query& out);
+    // ibv_query_device: the limits the verbs check against (driver_query.cpp).
+    int query_device(device_attr& out);
+    // Why the last verb that failed refused ("post_send: 2 SGEs > max_send_sge 1"); empty when
+    // it gave no reason. Cleared by clear_reason (the program runner, before each step).
+    const std::string& last_reason() const { return m_reason; }
+    void clear_reason() { m_reason.clear(); }
+    // Why boot failed (empty when it did not): every verb then fails with ENODEV.
+    const std::string& boot_error() const { return m_boot_error; }
     int post_send(uint32_t qpn, const send_wr& wr);
     // A post list: one doorbell for the list (driver_post.cpp); `bad` gets the failing WR's index.
     int post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad = nullptr);
@@ -189,6 +203,9 @@ class driver : public sc_core::sc_module {
         std::vector<uint64_t> pinned;
         uint64_t mtt_index = 0;
         bool on_demand = false;
+        // reg_phys_mr: the caller named frames, not virtual pages; DMA through it is checked
+        // against the frames' being allocated, not against a process's page (origin_owner).
+        bool physical = false;
         unsigned page_shift = 12;  // of the translation entries; they start at info.va's page
         uint64_t dma = 0;  // IOVA of the first entry's page (0: entries hold physical addresses)
     };
@@ -228,6 +245,16 @@ class driver : public sc_core::sc_module {
     void blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe, cpu_clock& cpu);
 
     void boot();
+    // The table sizes for this host (driver_query.cpp): the configured log2 entries, capped as
+    // the host's memory allows.
+    unsigned table_log(unsigned configured, size_t entry_size, bool translation) const;
+    // Records why a verb refused and returns `err` (logged under the host topic).
+    int refuse(int err, const std::string& why);
+    // The device limits as ibv_query_device reports them (driver_query.cpp).
+    device_attr limits() const;
+    // mlx5_cq_clean: drops the CQEs of `qpn` still in the CQ (not yet polled), moving the
+    // others up so they stay in order; the consumer index skips the freed slots.
+    void cq_clean(uint32_t cqn, uint32_t qpn);
     bool alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu);
     std::optional<uint64_t> kernel_alloc(uint64_t pages);
     void kernel_free(uint64_t pfn, uint64_t pages);
@@ -303,6 +330,8 @@ class driver : public sc_core::sc_module {
 
     bool m_booted = false;
     bool m_boot_failed = false;
+    std::string m_boot_error;
+    std::string m_reason;
     sc_core::sc_event m_boot_done;
     table m_qpc, m_cqc, m_mpt, m_mtt;
     uint64_t m_cmd_record = 0;      // physical address of the command completion record

@@ -158,7 +158,7 @@ bool driver::origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) cons
     if (mr == m_mrs.end()) return false;
     const mr_state& st = mr->second;
     if (o.mtt_index < st.mtt_index || o.mtt_index >= st.mtt_index + st.info.pages ||
-        o.page_shift != st.page_shift)
+        o.page_shift != st.page_shift || st.physical)
         return false;
     pid = st.pid;
     va = first_page_va(st) + ((o.mtt_index - st.mtt_index) << st.page_shift) + o.page_offset;

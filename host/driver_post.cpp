@@ -8,7 +8,6 @@
 #include <cerrno>
 
 #include "host/driver.h"
-#include "sim/log.h"
 
 namespace hcasim {
 
@@ -32,9 +31,17 @@ uint32_t driver::max_inline_for(uint32_t stride) {
 }
 
 int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::vector<uint8_t>& wqe) {
-    if (wr.sges.size() > qp.attr.max_send_sge) return EINVAL;
+    if (wr.sges.size() > qp.attr.max_send_sge)
+        return refuse(EINVAL, "post_send: " + std::to_string(wr.sges.size()) + " SGEs > max_send_sge " +
+                                  std::to_string(qp.attr.max_send_sge));
+    // A bind WR names its window and region in the bind segment; it has no data segments and no
+    // immediate data (the rule; the IBA bind WR has neither field).
+    if (wr.opcode == wqe_opcode::bind_mw && (!wr.sges.empty() || wr.has_imm))
+        return refuse(EINVAL, std::string("post_send: a bind_mw WR with ") +
+                                  (wr.sges.empty() ? "immediate data" : "SGEs") + " (a bind carries neither)");
     ring& sq = qp.sq;
-    if (sq.pi - sq.ci >= sq.depth) return ENOMEM;
+    if (sq.pi - sq.ci >= sq.depth)
+        return refuse(ENOMEM, "post_send: the send queue is full (" + std::to_string(sq.depth) + " WRs outstanding)");
     send_wqe w;
     w.opcode = wr.opcode;
     w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) | (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
@@ -52,12 +59,12 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::v
         uint64_t total = 0;
         for (const sge& g : wr.sges) total += g.length;
         if (!may_inline(wr.opcode)) {
-            HCASIM_LOG(name(), host, "post_send: EINVAL: IBV_SEND_INLINE with " << to_string(wr.opcode) << " (send and RDMA write only)");
-            return EINVAL;
+            return refuse(EINVAL, std::string("post_send: IBV_SEND_INLINE with ") + to_string(wr.opcode) +
+                                      " (send and RDMA write only)");
         }
         if (total > qp.max_inline) {
-            HCASIM_LOG(name(), host, "post_send: EINVAL: inline payload of " << total << " bytes exceeds max_inline_data " << qp.max_inline);
-            return EINVAL;
+            return refuse(EINVAL, "post_send: inline payload of " + std::to_string(total) +
+                                      " bytes > max_inline_data " + std::to_string(qp.max_inline));
         }
         // The CPU gathers the SGEs' bytes by virtual address; no L_Key is used.
         w.flags |= wqe_flags::inline_data;
@@ -118,7 +125,7 @@ int driver::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad
     // WR_FLUSH_ERR.
     if (qp.state != qp_state::rts && qp.state != qp_state::err && qp.state != qp_state::sqe) {
         if (bad) *bad = 0;
-        return EINVAL;
+        return refuse(EINVAL, std::string("post_send: the QP is in ") + to_string(qp.state) + ", not RTS");
     }
     cpu_clock cpu;
     int err = 0;

@@ -57,7 +57,15 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
         attr.pages.size() != round_up(attr.offset + attr.length, attr.page_size) / attr.page_size)
         return leave(cpu, EINVAL);
     for (uint64_t p : attr.pages)
-        if (p % attr.page_size) return leave(cpu, EINVAL);
+        if (p % attr.page_size)
+            return leave(cpu, refuse(EINVAL, "reg_phys_mr: page " + std::to_string(p) + " is not on a " +
+                                                 std::to_string(attr.page_size) + "-byte boundary"));
+    // The region's first byte is `offset` into the first page, so its IOVA sits at that offset
+    // within an IOVA page too (ib_reg_phys_mr: iova and the buffer share the offset in the page).
+    if (attr.iova % attr.page_size != attr.offset)
+        return leave(cpu, refuse(EINVAL, "reg_phys_mr: iova offset in its page " +
+                                             std::to_string(attr.iova % attr.page_size) + " != offset " +
+                                             std::to_string(attr.offset)));
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     auto mtt = m_mtt_space->alloc(attr.pages.size());
@@ -103,6 +111,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     st.mtt_index = *mtt;
     st.page_shift = e.page_shift;
     st.dma = *iova;
+    st.physical = true;
     st.info.handle = static_cast<uint32_t>(*index);
     st.info.lkey = make_key(st.info.handle, kb);
     st.info.rkey = (attr.access & k_remote) ? st.info.lkey : 0;
@@ -158,6 +167,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     st.mtt_index = *mtt;
     st.page_shift = o.page_shift;
     st.dma = *iova;
+    st.physical = o.physical;
     st.pinned = o.pinned;
     for (uint64_t pfn : st.pinned) m_frames.pin(pfn);
     cpu.add(to_time(m_cfg.cpu.pin_page), st.pinned.size());
@@ -215,7 +225,10 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     const unsigned old_shift = st.page_shift;
     if (attr.translation) {
         address_space& as = m_process(st.pid);
-        if (attr.length == 0) return leave(cpu, EINVAL);
+        // ib_uverbs_rereg_mr: a new translation needs a start address and a length (EINVAL).
+        if (attr.va == 0 || attr.length == 0)
+            return leave(cpu, refuse(EINVAL, std::string("rereg_mr: new translation with ") +
+                                                 (attr.va == 0 ? "address NULL" : "length 0")));
         if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length)) return leave(cpu, EFAULT);
         const unsigned shift = as.page_shift_over(attr.va, attr.length);
         const uint64_t page = 1ULL << shift;
@@ -366,7 +379,14 @@ int driver::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, u
     // ibv_bind_mw binds type 1 windows only, on RC or UC QPs.
     if (mw == m_mws.end() || mw->second.type != 1 || qp == m_qps.end() || qp->second.attr.type == qp_type::ud ||
         region == m_mrs.end())
-        return EINVAL;
+        return refuse(EINVAL, mw != m_mws.end() && mw->second.type != 1 ? "bind_mw: a type 2 window (bind it with a bind_mw WR)"
+                              : qp != m_qps.end() && qp->second.attr.type == qp_type::ud ? "bind_mw: a UD QP"
+                                                                                         : "bind_mw: no such window, QP or region");
+    // libibverbs ibv_bind_mw: the window and the region must share a PD (EPERM), before the
+    // provider posts anything.
+    if (region->second.info.pd != mw->second.pd)
+        return refuse(EPERM, "bind_mw: window in PD " + std::to_string(mw->second.pd) + ", region in PD " +
+                                 std::to_string(region->second.info.pd));
     // Every bind gives the window a new R_Key (seed 000 §2.2).
     const uint8_t kb = static_cast<uint8_t>(mw->second.key_byte + 1);
     send_wr wr;

@@ -165,6 +165,21 @@ int host::destroy_ah(uint32_t handle) {
 int host::query_qp(uint32_t qpn, hca_if::qp_state& state) {
     return m_impl->m_driver->query_qp(qpn, state);
 }
+int host::query_qp(uint32_t qpn, qp_query& out) {
+    return m_impl->m_driver->query_qp(qpn, out);
+}
+int host::query_device(device_attr& out) {
+    return m_impl->m_driver->query_device(out);
+}
+const std::string& host::last_reason() const {
+    return m_impl->m_driver->last_reason();
+}
+void host::clear_reason() {
+    m_impl->m_driver->clear_reason();
+}
+const std::string& host::boot_error() const {
+    return m_impl->m_driver->boot_error();
+}
 int host::post_send(uint32_t qpn, const send_wr& wr) {
     return m_impl->m_driver->post_send(qpn, wr);
 }

@@ -414,6 +414,13 @@ class host : public sc_core::sc_module {
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
+    int query_qp(uint32_t qpn, qp_query& out);
+    int query_device(device_attr& out);
+    // Why the last refused verb refused (host/driver.h); cleared by clear_reason.
+    const std::string& last_reason() const;
+    void clear_reason();
+    // Why the driver failed to boot ("" when it booted or has not tried yet).
+    const std::string& boot_error() const;
     int post_send(uint32_t qpn, const send_wr& wr);
     // A post list (ibv_post_send with a linked list): one doorbell for all of them; on an error
     // the WRs before the bad one are posted and `bad` (if given) gets its position.

@@ -82,6 +82,10 @@ struct send_wr {
     // used. Send and RDMA write only, at most the QP's max_inline_data bytes.
     bool inline_data = false;
     bool mw_type1 = false;  // a bind posted by ibv_bind_mw (type 1 window)
+    // The WR carries immediate data or an R_Key to invalidate (wr.imm_data / invalidate_rkey was
+    // given). A bind WR that carries one is refused at post (EINVAL). For a bind, `imm` holds the
+    // region's L_Key instead (the bind segment).
+    bool has_imm = false;
     // UD (wr.ud): the address handle, the destination QP and the Q_Key to send.
     uint32_t ah = 0;
     uint32_t remote_qpn = 0;
@@ -122,6 +126,36 @@ struct rereg_attr {
     bool pd_change = false;
     uint32_t pd = 0;
     bool access_change = false;
+    uint8_t access = 0;
+};
+
+// ibv_query_device: the device's limits (host/driver_query.cpp says where each value comes from).
+// Counts bounded by the driver's context tables (max_qp, max_cq, max_mr, ...) follow the tables
+// the driver sized at boot; the others are ConnectX-4/5 values.
+struct device_attr {
+    uint64_t max_mr_size = 0;
+    uint64_t page_size_cap = 0;
+    uint32_t vendor_id = 0, vendor_part_id = 0, hw_ver = 0;
+    uint32_t max_qp = 0, max_qp_wr = 0, max_sge = 0, max_sge_rd = 0;
+    uint32_t max_cq = 0, max_cqe = 0, max_mr = 0, max_pd = 0, max_mw = 0, max_ah = 0;
+    uint32_t max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_res_rd_atom = 0;
+    uint32_t max_srq = 0, max_pkeys = 0, local_ca_ack_delay = 0, phys_port_cnt = 0;
+    uint32_t atomic_cap = 0;  // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
+    uint32_t max_inline_data = 0;  // largest max_inline_data create_qp accepts (mlx5 caps)
+};
+
+// ibv_query_qp: the QP's state and attributes as the driver set them.
+struct qp_query {
+    hca_if::qp_state state = hca_if::qp_state::reset;
+    hca_if::qp_type type = hca_if::qp_type::rc;
+    uint32_t qpn = 0;
+    uint32_t dest_qp_num = 0;  // RC/UC: the connected peer's QPN (from RTR on)
+    uint16_t dlid = 0;         // RC/UC: the peer's LID
+    uint32_t qkey = 0;         // UD
+    uint32_t max_rd_atomic = 0, max_dest_rd_atomic = 0;
+    uint32_t max_send_wr = 0, max_recv_wr = 0, max_send_sge = 0, max_recv_sge = 0;
+    uint32_t max_inline_data = 0;
+    uint32_t pd = 0;
     uint8_t access = 0;
 };
 

@@ -499,7 +499,9 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                 }
                 m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm, [this, r, opcode, byte_len](wc_status status) {
                     if (status != wc_status::success) {
-                        post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
+                        // The key cannot be invalidated: an invalid request (rxe: "RC - Class J",
+                        // IB_WC_REM_INV_REQ_ERR on the receive), the requester gets the NAK.
+                        post_recv_cqe(r, opcode, wc_status::rem_inv_req_err, 0);
                         answer(r, ib_op::nak, ib_nak::inv_request);
                         return enter_error(r->ctx.qpn);
                     }

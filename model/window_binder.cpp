@@ -39,7 +39,11 @@ void window_binder::bind(const bind_request& req, done_fn done) {
     if (index == 0 || index >= m_tpt.table_entries()) return fail(m_bind_errors, done);
     m_tpt.read_entry(index, [this, req, index, done](const mpt_entry* w) {
         if (!w || w->type == mpt_type::mr || w->pd != req.pd || (w->type == mpt_type::mw2) != req.type2 ||
-            (w->type == mpt_type::mw2 && w->valid) || w->key_byte == key_byte(req.new_rkey)) {
+            (w->type == mpt_type::mw2 && w->valid) || w->key_byte == key_byte(req.new_rkey) ||
+            (w->type == mpt_type::mw2 && req.length == 0)) {
+            // A type 2 window is invalidated (local_inv, send_with_inv), never unbound by a
+            // zero-length bind: a zero-length type 2 bind is a bind error (IBA ch. 10, type 2
+            // windows).
             HCASIM_LOG(name(), tpt, "bind of window " << index << " refused by the window checks");
             return fail(m_bind_errors, done);
         }

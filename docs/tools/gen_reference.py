@@ -9,8 +9,8 @@ The tables live between marker lines in the markdown files:
     <!-- END generated: NAME -->
 and everything between the markers is replaced.
 
-Which ops this version executes is read from engine/program.cpp (the `op == "..."` branches of
-program_runner::execute); the others are accepted by the loader but return ENOSYS at run time.
+Which ops this version executes is read from engine/program.cpp and engine/program_*.cpp (the
+`op == "..."` branches of program_runner::execute and the op groups it calls); the others are accepted by the loader but return ENOSYS at run time.
 
 usage: docs/tools/gen_reference.py [--hcasim build/hcasim] [--program engine/program.cpp] [--check]
   --check   exit 1 if a file would change (for CI), write nothing
@@ -153,7 +153,11 @@ PROGRAM_CPP = os.path.join(ROOT, "engine", "program.cpp")
 
 
 def executed_ops():
-    src = open(PROGRAM_CPP, encoding="utf-8").read()
+    """The ops program.cpp and its companions (engine/program_*.cpp) execute."""
+    folder = os.path.dirname(PROGRAM_CPP)
+    files = [PROGRAM_CPP] + sorted(os.path.join(folder, f) for f in os.listdir(folder)
+                                   if f.startswith("program_") and f.endswith(".cpp"))
+    src = "".join(open(f, encoding="utf-8").read() for f in files)
     return set(re.findall(r'op == "([a-z_]+)"', src))
 
 

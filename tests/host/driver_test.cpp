@@ -48,18 +48,7 @@ struct bench : host_bench {
         auto bytes = hca.dma_read(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), stride);
         return send_wqe::decode(bytes.data(), stride);
     }
-    // Writes a CQE to slot `index` of a CQ the way the HCA does, visible after `delay`.
-    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) {
-        auto ctx = cq_context::decode(
-            hca.dma_read(hca.regs[reg::cqc_base] + cqn * cq_context::size, cq_context::size)
-                .data());
-        const uint64_t off = uint64_t{index & ((1u << ctx.log_depth) - 1)} * cqe::size;
-        const uint64_t page_pa = hca.dma_u64(ctx.buf_table + (off >> ctx.page_shift) * 8);
-        c.owner = cqe::owner_for(index, ctx.log_depth);
-        uint8_t bytes[cqe::size];
-        c.encode(bytes);
-        hca.dma_write(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), bytes, sizeof bytes, delay);
-    }
+    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) { hca.post_cqe(cqn, index, c, delay); }
 
     void run() override;
 };

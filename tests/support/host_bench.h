@@ -78,7 +78,8 @@ struct stub_hca : sc_core::sc_module {
         if (off == reg::sq_doorbell && doorbell_word::decode(v, db)) sq_doorbells.push_back(db);
         if (off == reg::rq_doorbell && doorbell_word::decode(v, db)) rq_doorbells.push_back(db);
         if (off == reg::cmd_op && !mute) {
-            command_seen c{static_cast<cmd>(v & 0xff), static_cast<uint32_t>(v >> 16),
+            // The token is 16 bits, as the HCA's doorbell decodes it (model/doorbell.cpp).
+            command_seen c{static_cast<cmd>(v & 0xff), static_cast<uint16_t>(v >> 16),
                            regs[reg::cmd_in0], regs[reg::cmd_in1]};
             commands.push_back(c);
             uint8_t rec[cmd_record_size] = {};
@@ -115,6 +116,16 @@ struct stub_hca : sc_core::sc_module {
         return out;
     }
     uint64_t dma_u64(uint64_t addr) { return get<uint64_t>(dma_read(addr, 8).data()); }
+    // Writes a CQE to slot `index` of a CQ the way the HCA does, visible after `delay`.
+    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) {
+        auto ctx = cq_context::decode(dma_read(regs[reg::cqc_base] + cqn * cq_context::size, cq_context::size).data());
+        const uint64_t off = uint64_t{index & ((1u << ctx.log_depth) - 1)} * cqe::size;
+        const uint64_t page_pa = dma_u64(ctx.buf_table + (off >> ctx.page_shift) * 8);
+        c.owner = cqe::owner_for(index, ctx.log_depth);
+        uint8_t bytes[cqe::size];
+        c.encode(bytes);
+        dma_write(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), bytes, sizeof bytes, delay);
+    }
     size_t count(cmd op) const {
         size_t n = 0;
         for (const auto& c : commands) n += c.op == op;

@@ -1,0 +1,114 @@
+// The query ops: query_device (ibv_query_device), query_port (ibv_query_port) and query_qp
+// (ibv_query_qp). Every attribute they report is a result field a step's `expect` can check.
+#include <cerrno>
+#include <cmath>
+
+#include "engine/program.h"
+#include "engine/program_args.h"
+
+namespace hcasim {
+
+using namespace hca_if;
+using namespace program_args;
+
+namespace {
+
+// ibv_port_attr.active_speed of the IB speed whose 4x data rate is nearest the port's rate
+// (SDR 8, DDR 16, QDR 32, FDR 54.5, EDR 100, HDR 200, NDR 400 Gb/s after line encoding).
+int ib_speed(double gbps) {
+    static const std::pair<double, int> speeds[] = {{8, 1},    {16, 2},    {32, 4},   {54.5, 16},
+                                                    {100, 32}, {200, 64}, {400, 128}};
+    int best = 1;
+    double dist = 1e300;
+    for (const auto& [rate, code] : speeds)
+        if (std::fabs(std::log(gbps / rate)) < dist) {
+            dist = std::fabs(std::log(gbps / rate));
+            best = code;
+        }
+    return best;
+}
+
+}  // namespace
+
+bool program_runner::op_query(const std::string& op, const std::string& n, const json& a, step_result& r) {
+    host& h = m_world.at(n).host();
+    if (op == "query_device") {
+        device_attr d;
+        r.err = h.query_device(d);
+        if (r.err) return true;
+        const std::pair<const char*, uint64_t> fields[] = {
+            {"max_mr_size", d.max_mr_size},
+            {"page_size_cap", d.page_size_cap},
+            {"vendor_id", d.vendor_id},
+            {"vendor_part_id", d.vendor_part_id},
+            {"hw_ver", d.hw_ver},
+            {"max_qp", d.max_qp},
+            {"max_qp_wr", d.max_qp_wr},
+            {"max_sge", d.max_sge},
+            {"max_sge_rd", d.max_sge_rd},
+            {"max_cq", d.max_cq},
+            {"max_cqe", d.max_cqe},
+            {"max_mr", d.max_mr},
+            {"max_pd", d.max_pd},
+            {"max_mw", d.max_mw},
+            {"max_ah", d.max_ah},
+            {"max_qp_rd_atom", d.max_qp_rd_atom},
+            {"max_qp_init_rd_atom", d.max_qp_init_rd_atom},
+            {"max_res_rd_atom", d.max_res_rd_atom},
+            {"max_srq", d.max_srq},
+            {"max_pkeys", d.max_pkeys},
+            {"local_ca_ack_delay", d.local_ca_ack_delay},
+            {"phys_port_cnt", d.phys_port_cnt},
+            {"atomic_cap", d.atomic_cap},
+            {"max_inline_data", d.max_inline_data}};
+        for (const auto& [k, v] : fields) r.fields[k] = v;
+        return true;
+    }
+    if (op == "query_port") {
+        // The port as the node's HCA has it: always ACTIVE (the fabric is cabled at time 0), the
+        // link's MTU, the LID the subnet gave it; no subnet manager, LMC, P_Key table or GIDs
+        // beyond the port GID are modelled.
+        device_attr d;
+        r.err = h.query_device(d);  // the port answers once the driver is up
+        if (r.err) return true;
+        auto& hca = m_world.at(n).hca();
+        r.fields["state"] = "ACTIVE";
+        r.fields["max_mtu"] = 4096;
+        r.fields["active_mtu"] = hca.ib_port().mtu();
+        r.fields["lid"] = m_world.at(n).lid();
+        r.fields["lmc"] = 0;
+        r.fields["sm_lid"] = 0;
+        r.fields["max_msg_sz"] = 1u << 30;  // mlx5: 1 << log_max_msg (30)
+        r.fields["active_width"] = 2;       // 4X
+        r.fields["active_speed"] = ib_speed(hca.config().port.gbps);
+        r.fields["gid_tbl_len"] = 1;
+        r.fields["pkey_tbl_len"] = 0;
+        return true;
+    }
+    if (op == "query_qp") {
+        auto& qps = m_world.resources(n).qps;
+        auto it = qps.find(a["qp"].get<std::string>());
+        qp_query q;
+        r.err = it == qps.end() ? EINVAL : h.query_qp(it->second.info.qpn, q);
+        if (r.err) return true;
+        r.fields["state"] = to_string(q.state);
+        r.fields["type"] = q.type == qp_type::rc ? "RC" : q.type == qp_type::uc ? "UC" : "UD";
+        r.fields["qpn"] = q.qpn;
+        r.fields["dest_qp_num"] = q.dest_qp_num;
+        r.fields["dlid"] = q.dlid;
+        r.fields["qkey"] = q.qkey;
+        r.fields["max_rd_atomic"] = q.max_rd_atomic;
+        r.fields["max_dest_rd_atomic"] = q.max_dest_rd_atomic;
+        r.fields["max_send_wr"] = q.max_send_wr;
+        r.fields["max_recv_wr"] = q.max_recv_wr;
+        r.fields["max_send_sge"] = q.max_send_sge;
+        r.fields["max_recv_sge"] = q.max_recv_sge;
+        r.fields["max_inline_data"] = q.max_inline_data;
+        r.fields["pd"] = q.pd;
+        r.fields["access"] = access_list(q.access);
+        return true;
+    }
+    return false;
+}
+
+}  // namespace hcasim
