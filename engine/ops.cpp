@@ -60,6 +60,20 @@ field_decl integer(std::string key, double lo, double hi, bool required, std::st
     return d;
 }
 
+// The RC reliability attributes of modify_qp and connect (ibv_qp_attr); the verb refuses values
+// beyond their fields with EINVAL.
+std::vector<field_decl> reliability_fields() {
+    return {integer("timeout", 0, 255, false,
+                    "RC: transport timer 4.096 us x 2^timeout (0..31, 0 = infinite; set on RTR -> RTS); default 14 (perftest)"),
+            integer("retry_cnt", 0, 255, false,
+                    "RC: resends after timeouts and PSN sequence NAKs before RETRY_EXC_ERR (0..7; RTR -> RTS); default 7"),
+            integer("rnr_retry", 0, 255, false,
+                    "RC: resends after RNR NAKs before RNR_RETRY_EXC_ERR (0..7, 7 = without limit; RTR -> RTS); default 7"),
+            integer("min_rnr_timer", 0, 255, false,
+                    "RC: the wait this QP's RNR NAKs ask for, IBA Table 45 code (0..31: 1 = 10 us, 12 = 640 us, 0 = 655 ms; "
+                    "INIT -> RTR); default 12")};
+}
+
 field_decl list(std::string key, field_decl item, bool required, std::string desc,
                 size_t min_items = 0, size_t max_items = SIZE_MAX) {
     field_decl d = f(std::move(key), field_kind::list, required, std::move(desc));
@@ -349,6 +363,7 @@ std::vector<op_decl> build_ops() {
                 integer("max_dest_rd_atomic", 0, 255, false,
                         "RDMA READs and atomics each QP accepts outstanding as responder (responder resources, IRD); mlx5 default 16; "
                         "more than the device's max_qp_rd_atom: EINVAL")};
+    for (const field_decl& f : reliability_fields()) s.fields.push_back(f);
     add("connect", "connect two RC or UC QPs (RESET/INIT -> RTS on both); UD QPs use modify_qp", s);
 
     s = {};
@@ -363,6 +378,7 @@ std::vector<op_decl> build_ops() {
         integer("max_dest_rd_atomic", 0, 255, false,
                 "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD); "
                 "more than max_qp_rd_atom: EINVAL")};
+    for (const field_decl& f : reliability_fields()) s.fields.push_back(f);
     add("modify_qp",
         "move a QP to a state (ibv_modify_qp); a UD QP goes INIT (with qkey), RTR, RTS", s);
 

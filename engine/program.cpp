@@ -587,12 +587,27 @@ void program_runner::op_connect(const json& a, step_result& r) {
     std::optional<uint32_t> ord, ird;
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
     if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
+    const qp_reliability rel = reliability_of(a);
+    qp_reliability on_rtr, on_rts;  // as ibv_modify_qp's attribute masks
+    on_rtr.min_rnr_timer = rel.min_rnr_timer;
+    on_rts.timeout = rel.timeout, on_rts.retry_cnt = rel.retry_cnt, on_rts.rnr_retry = rel.rnr_retry;
     // As ibv_modify_qp: responder resources on INIT -> RTR, initiator depth on RTR -> RTS.
     for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
         for (int i = 0; i < 2 && !r.err; ++i)
             r.err = m_world.at(nodes[i]).host().modify_qp(q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid, std::nullopt,
                                                           st == qp_state::rts ? ord : std::nullopt,
-                                                          st == qp_state::rtr ? ird : std::nullopt);
+                                                          st == qp_state::rtr ? ird : std::nullopt,
+                                                          st == qp_state::rtr   ? on_rtr
+                                                          : st == qp_state::rts ? on_rts
+                                                                                : qp_reliability{});
+}
+
+qp_reliability program_runner::reliability_of(const json& a) {
+    qp_reliability rel;
+    for (auto [key, field] : {std::pair{"timeout", &rel.timeout}, std::pair{"retry_cnt", &rel.retry_cnt},
+                              std::pair{"rnr_retry", &rel.rnr_retry}, std::pair{"min_rnr_timer", &rel.min_rnr_timer}})
+        if (a.contains(key)) *field = static_cast<uint32_t>(u64_or(a, key, 0));
+    return rel;
 }
 
 void program_runner::op_modify_qp(const std::string& n, const json& a, step_result& r) {
@@ -609,7 +624,7 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
     if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
     r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
-                                           it->second.peer_lid, qkey, ord, ird);
+                                           it->second.peer_lid, qkey, ord, ird, reliability_of(a));
     if (!r.err && qkey) it->second.qkey = *qkey;
 }
 

@@ -67,6 +67,8 @@ private:
                            step_result& r);
     void op_connect(const json& a, step_result& r);
     void op_modify_qp(const std::string& n, const json& a, step_result& r);
+    // The RC reliability attributes a connect or modify_qp step names (timeout, retry_cnt, ...).
+    static qp_reliability reliability_of(const json& a);
     void op_post_send(const std::string& n, const json& a, step_result& r);
     bool make_send_wr(const std::string& n, const json& w, send_wr& wr, step_result& r);
     void op_post_recv(const std::string& n, const json& a, step_result& r);

@@ -1,6 +1,7 @@
 #include "host/driver.h"
 
 #include <algorithm>
+#include <tuple>
 #include <cerrno>
 #include <random>
 
@@ -585,7 +586,7 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                       std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
-                      std::optional<uint32_t> max_dest_rd_atomic) {
+                      std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -611,9 +612,23 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
     if (!err && max_dest_rd_atomic && *max_dest_rd_atomic > dev.max_qp_rd_atom)
         err = refuse(EINVAL, "modify_qp: max_dest_rd_atomic " + std::to_string(*max_dest_rd_atomic) +
                                  " > max_qp_rd_atom " + std::to_string(dev.max_qp_rd_atom));
+    if (!err && reliability.any() && qp.attr.type != qp_type::rc)
+        err = refuse(EINVAL, std::string("modify_qp: timeout/retry_cnt/rnr_retry/min_rnr_timer on a ") +
+                                 (qp.attr.type == qp_type::uc ? "UC" : "UD") + " QP (RC only)");
+    for (const auto& [value, name, most] : {std::tuple{reliability.timeout, "timeout", 31u},
+                                            std::tuple{reliability.retry_cnt, "retry_cnt", 7u},
+                                            std::tuple{reliability.rnr_retry, "rnr_retry", 7u},
+                                            std::tuple{reliability.min_rnr_timer, "min_rnr_timer", 31u}})
+        if (!err && value && *value > most)
+            err = refuse(EINVAL, std::string("modify_qp: ") + name + " " + std::to_string(*value) + " > " +
+                                     std::to_string(most));
     if (!err) {
         ctx.state = state;
         if (qkey) ctx.qkey = *qkey;
+        if (reliability.timeout) ctx.timeout = static_cast<uint8_t>(*reliability.timeout);
+        if (reliability.retry_cnt) ctx.retry_cnt = static_cast<uint8_t>(*reliability.retry_cnt);
+        if (reliability.rnr_retry) ctx.rnr_retry = static_cast<uint8_t>(*reliability.rnr_retry);
+        if (reliability.min_rnr_timer) ctx.min_rnr_timer = static_cast<uint8_t>(*reliability.min_rnr_timer);
         if (max_rd_atomic) ctx.max_rd_atomic = static_cast<uint8_t>(*max_rd_atomic);
         if (max_dest_rd_atomic) ctx.max_dest_rd_atomic = static_cast<uint8_t>(*max_dest_rd_atomic);
         if (state == qp_state::rtr && !ud) {

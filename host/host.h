@@ -409,7 +409,8 @@ class host : public sc_core::sc_module {
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                   std::optional<uint32_t> qkey = std::nullopt,
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
-                  std::optional<uint32_t> max_dest_rd_atomic = std::nullopt);
+                  std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
+                  const qp_reliability& reliability = {});
     // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,16 @@ struct qp_attr {
     // to hold it (mlx5). Too large for the device's largest send WQE: EINVAL.
     uint32_t max_inline_data = 0;
     uint8_t access = 0;  // remote rights incoming requests may use on this QP
+};
+
+// The RC reliability attributes of ibv_modify_qp; each is left as it is when absent. timeout:
+// the transport timer is 4.096 us x 2^timeout (0..31, 0 = infinite); retry_cnt (0..7) resends
+// after timeouts and sequence NAKs; rnr_retry (0..7, 7 = infinite) after RNR NAKs; min_rnr_timer
+// (0..31, IBA Table 45) is what this QP asks of a requester it refuses. A new QP has perftest's
+// 14 / 7 / 7 / 12. RC only: EINVAL on UC and UD QPs, and beyond the ranges.
+struct qp_reliability {
+    std::optional<uint32_t> timeout, retry_cnt, rnr_retry, min_rnr_timer;
+    bool any() const { return timeout || retry_cnt || rnr_retry || min_rnr_timer; }
 };
 
 struct qp_info {

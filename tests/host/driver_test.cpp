@@ -265,6 +265,28 @@ void bench::run() {
     EXPECT_EQ(ctx.max_rd_atomic, 4u) << "written to the QP context for the HCA";
     EXPECT_EQ(ctx.max_dest_rd_atomic, 2u);
     EXPECT_EQ(ctx.remote_qpn, 0x99u) << "nothing else changed";
+    // ---- RC reliability attributes: perftest's 14/7/7/12 unless set, within their fields ----
+    EXPECT_EQ(ctx.timeout, 14u);
+    EXPECT_EQ(ctx.retry_cnt, 7u);
+    EXPECT_EQ(ctx.rnr_retry, 7u);
+    EXPECT_EQ(ctx.min_rnr_timer, 12u);
+    qp_reliability wide;
+    wide.timeout = 32u;
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide), EINVAL)
+        << "timeout is a 5-bit field";
+    wide = {};
+    wide.retry_cnt = 8u;
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide), EINVAL)
+        << "retry_cnt is a 3-bit field";
+    qp_reliability rel;
+    rel.timeout = 8u, rel.retry_cnt = 2u, rel.rnr_retry = 1u, rel.min_rnr_timer = 3u;
+    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, rel), 0);
+    ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
+    EXPECT_EQ(ctx.timeout, 8u) << "written to the QP context for the HCA";
+    EXPECT_EQ(ctx.retry_cnt, 2u);
+    EXPECT_EQ(ctx.rnr_retry, 1u);
+    EXPECT_EQ(ctx.min_rnr_timer, 3u);
+    EXPECT_EQ(ctx.max_rd_atomic, 4u) << "nothing else changed";
     qp_state st = qp_state::reset;
     ASSERT_EQ(h.query_qp(qp.qpn, st), 0);
     EXPECT_EQ(st, qp_state::rts);
