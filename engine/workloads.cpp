@@ -79,13 +79,24 @@ uint64_t default_inline(const std::string& type, qp_type conn) {
 
 const char* conn_name(qp_type t) { return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC"; }
 
+// count x bytes, refused (a workload error naming the limit) when it exceeds the node's
+// host.memory: a workload's buffers are filled byte by byte, so they must fit where they live.
+uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what, uint64_t bytes,
+                       uint64_t count) {
+    const uint64_t memory = h.config().memory;
+    if (bytes != 0 && count > memory / bytes)
+        throw workload_error{node + ": " + what + " of " + std::to_string(count) + " x " + std::to_string(bytes) +
+                             " bytes exceed host.memory (" + format_size(memory) + ")"};
+    return bytes * count;
+}
+
 void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s,
            uint64_t threads = 1) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     require(s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
-    s.length = p.slot_bytes * p.qps;
+    s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
     const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
     require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va), node + ": mmap of " + format_size(s.length));
     require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)), node + ": filling the buffer");
@@ -527,6 +538,8 @@ json run_dma(world& w, const workload_spec& spec) {
     const bool write = op_name == "write";
     const uint32_t pid = h.process_id("dma_workload");
     uint64_t va = 0;
+    // Every transfer in flight holds its bytes.
+    fit_in_memory(h, node_name, "transfers (count x size)", size, count);
     require(h.mmap(pid, size, std::nullopt, 0, {}, va), node_name + ": mmap");
     require(h.write_mem(pid, va, pattern_bytes(7, size)), node_name + ": filling the buffer");
     // The buffer's device addresses: physical, or IOVAs with the IOMMU on.

@@ -210,6 +210,21 @@ TEST(cli_limits, zero_byte_messages_run) {
     }
 }
 
+TEST(cli_limits, workload_buffers_beyond_host_memory_are_refused_before_they_are_filled) {
+    auto r = run_hcasim(short_run(scratch("mr_size"), "--set workloads.0.mr_size=1TiB"));
+    EXPECT_EQ(r.code, 1);
+    EXPECT_NE(r.err.find("a: buffers (qps x mr_size) of 1 x 1099511627776 bytes exceed host.memory (64GiB)"),
+              std::string::npos)
+        << r.err;
+    const std::string dma = scratch("dma.json");
+    write_text(dma, R"({"workloads": [{"type": "dma", "node": "a", "op": "read", "size": "1GiB", "count": 100}]})");
+    auto d = run_hcasim("run --quiet '" + dma + "' -o '" + scratch("dma") + "'");
+    EXPECT_EQ(d.code, 1);
+    EXPECT_NE(d.err.find("a: transfers (count x size) of 100 x 1073741824 bytes exceed host.memory (64GiB)"),
+              std::string::npos)
+        << d.err;
+}
+
 TEST(cli_limits, sweeps_refuse_grids_beyond_the_limit_before_expanding_them) {
     auto r = run_hcasim("check '" + source_root() + "/scenarios/invalid/sweep_2_to_the_64_points.json'");
     EXPECT_EQ(r.code, 2);
@@ -240,7 +255,8 @@ TEST(cli_limits, resume_costs_time_linear_in_rows) {
         axis_a += (i > 1 ? "," : "") + std::to_string(i);
         axis_b += (i > 1 ? "," : "") + std::to_string(i * 64);
     }
-    write_text(dir + "/sweep.json", R"({"base": ")" + source_root() + R"(/scenarios/invalid/sweep_base.json",
+    const std::string base = fs::absolute(source_root() + "/scenarios/invalid/sweep_base.json").string();
+    write_text(dir + "/sweep.json", R"({"base": ")" + base + R"(",
         "axes": {"workloads.0.iters": [)" + axis_a + R"(], "workloads.0.size": [)" + axis_b + "]}}");
     sweep_spec spec;
     diag d;

@@ -4,7 +4,8 @@
 Takes the bundled scenarios (scenarios/**/*.json), mutates them as a user's mistakes and a
 hostile file would (extreme numbers and strings, huge sizes, deep nesting, keys dropped, repeated
 or renamed, list items copied or removed, values swapped between places), and feeds each mutant to
-`hcasim check` and, for some that pass, to a short `hcasim run` (a stop time of 200 us). Every
+`hcasim check` and, for some that pass, to a short `hcasim run` (a stop time of 200 us, hosts of
+2 GiB). Every
 answer must be one of hcasim's exit codes for an input (0 ok, 1 an expectation failed, 2 bad
 input); a signal, exit 3 (internal error, e.g. an exception), a sanitizer report on stderr or a
 timeout fails the test, and the mutant is kept in the work folder to reproduce it.
@@ -253,7 +254,14 @@ def main():
     def run(entry):
         path = entry[0]
         out = path[:-5] + ".out"
-        cmd = [args.hcasim, "run", path, "--quiet", "-o", out, "--set", "stop=200us"]
+        # Simulated memory is real memory once touched: hosts of 2 GiB bound what a run can
+        # fill, as a user's host.memory does.
+        cmd = [args.hcasim, "run", path, "--quiet", "-o", out, "--set", "stop=200us",
+               "--set", "defaults.host.memory=2GiB"]
+        nodes = json.load(open(path)).get("nodes")
+        for node, cfg in (nodes.items() if isinstance(nodes, dict) else []):
+            if isinstance(cfg, dict) and isinstance(cfg.get("host"), dict) and "memory" in cfg["host"]:
+                cmd += ["--set", f"nodes.{node}.host.memory=2GiB"]
         problem, _ = judge(cmd, args.timeout, env)
         if not problem:
             shutil.rmtree(out, ignore_errors=True)
