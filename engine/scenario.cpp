@@ -504,8 +504,7 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
                   std::to_string(u64("qps", 1)) + " QPs", "at most one thread per QP (threads <= qps)");
 }
 
-// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU
-// of client and server) and lowers its default size to it.
+// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of client and server) and lowers its default size to it.
 void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
     const node_config* c = m_s.node(w["client"].get<std::string>());
     const node_config* s = m_s.node(w["server"].get<std::string>());

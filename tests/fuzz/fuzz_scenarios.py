@@ -220,7 +220,9 @@ def main():
     shutil.rmtree(args.work, ignore_errors=True)
     os.makedirs(args.work)
     env = dict(os.environ)
-    env.setdefault("ASAN_OPTIONS", "detect_leaks=0:max_allocation_size_mb=4096:allocator_may_return_null=0")
+    # Under the sanitizers an allocation of more than 4 GiB is reported (memory exhaustion).
+    env["ASAN_OPTIONS"] = ":".join(filter(None, [env.get("ASAN_OPTIONS", "detect_leaks=0"),
+                                                 "max_allocation_size_mb=4096"]))
     env.setdefault("UBSAN_OPTIONS", "print_stacktrace=1")
 
     rng = random.Random(args.seed)
