@@ -433,7 +433,13 @@ int dispatch(const std::vector<std::string>& args) {
 
 int main(int argc, char** argv) {
     try {
-        return dispatch(std::vector<std::string>(argv + 1, argv + argc));
+        const int code = dispatch(std::vector<std::string>(argv + 1, argv + argc));
+        // What went to stdout (the summary, `schema`) must have arrived, e.g. not on a full disk.
+        if (!std::cout.flush()) {
+            std::cerr << "hcasim: cannot write standard output: " << std::strerror(errno) << "\n";
+            return code == k_ok ? k_internal : code;
+        }
+        return code;
     } catch (const std::exception& e) {
         std::cerr << "hcasim: internal error: " << e.what() << "\n";
         return k_internal;

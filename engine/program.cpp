@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 
+#include "engine/mem_step.h"
 #include "engine/program_args.h"
 #include "engine/report.h"
 #include "sim/log.h"
@@ -116,7 +117,9 @@ uint64_t program_runner::address_of(const std::string& n, const json& a, step_re
             return 0;
         }
         if (pid) *pid = it->second.pid;
-        return it->second.va + u64_or(a, "offset", 0);
+        const uint64_t offset = u64_or(a, "offset", 0);
+        if (offset > UINT64_MAX - it->second.va) r.err = EFAULT;  // past the top of the address space
+        return it->second.va + offset;
     }
     return u64_or(a, "va", 0);
 }
@@ -284,17 +287,17 @@ void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, ste
     const uint64_t va = address_of(n, a, r, &owner);
     if (r.err) return;
     host& h = m_world.at(n).host();
-    std::vector<uint8_t> expected;
+    mem_source src;
     if (a.contains("data")) {
         auto bytes = parse_hex(a["data"].get<std::string>());
         if (!bytes) {
             r.err = EINVAL;
             return;
         }
-        expected = *bytes;
+        src = mem_source::of_data(std::move(*bytes));
     } else if (a.contains("pattern")) {
         const json& p = a["pattern"];
-        expected = pattern_bytes(u64_or(p, "seed", 0), u64_or(p, "length", 0));
+        src = mem_source::of_pattern(u64_or(p, "seed", 0), u64_or(p, "length", 0));
     } else if (check && a.contains("same_as")) {
         const json& ref = a["same_as"];
         const std::string rn = str_or(ref, "node", n);
@@ -304,29 +307,19 @@ void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, ste
             r.err = EINVAL;
             return;
         }
-        r.err = m_world.at(rn).host().read_mem(it->second.pid, it->second.va + u64_or(ref, "offset", 0),
-                                               u64_or(ref, "length", 0), expected);
-        if (r.err) return;
+        const uint64_t offset = u64_or(ref, "offset", 0);
+        if (offset > UINT64_MAX - it->second.va) {
+            r.err = EFAULT;
+            return;
+        }
+        src = mem_source::of_buffer(m_world.at(rn).host(), it->second.pid, it->second.va + offset, u64_or(ref, "length", 0));
     }
     if (!check) {
-        r.err = h.write_mem(owner, va, expected);
-        r.fields["length"] = expected.size();
+        r.err = write_mem_bytes(h, owner, va, src);
+        r.fields["length"] = src.length;
         return;
     }
-    std::vector<uint8_t> actual;
-    r.err = h.read_mem(owner, va, expected.size(), actual);
-    if (r.err) return;
-    const bool match = actual == expected;
-    r.fields["match"] = match;
-    r.fields["length"] = expected.size();
-    if (!match) {
-        size_t first = 0;
-        while (first < actual.size() && actual[first] == expected[first]) ++first;
-        r.fields["first_difference"] = first;
-        const size_t show = std::min<size_t>(16, expected.size() - first);
-        r.fields["expected_bytes"] = to_hex({expected.begin() + first, expected.begin() + first + show});
-        r.fields["actual_bytes"] = to_hex({actual.begin() + first, actual.begin() + first + show});
-    }
+    r.err = check_mem_bytes(h, owner, va, src, r.fields);
 }
 
 void program_runner::op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r) {

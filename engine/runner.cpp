@@ -17,6 +17,7 @@
 #include "engine/world.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
+#include "sim/output_file.h"
 #include "sim/tracer.h"
 #include "sim/version.h"
 
@@ -126,6 +127,14 @@ int run_scenario(const scenario& s, const run_options& opts) {
                      "need a default build\n";
         return 2;
     }
+    // The output folder is checked before anything runs, and an earlier run's outputs in it are
+    // removed: a run stopped midway (Ctrl-C) leaves none that would look like its own.
+    const std::string dir = opts.out_dir.empty() ? "out/" + s.name : opts.out_dir;
+    if (std::string problem; !check_output_dir(dir, problem)) {
+        std::cerr << "hcasim run: " << problem << " (expected a folder hcasim can write, -o DIR)\n";
+        return 2;
+    }
+    for (const char* f : {"stats.json", "trace.json", "waves.vcd"}) std::remove((dir + "/" + f).c_str());
     tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
     auto snapshot = [&s] {
@@ -186,20 +195,20 @@ int run_scenario(const scenario& s, const run_options& opts) {
     stats["expect"] = expects;
     stats["ok"] = ok;
 
-    const std::string dir = opts.out_dir.empty() ? "out/" + s.name : opts.out_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    std::ofstream f(dir + "/stats.json");
-    if (!f) {
-        std::cerr << "hcasim: cannot write " << dir << "/stats.json\n";
-        return 3;
-    }
-    f << stats.dump(2) << "\n";
     std::string problem;
-    if (opts.trace && !tracer::instance().write_trace(dir + "/trace.json", problem))
+    output_file stats_file(dir + "/stats.json");
+    stats_file.stream() << stats.dump(2) << "\n";
+    bool written = stats_file.commit(problem);
+    if (!written) std::cerr << "hcasim: " << problem << "\n";
+    if (opts.trace && !tracer::instance().write_trace(dir + "/trace.json", problem)) {
         std::cerr << "hcasim: " << problem << "\n";
-    if (opts.vcd && !tracer::instance().write_vcd(dir + "/waves.vcd", problem))
+        written = false;
+    }
+    if (opts.vcd && !tracer::instance().write_vcd(dir + "/waves.vcd", problem)) {
         std::cerr << "hcasim: " << problem << "\n";
+        written = false;
+    }
+    if (!written) return 3;
     if (!opts.quiet) {
         print_summary(stats, std::cout);
         std::cout << "stats: " << dir << "/stats.json\n";

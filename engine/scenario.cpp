@@ -15,14 +15,14 @@
 #include "engine/ops.h"
 #include "engine/set_override.h"
 #include "engine/stat_expect.h"
+#include "sim/output_file.h"
 
 namespace hcasim {
 
 namespace {
 
-const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    "defaults",
-                                             "nodes", "fabric",      "program", "workloads",
-                                             "trace", "stop",        "expect"};
+const std::vector<std::string> k_top_keys = {"name",    "description", "seed",  "defaults", "nodes", "fabric",
+                                             "program", "workloads",   "trace", "stop",     "expect"};
 const std::vector<std::string> k_step_keys = {"node", "op", "process", "expect", "save"};
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -143,6 +143,8 @@ void checker::run(json& doc) {
         if (it == doc.end()) continue;
         if (!it->is_string())
             m_d.error(pointer_join("", key), type_problem(*it), "a string");
+        else if (std::string(key) == "name" && !is_plain_name(it->get<std::string>()))
+            m_d.error("/name", "cannot read " + it->dump() + " as a folder name", "a name without '/', not . or .., at most 255 bytes");
         else
             (std::string(key) == "name" ? m_s.name : m_s.description) = it->get<std::string>();
     }
@@ -156,8 +158,7 @@ void checker::run(json& doc) {
     if (auto it = doc.find("stop"); it != doc.end()) {
         auto v = parse_time_ps(*it);
         if (!v)
-            m_d.error("/stop", "cannot read " + it->dump(),
-                      "a time such as \"10ms\" (ps, ns, us, ms, s)");
+            m_d.error("/stop", "cannot read " + it->dump(), "a time such as \"10ms\" (ps, ns, us, ms, s)");
         else
             m_s.stop_ps = *v;
     }
@@ -507,8 +508,7 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
                   std::to_string(u64("qps", 1)) + " QPs", "at most one thread per QP (threads <= qps)");
 }
 
-// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU
-// of client and server) and lowers its default size to it.
+// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of client and server) and lowers its default size to it.
 void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
     const node_config* c = m_s.node(w["client"].get<std::string>());
     const node_config* s = m_s.node(w["server"].get<std::string>());

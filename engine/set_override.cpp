@@ -3,6 +3,8 @@
 #include <cctype>
 #include <vector>
 
+#include "engine/json_file.h"
+
 namespace hcasim {
 
 namespace {
@@ -39,15 +41,28 @@ bool apply_set(json& doc, const std::string& assignment, diag& d) {
         d.error("/", "\"" + assignment + "\" has no '='", "KEY=VALUE, e.g. workloads.0.size=65536");
         return false;
     }
-    std::string text = assignment.substr(eq + 1);
-    json value = json::parse(text, nullptr, false);
-    if (value.is_discarded()) value = text;
-    return apply_set(doc, assignment.substr(0, eq), value, d);
+    const std::string dotted = assignment.substr(0, eq), text = assignment.substr(eq + 1);
+    json value;
+    json_problem problem;
+    if (!parse_json_bounded(text, value, problem)) {
+        if (!problem.syntax) {
+            d.error(dotted_to_pointer(dotted) + (problem.pointer == "/" ? "" : problem.pointer),
+                    problem.what, problem.expected);
+            return false;
+        }
+        value = text;
+    }
+    return apply_set(doc, dotted, value, d);
 }
 
 bool apply_set(json& doc, const std::string& dotted, const json& value, diag& d) {
     const std::string pointer = dotted_to_pointer(dotted);
     auto segments = split_dots(dotted);
+    if (segments.size() > k_max_json_depth) {
+        d.error(pointer.substr(0, 64) + "...", std::to_string(segments.size()) + " path segments",
+                "a path of at most " + std::to_string(k_max_json_depth) + " segments");
+        return false;
+    }
     for (const auto& seg : segments) {
         if (seg.empty()) {
             d.error(pointer, "empty path segment in \"" + dotted + "\"",

@@ -102,7 +102,7 @@ std::string trimmed(std::string s) {
 // Appends the row.json of every point still without a row; returns how many it found.
 size_t gather_rows(const sweep_spec& spec, const std::string& out_dir, sweep_results& results) {
     size_t found = 0;
-    for (size_t k = 0; k < results.rows().size(); ++k) {
+    for (size_t k = 0; k < results.total(); ++k) {
         if (results.has(k)) continue;
         sweep_row row;
         if (read_row_file(spec, point_dir(out_dir, k) + "/row.json", row) && row.point == k) {
@@ -119,7 +119,7 @@ size_t gather_rows(const sweep_spec& spec, const std::string& out_dir, sweep_res
 
 std::vector<size_t> missing_points(const sweep_results& results) {
     std::vector<size_t> missing;
-    for (size_t k = 0; k < results.rows().size(); ++k)
+    for (size_t k = 0; k < results.total(); ++k)
         if (!results.has(k)) missing.push_back(k);
     return missing;
 }
@@ -127,10 +127,15 @@ std::vector<size_t> missing_points(const sweep_results& results) {
 int summary(const sweep_spec& spec, const sweep_results& results, const std::string& out_dir,
             const std::string& log_hint) {
     const auto missing = missing_points(results);
-    const size_t total = results.rows().size(), failed = results.failed();
+    const size_t total = results.total(), failed = results.failed();
     std::cerr << "sweep: " << results.count() << "/" << total << " points done";
     if (failed) std::cerr << ", " << failed << " failed";
     std::cerr << "; results in " << out_dir << "/results.csv\n";
+    if (!results.written()) {
+        std::cerr << "hcasim sweep: cannot write " << out_dir
+                  << "/results.csv and results.jsonl: rows are missing from them\n";
+        return 3;
+    }
     if (!missing.empty())
         std::cerr << "sweep: no row yet for point" << (missing.size() > 1 ? "s " : " ")
                   << slurm_array_ranges(missing) << log_hint << "; `--resume` submits them again\n";

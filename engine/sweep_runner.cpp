@@ -21,6 +21,7 @@
 #include <sstream>
 #include <thread>
 
+#include "engine/json_file.h"
 #include "engine/set_override.h"
 
 namespace hcasim {
@@ -34,6 +35,14 @@ using clock_type = std::chrono::steady_clock;
 constexpr size_t k_tail_lines = 10;
 constexpr size_t k_tail_bytes = 4096;
 
+// A JSON document the sweep wrote itself (a row, a point's stats.json); null when it cannot be
+// read within the input limits.
+json read_json_or_null(const std::string& text) {
+    json j;
+    json_problem problem;
+    return parse_json_bounded(text, j, problem) ? j : json();
+}
+
 std::string read_text(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     std::stringstream s;
@@ -44,9 +53,12 @@ std::string read_text(const std::string& path) {
 // Writes `text` to `path` through a temporary file and a rename, so a reader never sees half.
 bool write_atomically(const std::string& path, const std::string& text) {
     const std::string tmp = path + ".tmp";
-    {
-        std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-        if (!(out << text) || !out.flush()) return false;
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.close();
+    if (out.fail()) {
+        std::remove(tmp.c_str());
+        return false;
     }
     return std::rename(tmp.c_str(), path.c_str()) == 0;
 }
@@ -192,13 +204,9 @@ sweep_row finish_point(const sweep_spec& spec, const sweep_point& p, const std::
     row.values = p.values;
     row.exit_status = exit_code_of(status);
     row.wall_s = wall_s;
-    json stats;
     const std::string stats_path = dir + "/stats.json";
-    bool have_stats = false;
-    if (fs::exists(stats_path)) {
-        stats = json::parse(read_text(stats_path), nullptr, false);
-        have_stats = !stats.is_discarded();
-    }
+    const json stats = fs::exists(stats_path) ? read_json_or_null(read_text(stats_path)) : json();
+    const bool have_stats = stats.is_object();
     for (const auto& m : spec.metrics)
         row.metrics.push_back(have_stats ? metric_value(stats, m) : json());
     if (row.exit_status != 0) {
@@ -269,33 +277,35 @@ int sweep_signals::wait(long ms) {
     return sig < 0 ? 0 : sig;
 }
 
-std::vector<sweep_point> sweep_points(const sweep_spec& spec) {
-    std::vector<sweep_point> points;
-    if (spec.axes.empty()) return points;
-    if (spec.zip) {
-        const size_t n = spec.axes.front().second.size();
-        for (size_t i = 0; i < n; ++i) {
-            sweep_point p;
-            p.index = i;
-            for (const auto& axis : spec.axes) p.values.push_back(axis.second.at(i));
-            points.push_back(std::move(p));
-        }
-        return points;
-    }
-    size_t total = 1;
+size_t sweep_point_count(const sweep_spec& spec) {
+    if (spec.axes.empty()) return 0;
+    if (spec.zip) return spec.axes.front().second.size();
+    size_t total = 1;  // the loader bounds it by k_max_sweep_points
     for (const auto& axis : spec.axes) total *= axis.second.size();
-    for (size_t i = 0; i < total; ++i) {
-        sweep_point p;
-        p.index = i;
-        p.values.resize(spec.axes.size());
-        size_t rest = i;
-        for (size_t a = spec.axes.size(); a-- > 0;) {
-            const auto& values = spec.axes[a].second;
+    return total;
+}
+
+sweep_point sweep_point_at(const sweep_spec& spec, size_t n) {
+    sweep_point p;
+    p.index = n;
+    p.values.resize(spec.axes.size());
+    size_t rest = n;
+    for (size_t a = spec.axes.size(); a-- > 0;) {
+        const auto& values = spec.axes[a].second;
+        if (spec.zip) {
+            p.values[a] = values.at(n);
+        } else {
             p.values[a] = values[rest % values.size()];
             rest /= values.size();
         }
-        points.push_back(std::move(p));
     }
+    return p;
+}
+
+std::vector<sweep_point> sweep_points(const sweep_spec& spec) {
+    std::vector<sweep_point> points;
+    for (size_t i = 0, n = sweep_point_count(spec); i < n; ++i)
+        points.push_back(sweep_point_at(spec, i));
     return points;
 }
 
@@ -316,9 +326,9 @@ json row_to_json(const sweep_spec& spec, const sweep_row& row) {
 
 bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row) {
     if (!j.is_object() || !j.contains("point") || !j["point"].is_number_unsigned()) return false;
-    const auto points = sweep_points(spec);
     const size_t index = j["point"].get<size_t>();
-    if (index >= points.size()) return false;
+    if (index >= sweep_point_count(spec)) return false;
+    const sweep_point point = sweep_point_at(spec, index);
     const json& axes = j.value("axes", json());
     const json& metrics = j.value("metrics", json());
     if (!axes.is_object() || axes.size() != spec.axes.size()) return false;
@@ -328,7 +338,7 @@ bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row) {
     r.point = index;
     for (size_t a = 0; a < spec.axes.size(); ++a) {
         auto it = axes.find(spec.axes[a].first);
-        if (it == axes.end() || *it != points[index].values[a]) return false;
+        if (it == axes.end() || *it != point.values[a]) return false;
         r.values.push_back(*it);
     }
     for (const auto& m : spec.metrics) {
@@ -386,8 +396,7 @@ sweep_row run_point(const sweep_spec& spec, const sweep_point& p, const std::str
 
 bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row) {
     if (!fs::exists(path)) return false;
-    const json j = json::parse(read_text(path), nullptr, false);
-    return !j.is_discarded() && row_from_json(spec, j, row);
+    return row_from_json(spec, read_json_or_null(read_text(path)), row);
 }
 
 std::string self_binary() {
@@ -406,7 +415,7 @@ std::string point_dir(const std::string& out_dir, size_t point) {
 }
 
 sweep_results::sweep_results(const sweep_spec& spec, std::string out_dir)
-    : m_spec(spec), m_dir(std::move(out_dir)), m_rows(sweep_points(spec).size()) {}
+    : m_spec(spec), m_dir(std::move(out_dir)), m_total(sweep_point_count(spec)) {}
 
 bool sweep_results::open(bool resume, std::string& problem) {
     std::error_code ec;
@@ -420,9 +429,8 @@ bool sweep_results::open(bool resume, std::string& problem) {
         size_t dropped = 0;
         for (std::string line; std::getline(in, line);) {
             if (line.empty()) continue;
-            json j = json::parse(line, nullptr, false);
             sweep_row row;
-            if (j.is_discarded() || !row_from_json(m_spec, j, row)) {
+            if (!row_from_json(m_spec, read_json_or_null(line), row)) {
                 ++dropped;
                 continue;
             }
@@ -441,21 +449,16 @@ bool sweep_results::open(bool resume, std::string& problem) {
     return true;
 }
 
-size_t sweep_results::count() const {
-    return static_cast<size_t>(
-        std::count_if(m_rows.begin(), m_rows.end(), [](const auto& r) { return r.has_value(); }));
-}
-
 size_t sweep_results::failed() const {
     return static_cast<size_t>(std::count_if(m_rows.begin(), m_rows.end(), [](const auto& r) {
-        return r.has_value() && r->exit_status != 0;
+        return r.second.exit_status != 0;
     }));
 }
 
 void sweep_results::append(const sweep_row& row) {
-    m_rows.at(row.point) = row;
-    write_all(m_jsonl, row_to_json(m_spec, row).dump() + "\n");
-    write_all(m_csv, csv_line(row));
+    m_rows[row.point] = row;
+    if (!write_all(m_jsonl, row_to_json(m_spec, row).dump() + "\n") || !write_all(m_csv, csv_line(row)))
+        m_write_failed = true;
 }
 
 void sweep_results::finish() {
@@ -464,43 +467,42 @@ void sweep_results::finish() {
 
 void sweep_results::rewrite() {
     std::string csv = csv_header(m_spec), jsonl;
-    for (const auto& row : m_rows)
-        if (row) {
-            csv += csv_line(*row);
-            jsonl += row_to_json(m_spec, *row).dump() + "\n";
-        }
+    for (const auto& [point, row] : m_rows) {
+        csv += csv_line(row);
+        jsonl += row_to_json(m_spec, row).dump() + "\n";
+    }
     if (m_csv >= 0) ::close(m_csv);
     if (m_jsonl >= 0) ::close(m_jsonl);
     m_csv = m_jsonl = -1;
     const std::string csv_path = m_dir + "/results.csv", jsonl_path = m_dir + "/results.jsonl";
-    if (!write_atomically(csv_path, csv) || !write_atomically(jsonl_path, jsonl)) return;
+    if (!write_atomically(csv_path, csv) || !write_atomically(jsonl_path, jsonl)) {
+        m_write_failed = true;
+        return;
+    }
     m_csv = ::open(csv_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
     m_jsonl = ::open(jsonl_path.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
 }
 
 int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
-    const auto points = sweep_points(spec);
     sweep_results results(spec, opts.out_dir);
     std::string problem;
     if (!results.open(opts.resume, problem)) {
         std::cerr << "hcasim sweep: " << problem << "\n";
         return 3;
     }
-    std::vector<size_t> todo;
-    for (const auto& p : points)
-        if (!results.has(p.index)) todo.push_back(p.index);
-    if (opts.resume && todo.size() < points.size())
-        std::cerr << "sweep: --resume: " << points.size() - todo.size() << " of " << points.size()
+    const size_t total = results.total();
+    if (opts.resume && results.count() > 0)
+        std::cerr << "sweep: --resume: " << results.count() << " of " << total
                   << " points already done\n";
     const unsigned jobs = std::max(1u, opts.jobs ? opts.jobs : std::thread::hardware_concurrency());
 
     struct running_point {
-        size_t index;
+        sweep_point point;
         clock_type::time_point start;
     };
     std::map<pid_t, running_point> running;
     sweep_signals signals;
-    progress_line progress(opts.progress, points.size(), results.count());
+    progress_line progress(opts.progress, total, results.count());
     size_t next = 0;
     bool stop = false, internal_error = false;
     auto record = [&](pid_t pid, int status) {
@@ -511,13 +513,13 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
         // A point stopped by the sweep's own interruption has no row: --resume runs it again.
         if (stop && WIFSIGNALED(status)) return;
         const sweep_row row =
-            finish_point(spec, points[rp.index], opts.out_dir, status,
+            finish_point(spec, rp.point, opts.out_dir, status,
                          std::chrono::duration<double>(clock_type::now() - rp.start).count());
         results.append(row);
         if (row.exit_status != 0) {
             progress.clear();
-            std::cerr << "sweep: point " << rp.index << " ("
-                      << describe_point(spec, points[rp.index]) << ") " << status_text(status)
+            std::cerr << "sweep: point " << rp.point.index << " ("
+                      << describe_point(spec, rp.point) << ") " << status_text(status)
                       << ": " << last_line(row.stderr_tail) << "\n";
         }
     };
@@ -527,15 +529,17 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
         while ((pid = waitpid(-1, &status, WNOHANG)) > 0) record(pid, status);
     };
     while (true) {
-        while (!stop && running.size() < jobs && next < todo.size()) {
-            const size_t index = todo[next++];
-            pid_t pid = spawn_point(spec, points[index], opts.out_dir, true, problem);
+        while (!stop && running.size() < jobs && next < total) {
+            const size_t index = next++;
+            if (results.has(index)) continue;
+            sweep_point point = sweep_point_at(spec, index);
+            pid_t pid = spawn_point(spec, point, opts.out_dir, true, problem);
             if (pid < 0) {
                 std::cerr << "hcasim sweep: " << problem << "\n";
                 internal_error = stop = true;
                 break;
             }
-            running[pid] = {index, clock_type::now()};
+            running[pid] = {std::move(point), clock_type::now()};
         }
         progress.show(results.count(), results.failed(), running.size());
         if (running.empty()) break;
@@ -559,24 +563,30 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
     progress.end();
     results.finish();
     const size_t done = results.count(), failed = results.failed();
-    std::cerr << "sweep: " << done << "/" << points.size() << " points done";
+    std::cerr << "sweep: " << done << "/" << total << " points done";
     if (failed) std::cerr << ", " << failed << " failed";
     std::cerr << "; results in " << opts.out_dir << "/results.csv\n";
+    if (!results.written()) {
+        std::cerr << "hcasim sweep: cannot write " << opts.out_dir
+                  << "/results.csv and results.jsonl: rows are missing from them\n";
+        return 3;
+    }
     if (internal_error) return 3;
     if (stop) return 130;
     return failed ? 1 : 0;
 }
 
 int run_sweep_point(const sweep_spec& spec, size_t k, const sweep_options& opts) {
-    const auto points = sweep_points(spec);
-    if (k >= points.size()) {
-        std::cerr << "hcasim sweep: --point " << k << ": the sweep has " << points.size()
-                  << " points (0.." << points.size() - 1 << ")\n";
+    const size_t total = sweep_point_count(spec);
+    if (k >= total) {
+        std::cerr << "hcasim sweep: --point " << k << ": the sweep has " << total
+                  << " points (0.." << total - 1 << ")\n";
         return 2;
     }
-    const sweep_row row = run_point(spec, points[k], opts.out_dir);
+    const sweep_point point = sweep_point_at(spec, k);
+    const sweep_row row = run_point(spec, point, opts.out_dir);
     if (row.exit_status != 0)
-        std::cerr << "sweep: point " << k << " (" << describe_point(spec, points[k]) << ") exit "
+        std::cerr << "sweep: point " << k << " (" << describe_point(spec, point) << ") exit "
                   << row.exit_status << ": " << last_line(row.stderr_tail) << "\n";
     return row.exit_status;
 }

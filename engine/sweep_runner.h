@@ -16,6 +16,7 @@
 #include <signal.h>
 
 #include <cstddef>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,6 +32,9 @@ struct sweep_point {
     std::vector<json> values;
 };
 
+// The number of points, and point n of them (n below that number), computed without listing them.
+size_t sweep_point_count(const sweep_spec& spec);
+sweep_point sweep_point_at(const sweep_spec& spec, size_t n);
 std::vector<sweep_point> sweep_points(const sweep_spec& spec);
 
 struct sweep_row {
@@ -74,21 +78,25 @@ class sweep_results {
     // Starts the files: with `resume`, keeps the rows of results.jsonl that belong to this
     // sweep's points (rewriting both files with only those), else starts them empty.
     bool open(bool resume, std::string& problem);
-    bool has(size_t point) const { return point < m_rows.size() && m_rows[point].has_value(); }
-    size_t count() const;
+    bool has(size_t point) const { return m_rows.count(point) != 0; }
+    size_t total() const { return m_total; }
+    size_t count() const { return m_rows.size(); }
     size_t failed() const;
     // Appends a row to both files and flushes them.
     void append(const sweep_row& row);
     // Rewrites both files sorted by point.
     void finish();
-    const std::vector<std::optional<sweep_row>>& rows() const { return m_rows; }
+    // False once a write to either file failed (a full disk): the files may miss rows.
+    bool written() const { return !m_write_failed; }
 
   private:
     void rewrite();
     const sweep_spec& m_spec;
     std::string m_dir;
-    std::vector<std::optional<sweep_row>> m_rows;
+    size_t m_total;
+    std::map<size_t, sweep_row> m_rows;  // the finished points only
     int m_csv = -1, m_jsonl = -1;
+    bool m_write_failed = false;
 };
 
 // Blocks SIGINT, SIGTERM and SIGCHLD while it lives; they are taken with wait(), so a sweep has

@@ -1,6 +1,10 @@
 #include "engine/sweep_spec.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 
 #include "engine/json_file.h"
@@ -18,7 +22,36 @@ std::string without_file(const std::string& line, const std::string& file) {
     return line.rfind(file + ": ", 0) == 0 ? line.substr(file.size() + 2) : line;
 }
 
-void check_axes(const json& axes, const json& base_doc, const std::string& base_path,
+// The number of points the axes describe, within the limits, before any value is checked.
+bool check_grid_size(const json& axes, bool zip, diag& d) {
+    const std::string limit = "at most " + std::to_string(k_max_sweep_points) + " points and " +
+                              std::to_string(k_max_sweep_axes) + " axes; split the sweep";
+    if (axes.size() > k_max_sweep_axes) {
+        d.error("/axes", std::to_string(axes.size()) + " axes", limit);
+        return false;
+    }
+    uint64_t points = 1;
+    std::string product;
+    for (const auto& values : axes) {
+        const uint64_t n = values.is_array() ? values.size() : 1;
+        product += (product.empty() ? "" : " x ") + std::to_string(n);
+        if (zip) {
+            points = std::max(points, n);
+        } else if (n != 0 && points > k_max_sweep_points / n) {
+            d.error("/axes", "a grid of " + product + " x ... points, more than " + std::to_string(k_max_sweep_points), limit);
+            return false;
+        } else {
+            points *= n;
+        }
+    }
+    if (points > k_max_sweep_points) {
+        d.error("/axes", "a grid of " + std::to_string(points) + " points", limit);
+        return false;
+    }
+    return true;
+}
+
+void check_axes(const json& axes, bool zip, const json& base_doc, const std::string& base_path,
                 sweep_spec& out, diag& d) {
     if (!axes.is_object() || axes.empty()) {
         d.error("/axes",
@@ -26,6 +59,7 @@ void check_axes(const json& axes, const json& base_doc, const std::string& base_
                 "an object: dotted scenario path -> non-empty list of values");
         return;
     }
+    if (!check_grid_size(axes, zip, d)) return;
     for (auto it = axes.begin(); it != axes.end(); ++it) {
         const std::string p = pointer_join("/axes", it.key());
         if (!it->is_array() || it->empty()) {
@@ -144,17 +178,26 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
         std::filesystem::path bp(base->get<std::string>());
         if (bp.is_relative()) bp = std::filesystem::path(file).parent_path() / bp;
         out.base = bp.lexically_normal().string();
-        if (load_scenario(out.base, sets, base_scenario, d)) base_doc = base_scenario.document;
+        // A base that cannot be opened is the sweep file's problem, at /base; one that opens is
+        // checked as a scenario, its problems named in its own file.
+        struct stat st {};
+        const bool exists = ::stat(out.base.c_str(), &st) == 0;
+        if (!exists || S_ISDIR(st.st_mode))
+            d.error("/base", "cannot read \"" + out.base + "\": " +
+                                 (exists ? std::string("is a directory") : std::strerror(errno)),
+                    "the path of a scenario file, relative to the sweep file");
+        else if (load_scenario(out.base, sets, base_scenario, d))
+            base_doc = base_scenario.document;
         d.set_file(file);
     }
-    if (auto axes = doc.find("axes"); axes != doc.end())
-        check_axes(*axes, base_doc, out.base, out, d);
     if (auto zip = doc.find("zip"); zip != doc.end()) {
         if (!zip->is_boolean())
             d.error("/zip", "wrong type " + std::string(zip->type_name()), "true or false");
         else
             out.zip = zip->get<bool>();
     }
+    if (auto axes = doc.find("axes"); axes != doc.end())
+        check_axes(*axes, out.zip, base_doc, out.base, out, d);
     if (out.zip)
         for (const auto& [path, values] : out.axes)
             if (values.size() != out.axes.front().second.size())

@@ -3,8 +3,12 @@
 // scenario (relative to the sweep file) and checks that every axis value, applied like `--set`,
 // gives a valid scenario, and that every metric names a stats.json section the base produces
 // (`workloads.N` with N below the number of workloads, `nodes.X` with X a node of the base).
+//
+// A sweep has at most k_max_sweep_points points and k_max_sweep_axes axes; the loader refuses more
+// (at /axes) before it looks at any value, so a grid of 10^9 or 2^64 points costs nothing.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +17,9 @@
 #include "sim/units.h"
 
 namespace hcasim {
+
+constexpr uint64_t k_max_sweep_points = 1000000;
+constexpr size_t k_max_sweep_axes = 64;
 
 struct sweep_spec {
     std::string file;

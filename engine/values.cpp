@@ -66,15 +66,20 @@ std::string to_hex(const std::vector<uint8_t>& bytes) {
 }
 
 std::vector<uint8_t> pattern_bytes(uint64_t seed, uint64_t length) {
+    return pattern_bytes_at(seed, 0, length);
+}
+
+std::vector<uint8_t> pattern_bytes_at(uint64_t seed, uint64_t offset, uint64_t length) {
     std::vector<uint8_t> out(length);
-    uint64_t x = seed;
-    for (uint64_t i = 0; i < length; i += 8) {
+    // Byte i is byte i % 8 of splitmix64's word i / 8, so any stretch can be made on its own.
+    uint64_t x = seed + (offset / 8) * 0x9E3779B97F4A7C15ULL;
+    for (uint64_t i = 0; i < length;) {
         x += 0x9E3779B97F4A7C15ULL;
         uint64_t z = x;
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         z ^= z >> 31;
-        for (uint64_t k = 0; k < 8 && i + k < length; ++k) out[i + k] = static_cast<uint8_t>(z >> (8 * k));
+        for (uint64_t k = (offset + i) % 8; k < 8 && i < length; ++k, ++i) out[i] = static_cast<uint8_t>(z >> (8 * k));
     }
     return out;
 }

@@ -23,6 +23,8 @@ std::optional<std::vector<uint8_t>> parse_hex(const std::string& s);
 std::string to_hex(const std::vector<uint8_t>& bytes);
 // Pseudo-random bytes from a seed (splitmix64), the same on every platform.
 std::vector<uint8_t> pattern_bytes(uint64_t seed, uint64_t length);
+// Bytes [offset, offset + length) of the same pattern.
+std::vector<uint8_t> pattern_bytes_at(uint64_t seed, uint64_t offset, uint64_t length);
 
 // True when `actual` satisfies `expected`. Numbers compare by value whether written as integers
 // or hex strings; strings compare case-insensitively (status and opcode names).

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 
+#include "engine/mem_step.h"
 #include "sim/stats.h"
 #include "sim/units.h"
 
@@ -80,16 +81,27 @@ uint64_t default_inline(const std::string& type, qp_type conn) {
 
 const char* conn_name(qp_type t) { return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC"; }
 
+// count x bytes, refused (a workload error naming the limit) when it exceeds the node's
+// host.memory: a workload's buffers are filled byte by byte, so they must fit where they live.
+uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what, uint64_t bytes,
+                       uint64_t count) {
+    const uint64_t memory = h.config().memory;
+    if (bytes != 0 && count > memory / bytes)
+        throw workload_error{node + ": " + what + " of " + std::to_string(count) + " x " + std::to_string(bytes) +
+                             " bytes exceed host.memory (" + format_size(memory) + ")"};
+    return bytes * count;
+}
+
 void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s,
            uint64_t threads = 1) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     require(s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
-    s.length = p.slot_bytes * p.qps;
+    s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
     const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
     require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va), node + ": mmap of " + format_size(s.length));
-    require(s.h->write_mem(s.pid, s.va, pattern_bytes(fill_seed, s.length)), node + ": filling the buffer");
+    require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)), node + ": filling the buffer");
     mr_attr attr;
     attr.pd = s.pd;
     attr.va = s.va;
@@ -205,8 +217,14 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
     return wr;
 }
 
+// Messages that fit side by side in a buffer of mr_size (at least one; zero-byte messages share
+// offset 0).
+uint64_t message_slots(const params& p) {
+    return p.size == 0 ? 1 : std::max<uint64_t>(1, p.mr_size / p.size);
+}
+
 void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
-    const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
+    const uint64_t slots = message_slots(p);
     recv_wr r;
     r.wr_id = (q << 40) | seq;
     r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey, s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
@@ -293,7 +311,7 @@ void serve_receives(const params& p, side& server, const bool& client_done, uint
 json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
     // perftest signals once per post list when it posts lists, else every 100 (or tx_depth).
     const uint64_t cq_mod = p.post_list > 1 ? p.post_list : std::min<uint64_t>(100, p.tx_depth);
-    const uint64_t slots = std::max<uint64_t>(1, p.mr_size / p.size);
+    const uint64_t slots = message_slots(p);
     splitmix rng{seed};
     std::vector<uint64_t> posted(p.qps, 0), completed(p.qps, 0), last_offset(p.qps, 0);
     std::vector<std::vector<uint64_t>> post_time(p.qps);
@@ -526,6 +544,8 @@ json run_dma(world& w, const workload_spec& spec) {
     const bool write = op_name == "write";
     const uint32_t pid = h.process_id("dma_workload");
     uint64_t va = 0;
+    // Every transfer in flight holds its bytes.
+    fit_in_memory(h, node_name, "transfers (count x size)", size, count);
     require(h.mmap(pid, size, std::nullopt, 0, {}, va), node_name + ": mmap");
     require(h.write_mem(pid, va, pattern_bytes(7, size)), node_name + ": filling the buffer");
     // The buffer's device addresses: physical, or IOVAs with the IOMMU on.

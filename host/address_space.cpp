@@ -141,7 +141,17 @@ int address_space::munmap(uint64_t va, uint64_t length) {
     for (const auto& [start, v] : hit) {
         const uint64_t lo = std::max(va, start);
         const uint64_t hi = std::min(align_up(end, 1ULL << v.page_shift), start + v.length);
-        for (uint64_t p = lo; p < hi; p += 1ULL << v.page_shift) unmap_page(p, v.page_shift);
+        // Only pages with a page-table entry hold anything: the cost is the pages touched, not
+        // the length (a 100 TiB mapping is unmapped as fast as it was mapped). The huge pages
+        // never faulted in give back their reservation at once.
+        uint64_t present = 0;
+        for (auto it = m_ptes.lower_bound(lo); it != m_ptes.end() && it->first < hi;) {
+            const uint64_t page_va = (it++)->first;
+            unmap_page(page_va, v.page_shift);
+            ++present;
+        }
+        const uint64_t pages = (hi - lo) >> v.page_shift;
+        if (v.page_shift != m_base_shift && pages > present) m_frames.pool_unreserve(v.page_shift, pages - present);
         m_vmas.erase(start);
         if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift};
         if (hi < start + v.length) m_vmas[hi] = vma{start + v.length - hi, v.page_shift};
@@ -150,6 +160,7 @@ int address_space::munmap(uint64_t va, uint64_t length) {
 }
 
 bool address_space::mapped(uint64_t va, uint64_t length) const {
+    if (length > UINT64_MAX - va) return false;  // wraps past the top of the address space
     uint64_t at = va;
     const uint64_t end = va + length;
     while (at < end) {

@@ -75,6 +75,10 @@ int host::read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8
     });
 }
 
+bool host::mapped(uint32_t pid, uint64_t va, uint64_t length) {
+    return m_impl->process(pid).mapped(va, length);
+}
+
 pagemap_entry host::pagemap(uint32_t pid, uint64_t va) {
     address_space::page_info info = m_impl->process(pid).lookup(va);
     pagemap_entry e;

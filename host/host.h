@@ -371,6 +371,8 @@ class host : public sc_core::sc_module {
     // The process touching its memory: faults pages in (EFAULT on unmapped memory).
     int write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data);
     int read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out);
+    // Whether [va, va+length) lies in the process's mappings (what write_mem and read_mem check).
+    bool mapped(uint32_t pid, uint64_t va, uint64_t length);
     pagemap_entry pagemap(uint32_t pid, uint64_t va);
     // The OS reclaims up to `bytes` of unpinned memory (swapping it out); blocks for the swap
     // writes. `reclaimed` gets the bytes that went; 0 with no swap device is not an error.

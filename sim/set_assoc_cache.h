@@ -1,9 +1,13 @@
 // A set-associative, LRU cache of tags with a value per line: the storage behind the QPC cache,
 // the TPT's region-entry and translation caches and the WQE fetcher's buffer-table cache. Timing
 // belongs to the unit that owns it; this class only decides hit, miss and victim.
+//
+// Storage is allocated as it is used, in chunks of k_chunk_sets sets: a cache declared with 16 M
+// entries costs one pointer per chunk until lines are filled, not its full size up front.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -19,7 +23,8 @@ public:
         m_ways = ways == 0 || ways > entries ? entries : ways;
         m_sets = entries / m_ways;
         if (m_sets == 0) m_sets = 1;
-        m_lines.assign(m_sets * m_ways, line{});
+        m_chunks.clear();
+        m_chunks.resize((m_sets + k_chunk_sets - 1) / k_chunk_sets);
         m_stamp = 0;
     }
 
@@ -46,7 +51,7 @@ public:
             l->stamp = ++m_stamp;
             return std::nullopt;
         }
-        line* set = &m_lines[set_of(key) * m_ways];
+        line* set = set_lines(set_of(key), true);
         line* victim = set;
         for (uint64_t w = 0; w < m_ways; ++w) {
             if (!set[w].valid) {
@@ -71,11 +76,16 @@ public:
     template <class Pred>
     uint64_t invalidate_if(Pred pred) {
         uint64_t n = 0;
-        for (auto& l : m_lines)
-            if (l.valid && pred(l.key, l.value)) {
-                l.valid = false;
-                ++n;
+        for (auto& chunk : m_chunks) {
+            if (!chunk) continue;
+            for (uint64_t i = 0; i < k_chunk_sets * m_ways; ++i) {
+                line& l = chunk[i];
+                if (l.valid && pred(l.key, l.value)) {
+                    l.valid = false;
+                    ++n;
+                }
             }
+        }
         return n;
     }
 
@@ -92,15 +102,26 @@ private:
         uint64_t x = key * 0x9E3779B97F4A7C15ULL;
         return (x >> 32) % m_sets;
     }
+    // The lines of set `set`; null when its chunk was never filled (and `create` is false).
+    line* set_lines(uint64_t set, bool create) {
+        std::unique_ptr<line[]>& chunk = m_chunks[set / k_chunk_sets];
+        if (!chunk) {
+            if (!create) return nullptr;
+            chunk = std::make_unique<line[]>(k_chunk_sets * m_ways);
+        }
+        return &chunk[(set % k_chunk_sets) * m_ways];
+    }
     line* find(uint64_t key) {
-        line* set = &m_lines[set_of(key) * m_ways];
+        line* set = set_lines(set_of(key), false);
+        if (!set) return nullptr;
         for (uint64_t w = 0; w < m_ways; ++w)
             if (set[w].valid && set[w].key == key) return &set[w];
         return nullptr;
     }
 
+    static constexpr uint64_t k_chunk_sets = 16;
     uint64_t m_sets = 1, m_ways = 1, m_stamp = 0;
-    std::vector<line> m_lines;
+    std::vector<std::unique_ptr<line[]>> m_chunks;
 };
 
 }  // namespace hcasim

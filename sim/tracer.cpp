@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/kernel.h"
+#include "sim/output_file.h"
 #include "sim/stats.h"
 #include "sim/units.h"
 #include "sim/vcd.h"
@@ -156,11 +157,8 @@ std::map<std::string, std::vector<tracer::change>> tracer::signal_changes() cons
 }
 
 bool tracer::write_vcd(const std::string& path, std::string& problem) const {
-    std::ofstream f(path);
-    if (!f) {
-        problem = "cannot write " + path;
-        return false;
-    }
+    output_file out(path);
+    std::ostream& f = out.stream();
     std::map<std::string, std::vector<vcd_change>> signals;
     for (const auto& [name, changes] : signal_changes()) {
         auto& v = signals[name];
@@ -168,7 +166,7 @@ bool tracer::write_vcd(const std::string& path, std::string& problem) const {
     }
     const uint64_t now = to_ps(sc_core::sc_time_stamp());
     ::hcasim::write_vcd(f, signals, m_from_ps, std::min(m_to_ps, std::max(now, m_from_ps)));
-    return static_cast<bool>(f);
+    return out.commit(problem);
 }
 
 namespace {
@@ -185,11 +183,8 @@ std::string json_str(const std::string& s) { return json(s).dump(); }
 }  // namespace
 
 bool tracer::write_trace(const std::string& path, std::string& problem) const {
-    std::ofstream f(path);
-    if (!f) {
-        problem = "cannot write " + path;
-        return false;
-    }
+    output_file file(path);
+    std::ostream& f = file.stream();
     // Processes: the first name component (node, or "fabric"); threads: the unit within it, one
     // lane per set of overlapping spans (a thread's slices must nest).
     std::map<std::string, int> pids;
@@ -322,7 +317,7 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
         }
     }
     f << "\n]}\n";
-    return static_cast<bool>(f);
+    return file.commit(problem);
 }
 
 }  // namespace hcasim

@@ -124,6 +124,16 @@ const std::vector<bad_case>& bad_cases() {
           "(hca.port.mtu of \"a\" and \"b\") (expected a size of at most 2048 over UD)",
           "/workloads/3/connection: unknown value \"XRC\", did you mean \"RC\"? (expected one of "
           "RC, UC, UD)"}},
+        {"deep_nesting.json",
+         {"/: arrays and objects nested deeper than 256 levels at line 3, column 270 (expected at most "
+          "256 levels of nesting)"}},
+        {"number_out_of_range.json",
+         {"/seed: number 1e400 is out of range (expected a number of magnitude below 1.8e308)"}},
+        {"repeated_key.json",
+         {"/workloads/0/iters: duplicate key \"iters\" (expected each key once in an object)"}},
+        {"name_not_a_folder.json",
+         {"/name: cannot read \"../../x\" as a folder name (expected a name without '/', not . or "
+          ".., at most 255 bytes)"}},
     };
     return cases;
 }

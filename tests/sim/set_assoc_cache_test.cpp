@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <list>
 #include <map>
 #include <random>
@@ -187,4 +188,20 @@ TEST(set_assoc_cache, strided_keys_spread_over_sets) {
     uint64_t resident = 0;
     for (uint64_t i = 0; i < 32; ++i) resident += c.peek(i * 4096) != nullptr;
     EXPECT_GE(resident, 16u) << "page-strided keys do not all collide in one set";
+}
+
+TEST(set_assoc_cache, a_huge_cache_behaves_as_declared_and_stores_only_what_it_holds) {
+    // 16 M entries of 3 ways (sets not a multiple of the storage chunk): the same LRU behaviour as
+    // a small cache, while storage comes as lines are filled.
+    set_assoc_cache<std::array<uint64_t, 4>> c(1 << 24, 3);
+    EXPECT_EQ(c.sets(), (1u << 24) / 3);
+    for (uint64_t k = 0; k < 5000; ++k) EXPECT_FALSE(c.insert(k * 977, {k}).has_value()) << k;
+    for (uint64_t k = 0; k < 5000; ++k) {
+        auto* v = c.lookup(k * 977);
+        ASSERT_NE(v, nullptr) << k;
+        EXPECT_EQ((*v)[0], k);
+    }
+    EXPECT_EQ(c.peek(1), nullptr);
+    EXPECT_EQ(c.invalidate_if([](uint64_t k, const auto&) { return k % 2 == 0; }), 2500u);
+    run_against_reference(3 * 1000, 3, 5000, 5);
 }
