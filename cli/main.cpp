@@ -68,10 +68,11 @@ const char* k_run_usage =
     "  --debug TOPICS       log topics, comma-separated: QP,WQE,DMA,PCIE,TPT,HOST,PORT,CQ,ALL\n";
 
 const char* k_check_usage =
-    "usage: hcasim check FILE.json\n"
+    "usage: hcasim check FILE.json [--set PATH=VALUE]...\n"
     "\n"
     "Validates a scenario, or a sweep file (one with \"base\" and \"axes\"), and runs nothing.\n"
-    "Prints \"FILE: ok\" and exits 0, or one line per problem and exits 2.\n";
+    "Prints \"FILE: ok\" and exits 0, or one line per problem and exits 2.\n"
+    "  --set PATH=VALUE     change the scenario before it is checked, as run does (repeatable)\n";
 
 const char* k_schema_usage =
     "usage: hcasim schema\n"
@@ -223,8 +224,16 @@ int cmd_check(const std::vector<std::string>& args) {
         std::cout << k_check_usage;
         return k_ok;
     }
-    std::string file;
-    for (const auto& a : args) {
+    std::string file, problem;
+    std::vector<std::string> sets;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        std::string value;
+        if (matches_option(a, "--set")) {
+            if (!option_value(args, i, "--set", value, problem)) return bad_usage("check", problem);
+            sets.push_back(value);
+            continue;
+        }
         if (a.size() > 1 && a[0] == '-') return bad_usage("check", "unknown option " + a);
         if (!file.empty())
             return bad_usage("check", "more than one file (" + file + ", " + a + ")");
@@ -236,11 +245,12 @@ int cmd_check(const std::vector<std::string>& args) {
     if (!read_json_file(file, doc, d)) return print_problems(d);
     bool ok;
     if (is_sweep_document(doc)) {
+        if (!sets.empty()) return bad_usage("check", "--set changes a scenario; a sweep takes it with `hcasim sweep`");
         sweep_spec sw;
         ok = load_sweep_json(file, doc, sw, d);
     } else {
         scenario s;
-        ok = load_scenario_json(file, doc, s, d);
+        ok = sets.empty() ? load_scenario_json(file, doc, s, d) : load_scenario(file, sets, s, d);
     }
     if (!ok) return print_problems(d);
     std::cout << file << ": ok\n";

@@ -165,6 +165,13 @@ TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
         invalid("sweep_base.json") +
             ": /defaults/hca/qpc_cache/entries: cannot read \"lots\" (expected an integer)"};
     EXPECT_EQ(r.err_lines(), want);
+    // check takes the same --set and reports the same problems, running nothing.
+    auto c = run_hcasim("check '" + invalid("sweep_base.json") +
+                        "' --set workloads.4.size=1 --set defaults.hca.qpc_cache.entries=lots");
+    EXPECT_EQ(c.code, 2);
+    EXPECT_EQ(c.err_lines(), want);
+    EXPECT_EQ(run_hcasim("check '" + invalid("sweep_base.json") + "' --set workloads.0.size=4096").code, 0)
+        << "a good --set checks fine";
 }
 
 TEST_F(cli, check_validates_sweeps) {
