@@ -21,6 +21,12 @@ namespace hcasim {
 
 namespace {
 
+// Whether a workload asks for UD (a `connection` of another type is reported by the shape check).
+bool over_ud(const json& w) {
+    auto c = w.find("connection");
+    return c != w.end() && c->is_string() && c->get<std::string>() == "UD";
+}
+
 const std::vector<std::string> k_top_keys = {"name",    "description", "seed",  "defaults", "nodes", "fabric",
                                              "program", "workloads",   "trace", "stop",     "expect"};
 const std::vector<std::string> k_step_keys = {"node", "op", "process", "expect", "save"};
@@ -466,7 +472,7 @@ void checker::load_workloads(json& doc) {
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
                       "two different nodes");
-        if (m_d.lines().size() == before && conn && w.value("connection", "") == "UD")
+        if (m_d.lines().size() == before && conn && over_ud(w))
             fit_ud_size(w, p, size_given);
         if (decl->shape.find("inline_size")) check_posting(w, p, decl->name);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
@@ -493,7 +499,7 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
     if (one_sided_read && u64("inline_size", 0) > 0)
         m_d.error(pointer_join(p, "inline_size"), "inline data with " + type + " (perftest: inline is for writes and sends only)",
                   "no inline_size, or 0");
-    if (w.value("connection", "") == "UD" && u64("inline_size", 0) > 884)
+    if (over_ud(w) && u64("inline_size", 0) > 884)
         m_d.error(pointer_join(p, "inline_size"), std::to_string(u64("inline_size", 0)) + " over UD",
                   "at most 884 (perftest's MAX_INLINE_UD)");
     if (lat && w.contains("post_list") && u64("post_list", 1) != 1)

@@ -115,6 +115,8 @@ const std::vector<bad_case>& bad_cases() {
           "/program/1/length: cannot read \"4XiB\" (expected a size in bytes, e.g. 4096 or "
           "\"4KiB\")",
           "/workloads/0/iters: value 0 out of range (expected an integer in [1, 1000000000000])"}},
+        {"connection_not_a_string.json",
+         {"/workloads/0/connection: wrong type number (expected one of RC, UC, UD)"}},
         {"bad_connection.json",
          {"/workloads/0/connection: ib_read_bw does not run over UD (perftest -c: UD for send "
           "tests, UC for write and send tests) (expected one of RC)",
