@@ -60,10 +60,16 @@ field_decl integer(std::string key, double lo, double hi, bool required, std::st
     return d;
 }
 
-// The RC reliability attributes of modify_qp and connect (ibv_qp_attr); the verb refuses values
-// beyond their fields with EINVAL.
-std::vector<field_decl> reliability_fields() {
-    return {integer("timeout", 0, 255, false,
+// The RC attributes of modify_qp and connect (ibv_qp_attr); the verb refuses values beyond the
+// device's limits or their fields with EINVAL.
+std::vector<field_decl> qp_attribute_fields() {
+    return {integer("max_rd_atomic", 0, 255, false,
+                    "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD); "
+                    "mlx5 default 16; more than the device's max_qp_init_rd_atom: EINVAL"),
+            integer("max_dest_rd_atomic", 0, 255, false,
+                    "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD); "
+                    "mlx5 default 16; more than the device's max_qp_rd_atom: EINVAL"),
+            integer("timeout", 0, 255, false,
                     "RC: transport timer 4.096 us x 2^timeout (0..31, 0 = infinite; set on RTR -> RTS); default 14 (perftest)"),
             integer("retry_cnt", 0, 255, false,
                     "RC: resends after timeouts and PSN sequence NAKs before RETRY_EXC_ERR (0..7; RTR -> RTS); default 7"),
@@ -356,14 +362,8 @@ std::vector<op_decl> build_ops() {
 
     s = {};
     s.fields = {list("qps", ref("", resource_kind::qp, true, "a QP (\"a.qp0\")"), true,
-                     "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2),
-                integer("max_rd_atomic", 0, 255, false,
-                        "RDMA READs and atomics each QP may have outstanding as requester (initiator depth, ORD); mlx5 default 16; "
-                        "more than the device's max_qp_init_rd_atom: EINVAL"),
-                integer("max_dest_rd_atomic", 0, 255, false,
-                        "RDMA READs and atomics each QP accepts outstanding as responder (responder resources, IRD); mlx5 default 16; "
-                        "more than the device's max_qp_rd_atom: EINVAL")};
-    for (const field_decl& f : reliability_fields()) s.fields.push_back(f);
+                     "the two QPs to connect, brought through INIT and RTR to RTS", 2, 2)};
+    for (const field_decl& f : qp_attribute_fields()) s.fields.push_back(f);
     add("connect", "connect two RC or UC QPs (RESET/INIT -> RTS on both); UD QPs use modify_qp", s);
 
     s = {};
@@ -371,14 +371,8 @@ std::vector<op_decl> build_ops() {
         ref("qp", resource_kind::qp, true, "queue pair"),
         choice("state", qp_state_names(), true, "target state"),
         opt("qkey", field_kind::u64,
-            "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)"),
-        integer("max_rd_atomic", 0, 255, false,
-                "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD); "
-                "more than max_qp_init_rd_atom: EINVAL"),
-        integer("max_dest_rd_atomic", 0, 255, false,
-                "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD); "
-                "more than max_qp_rd_atom: EINVAL")};
-    for (const field_decl& f : reliability_fields()) s.fields.push_back(f);
+            "UD only: the Q_Key incoming datagrams must carry (required on RESET -> INIT)")};
+    for (const field_decl& f : qp_attribute_fields()) s.fields.push_back(f);
     add("modify_qp",
         "move a QP to a state (ibv_modify_qp); a UD QP goes INIT (with qkey), RTR, RTS", s);
 

@@ -270,7 +270,7 @@ void drain(side& s) {
 bool data_landed(const params& p, side& client, side& server, const std::vector<uint64_t>& last_offset) {
     // Writes and reads through a buffer in order: every slot written, each byte checked (an mr_size
     // of 1 GiB in 64 KiB messages checks the whole GiB); otherwise the last message's bytes.
-    const uint64_t slots = std::max<uint64_t>(1, p.mr_size / std::max<uint64_t>(1, p.size));
+    const uint64_t slots = message_slots(p);
     const bool every_slot = !p.random && !is_send(p.type) && !is_atomic(p.type);
     for (uint64_t q = 0; q < p.qps; ++q) {
         std::vector<uint8_t> a, b;

@@ -45,6 +45,7 @@ port::port(sc_core::sc_module_name name, const port_config& cfg)
 void port::attach(ib_link& link, int end) {
     m_link = &link;
     m_end = end;
+    m_lookahead = link.wire_time(link.mtu());
     link.attach(end, [this](ib_message_ptr msg) { receive(std::move(msg)); });
 }
 

@@ -51,7 +51,7 @@ public:
     // How far ahead of the wire the port takes messages: the time of one MTU-sized packet. A
     // sender holds further messages until `tx_free_at()` is that close (so what it has handed over
     // is what is leaving, and going back on a NAK resends only that).
-    sc_core::sc_time tx_lookahead() const { return m_link ? m_link->wire_time(mtu()) : sc_core::SC_ZERO_TIME; }
+    const sc_core::sc_time& tx_lookahead() const { return m_lookahead; }
     // When the last packet handed to the port has left.
     sc_core::sc_time tx_free_at() const { return m_link ? m_link->free_at(m_end) : sc_core::SC_ZERO_TIME; }
 
@@ -60,6 +60,7 @@ private:
 
     port_config m_cfg;
     ib_link* m_link = nullptr;
+    sc_core::sc_time m_lookahead = sc_core::SC_ZERO_TIME;  // one MTU packet's wire time, set by attach
     int m_end = 0;
     stats_group m_stats;
     uint64_t& m_tx_messages;

@@ -417,9 +417,10 @@ void requester::drain(uint32_t qpn) {
             }
             ++reads;
         }
-        if (m_port.tx_free_at() > now + m_port.tx_lookahead()) {
+        const sc_core::sc_time port_free = m_port.tx_free_at();
+        if (port_free > now + m_port.tx_lookahead()) {
             // The port has enough to send: hand it more when it is that close to done.
-            const sc_core::sc_time when = m_port.tx_free_at() - m_port.tx_lookahead();
+            const sc_core::sc_time when = port_free - m_port.tx_lookahead();
             if (sq.drain_at <= now || when < sq.drain_at) {
                 sq.drain_at = when;
                 m_queue.at(when, [this, qpn] { drain(qpn); });
@@ -442,8 +443,9 @@ void requester::drain(uint32_t qpn) {
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
         s->sent_at = left;
-        if (sq.type == qp_type::rc) arm_timer(qpn);
-        if (sq.type != qp_type::rc) {
+        if (sq.type == qp_type::rc) {
+            arm_timer(qpn);
+        } else {
             // Unreliable: done once its last packet has left on the wire (not when it is queued
             // at the port: a deep send queue would otherwise complete faster than the link).
             m_queue.at(std::max(left, now), [this, qpn, s] {
@@ -527,27 +529,35 @@ requester::slot_ptr requester::sent_slot(uint32_t qpn, uint32_t psn) {
 
 bool requester::acknowledge(uint32_t qpn, uint32_t psn, bool inclusive) {
     sq_state& sq = m_sq[qpn];
-    const std::vector<slot_ptr> slots(sq.window.begin(), sq.window.end());  // completing retires
-    for (const slot_ptr& c : slots) {
+    // Find what the answer acknowledges first: completing retires slots from the window.
+    m_acked.clear();
+    slot_ptr lost;
+    for (const slot_ptr& c : sq.window) {
         if (c->stage == wqe_stage::completed || c->stage == wqe_stage::responded) continue;
         // A message rewound for resending was sent before: a late acknowledgement still counts.
         if (c->stage != wqe_stage::sent && !c->resend) break;
         if (c->psns == 0) continue;
         if (!(psn_before(c->last_psn(), psn) || (inclusive && c->last_psn() == psn))) break;
         if (awaits_response(c->w.opcode)) {
-            // Acknowledged past a READ or atomic whose response never came: it was lost. Once
-            // the requester went back, answers to the first attempt are ignored until progress.
-            if (!sq.retrying) {
-                ++m_implied_naks;
-                retry(qpn, c);
-            }
-            return false;
+            lost = c;
+            break;
         }
+        m_acked.push_back(c);
+    }
+    if (!m_acked.empty()) {
         sq.retries = sq.rnr_tries = 0;
         sq.retrying = false;
-        complete(qpn, c, wc_status::success);
     }
-    return true;
+    // A successful completion sends nothing, so this loop does not come back here.
+    for (const slot_ptr& c : m_acked) complete(qpn, c, wc_status::success);
+    if (!lost) return true;
+    // Acknowledged past a READ or atomic whose response never came: it was lost. Once the
+    // requester went back, answers to the first attempt are ignored until progress.
+    if (!sq.retrying) {
+        ++m_implied_naks;
+        retry(qpn, lost);
+    }
+    return false;
 }
 
 void requester::rewind(uint32_t qpn, const slot_ptr& from, const sc_core::sc_time& delay) {

@@ -170,6 +170,7 @@ private:
     serial_resource m_pipeline;
     callback_queue m_queue;
     std::unordered_map<uint32_t, sq_state> m_sq;
+    std::vector<slot_ptr> m_acked;  // acknowledge()'s scratch list, kept to reuse its storage
     stats_group m_stats;
     uint64_t& m_wqes;
     uint64_t& m_bytes;
