@@ -50,7 +50,8 @@ const char* k_usage =
 
 const char* k_run_usage =
     "usage: hcasim run SCENARIO.json [-o OUTDIR] [--set KEY=VALUE]... [--vcd] [--trace] [--quiet]\n"
-    "                  [--progress] [--trace-units LIST] [--trace-window A:B] [--log UNIT=LEVEL]... [--debug TOPICS]\n"
+    "                  [--progress] [--trace-units LIST] [--trace-window A:B] [--log "
+    "UNIT=LEVEL]... [--debug TOPICS]\n"
     "\n"
     "  -o, --out DIR        output folder (default: out/<scenario name>/)\n"
     "  --set KEY=VALUE      override a scenario value by dotted path, e.g.\n"
@@ -60,7 +61,8 @@ const char* k_run_usage =
     "  --trace              write trace.json (Chrome Trace Event format, Perfetto UI)\n"
     "  --trace-units LIST   only these units in waves.vcd and trace.json: name prefixes,\n"
     "                       comma-separated, e.g. a.hca,b.hca.tpt\n"
-    "  --trace-window A:B   only simulated time A to B in waves.vcd and trace.json, e.g. 10us:50us\n"
+    "  --trace-window A:B   only simulated time A to B in waves.vcd and trace.json, e.g. "
+    "10us:50us\n"
     "  --quiet              no summary on stdout, no progress line on stderr\n"
     "  --progress           the progress line on stderr (simulated time, WQEs, rate) even when\n"
     "                       stderr is not a terminal or with --quiet (default: on a terminal)\n"
@@ -184,13 +186,19 @@ int cmd_run(const std::vector<std::string>& args) {
                 log_ok = false;
             }
         } else if (matches_option(a, "--trace-units")) {
-            if (!option_value(args, i, "--trace-units", value, problem)) return bad_usage("run", problem);
+            if (!option_value(args, i, "--trace-units", value, problem))
+                return bad_usage("run", problem);
             if (!tracer::instance().set_units(value))
-                return bad_usage("run", "--trace-units: bad list \"" + value + "\" (expected unit name prefixes, e.g. a.hca,b.hca.tpt)");
+                return bad_usage("run",
+                                 "--trace-units: bad list \"" + value +
+                                     "\" (expected unit name prefixes, e.g. a.hca,b.hca.tpt)");
         } else if (matches_option(a, "--trace-window")) {
-            if (!option_value(args, i, "--trace-window", value, problem)) return bad_usage("run", problem);
+            if (!option_value(args, i, "--trace-window", value, problem))
+                return bad_usage("run", problem);
             if (!tracer::instance().set_window(value))
-                return bad_usage("run", "--trace-window: bad window \"" + value + "\" (expected FROM:TO in simulated time, e.g. 10us:50us)");
+                return bad_usage("run",
+                                 "--trace-window: bad window \"" + value +
+                                     "\" (expected FROM:TO in simulated time, e.g. 10us:50us)");
         } else if (a == "--vcd") {
             opts.vcd = true;
         } else if (a == "--trace") {
@@ -245,7 +253,9 @@ int cmd_check(const std::vector<std::string>& args) {
     if (!read_json_file(file, doc, d)) return print_problems(d);
     bool ok;
     if (is_sweep_document(doc)) {
-        if (!sets.empty()) return bad_usage("check", "--set changes a scenario; a sweep takes it with `hcasim sweep`");
+        if (!sets.empty())
+            return bad_usage("check",
+                             "--set changes a scenario; a sweep takes it with `hcasim sweep`");
         sweep_spec sw;
         ok = load_sweep_json(file, doc, sw, d);
     } else {
@@ -404,7 +414,8 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
-// Hidden: prints docs/stats.md from the stats declarations (`hcasim stats-reference > docs/stats.md`).
+// Hidden: prints docs/stats.md from the stats declarations (`hcasim stats-reference >
+// docs/stats.md`).
 int cmd_stats_reference(const std::vector<std::string>& args) {
     if (!args.empty()) return bad_usage("stats-reference", "unexpected argument " + args.front());
     std::cout << stats_reference_markdown();
@@ -427,12 +438,9 @@ int dispatch(const std::vector<std::string>& args) {
         return k_ok;
     }
     const std::vector<std::pair<std::string, std::function<int(const std::vector<std::string>&)>>>
-        commands = {{"run", cmd_run},
-                    {"check", cmd_check},
-                    {"schema", cmd_schema},
-                    {"sweep", cmd_sweep},
-                    {"plot", cmd_plot},
-                    {"stats-reference", cmd_stats_reference}};
+        commands = {{"run", cmd_run},       {"check", cmd_check},
+                    {"schema", cmd_schema}, {"sweep", cmd_sweep},
+                    {"plot", cmd_plot},     {"stats-reference", cmd_stats_reference}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);

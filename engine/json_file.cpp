@@ -80,7 +80,8 @@ class bounded_builder {
     bool key(std::string& k) {
         frame& f = m_stack.back();
         if (!f.keys.insert(k).second) {
-            fail(pointer_join(here(), k), "duplicate key \"" + k + "\"", "each key once in an object");
+            fail(pointer_join(here(), k), "duplicate key \"" + k + "\"",
+                 "each key once in an object");
             return false;
         }
         f.key = std::move(k);
@@ -97,7 +98,8 @@ class bounded_builder {
         // `position` counts from 1 and names the character that stopped the parser. When the
         // parser read on into whitespace, point at the end of the bad token instead.
         size_t at = std::min(position == 0 ? 0 : position - 1, m_text.size());
-        while (at > 0 && (at == m_text.size() || std::isspace(static_cast<unsigned char>(m_text[at]))))
+        while (at > 0 &&
+               (at == m_text.size() || std::isspace(static_cast<unsigned char>(m_text[at]))))
             --at;
         auto [line, col] = line_column(m_text, at);
         std::string reason = e.what();
@@ -135,7 +137,8 @@ class bounded_builder {
     std::string next_pointer() const {
         if (m_stack.empty()) return "/";
         const frame& f = m_stack.back();
-        return f.node->is_object() ? pointer_join(here(), f.key) : pointer_join(here(), f.node->size());
+        return f.node->is_object() ? pointer_join(here(), f.key)
+                                   : pointer_join(here(), f.node->size());
     }
 
     // Places `v` where the next value goes; returns where it landed.

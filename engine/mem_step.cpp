@@ -55,7 +55,8 @@ int write_mem_bytes(host& h, uint32_t pid, uint64_t va, const mem_source& src) {
     if (!h.mapped(pid, va, src.length)) return EFAULT;
     std::vector<uint8_t> chunk;
     for (uint64_t done = 0; done < src.length; done += chunk.size()) {
-        if (int err = source_bytes(src, done, std::min(k_mem_chunk, src.length - done), chunk)) return err;
+        if (int err = source_bytes(src, done, std::min(k_mem_chunk, src.length - done), chunk))
+            return err;
         if (int err = h.write_mem(pid, va + done, chunk)) return err;
     }
     return 0;
@@ -85,7 +86,8 @@ int check_mem_bytes(host& h, uint32_t pid, uint64_t va, const mem_source& src, j
         if (int err = h.read_mem(pid, va + first, show, actual)) return err;
         done = first;
     }
-    const auto from = static_cast<std::ptrdiff_t>(first - done), to = from + static_cast<std::ptrdiff_t>(show);
+    const auto from = static_cast<std::ptrdiff_t>(first - done),
+               to = from + static_cast<std::ptrdiff_t>(show);
     fields["expected_bytes"] = to_hex({expected.begin() + from, expected.begin() + to});
     fields["actual_bytes"] = to_hex({actual.begin() + from, actual.begin() + to});
     return 0;

@@ -64,19 +64,25 @@ field_decl integer(std::string key, double lo, double hi, bool required, std::st
 // device's limits or their fields with EINVAL.
 std::vector<field_decl> qp_attribute_fields() {
     return {integer("max_rd_atomic", 0, 255, false,
-                    "RC: RDMA READs and atomics the QP may have outstanding as requester (initiator depth, ORD); "
+                    "RC: RDMA READs and atomics the QP may have outstanding as requester "
+                    "(initiator depth, ORD); "
                     "mlx5 default 16; more than the device's max_qp_init_rd_atom: EINVAL"),
             integer("max_dest_rd_atomic", 0, 255, false,
-                    "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder resources, IRD); "
+                    "RC: RDMA READs and atomics the QP accepts outstanding as responder (responder "
+                    "resources, IRD); "
                     "mlx5 default 16; more than the device's max_qp_rd_atom: EINVAL"),
             integer("timeout", 0, 255, false,
-                    "RC: transport timer 4.096 us x 2^timeout (0..31, 0 = infinite; set on RTR -> RTS); default 14 (perftest)"),
+                    "RC: transport timer 4.096 us x 2^timeout (0..31, 0 = infinite; set on RTR -> "
+                    "RTS); default 14 (perftest)"),
             integer("retry_cnt", 0, 255, false,
-                    "RC: resends after timeouts and PSN sequence NAKs before RETRY_EXC_ERR (0..7; RTR -> RTS); default 7"),
+                    "RC: resends after timeouts and PSN sequence NAKs before RETRY_EXC_ERR (0..7; "
+                    "RTR -> RTS); default 7"),
             integer("rnr_retry", 0, 255, false,
-                    "RC: resends after RNR NAKs before RNR_RETRY_EXC_ERR (0..7, 7 = without limit; RTR -> RTS); default 7"),
+                    "RC: resends after RNR NAKs before RNR_RETRY_EXC_ERR (0..7, 7 = without limit; "
+                    "RTR -> RTS); default 7"),
             integer("min_rnr_timer", 0, 255, false,
-                    "RC: the wait this QP's RNR NAKs ask for, IBA Table 45 code (0..31: 1 = 10 us, 12 = 640 us, 0 = 655 ms; "
+                    "RC: the wait this QP's RNR NAKs ask for, IBA Table 45 code (0..31: 1 = 10 us, "
+                    "12 = 640 us, 0 = 655 ms; "
                     "INIT -> RTR); default 12")};
 }
 
@@ -165,7 +171,8 @@ const field_shape& send_wr_shape() {
             opt("signaled", field_kind::flag, "generate a completion", true),
             opt("inline", field_kind::flag,
                 "IBV_SEND_INLINE: the CPU copies the SGEs' bytes into the WQE at post time (send "
-                "and RDMA write only, up to the QP's max_inline_data; no L_Key is checked)", false),
+                "and RDMA write only, up to the QP's max_inline_data; no L_Key is checked)",
+                false),
             ref("mw", resource_kind::mw, false, "bind_mw: the type 2 window to bind"),
             ref("mr", resource_kind::mr, false, "bind_mw: the region the window binds to"),
             opt("offset", field_kind::size, "bind_mw: offset into the region"),
@@ -314,49 +321,58 @@ std::vector<op_decl> build_ops() {
     add("bind_mw", "bind a type 1 window (ibv_bind_mw); completes on the QP's send CQ", s);
 
     s = {};
-    s.fields = {define(resource_kind::cq, "CQ name"),
-                integer("depth", 0, 2147483647, false,
-                        "number of CQEs (ibv_create_cq's int cqe); 0 or more than the device's max_cqe: EINVAL",
-                        256)};
+    s.fields = {
+        define(resource_kind::cq, "CQ name"),
+        integer(
+            "depth", 0, 2147483647, false,
+            "number of CQEs (ibv_create_cq's int cqe); 0 or more than the device's max_cqe: EINVAL",
+            256)};
     add("create_cq", "create a completion queue (ibv_create_cq)", s);
     s = {};
     s.fields = {ref("cq", resource_kind::cq, true, "completion queue")};
     add("destroy_cq", "destroy a completion queue", s);
 
     s = {};
-    s.fields = {define(resource_kind::qp, "QP name"),
-                ref("pd", resource_kind::pd, true, "protection domain"),
-                choice("type", {"RC", "UC", "UD"}, false, "transport", "RC"),
-                ref("send_cq", resource_kind::cq, true, "CQ of the send queue"),
-                ref("recv_cq", resource_kind::cq, true, "CQ of the receive queue"),
-                integer("sq_depth", 0, 4294967295.0, false,
-                        "send queue WQEs (ibv_qp_cap.max_send_wr); more than the device's max_qp_wr: EINVAL", 128),
-                integer("rq_depth", 0, 4294967295.0, false,
-                        "receive queue WQEs (max_recv_wr); more than max_qp_wr: EINVAL", 128),
-                integer("max_send_sge", 0, 4294967295.0, false,
-                        "SGEs per send WQE; more than the device's max_sge: EINVAL", 1),
-                integer("max_recv_sge", 0, 4294967295.0, false,
-                        "SGEs per receive WQE; more than max_sge: EINVAL", 1),
-                integer("max_inline_data", 0, 4294967295.0, false,
-                        "largest IBV_SEND_INLINE payload (ibv_qp_cap.max_inline_data); the send WQE "
-                        "grows to hold it; more than the device's largest send WQE allows: EINVAL", 0),
-                access(false, "QP remote-access flags")};
+    s.fields = {
+        define(resource_kind::qp, "QP name"),
+        ref("pd", resource_kind::pd, true, "protection domain"),
+        choice("type", {"RC", "UC", "UD"}, false, "transport", "RC"),
+        ref("send_cq", resource_kind::cq, true, "CQ of the send queue"),
+        ref("recv_cq", resource_kind::cq, true, "CQ of the receive queue"),
+        integer(
+            "sq_depth", 0, 4294967295.0, false,
+            "send queue WQEs (ibv_qp_cap.max_send_wr); more than the device's max_qp_wr: EINVAL",
+            128),
+        integer("rq_depth", 0, 4294967295.0, false,
+                "receive queue WQEs (max_recv_wr); more than max_qp_wr: EINVAL", 128),
+        integer("max_send_sge", 0, 4294967295.0, false,
+                "SGEs per send WQE; more than the device's max_sge: EINVAL", 1),
+        integer("max_recv_sge", 0, 4294967295.0, false,
+                "SGEs per receive WQE; more than max_sge: EINVAL", 1),
+        integer("max_inline_data", 0, 4294967295.0, false,
+                "largest IBV_SEND_INLINE payload (ibv_qp_cap.max_inline_data); the send WQE "
+                "grows to hold it; more than the device's largest send WQE allows: EINVAL",
+                0),
+        access(false, "QP remote-access flags")};
     add("create_qp", "create a queue pair (ibv_create_qp)", s);
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair")};
     add("destroy_qp", "destroy a queue pair", s);
     add("query_qp",
-        "report a QP's state and attributes (ibv_query_qp): state, type, qpn, dest_qp_num, dlid, qkey, "
+        "report a QP's state and attributes (ibv_query_qp): state, type, qpn, dest_qp_num, dlid, "
+        "qkey, "
         "max_rd_atomic, max_dest_rd_atomic, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, "
         "max_inline_data, pd, access",
         s);
     s = {};
     add("query_device",
-        "report the device's attributes (ibv_query_device): max_qp, max_qp_wr, max_sge, max_cq, max_cqe, "
+        "report the device's attributes (ibv_query_device): max_qp, max_qp_wr, max_sge, max_cq, "
+        "max_cqe, "
         "max_mr, max_mw, max_pd, max_qp_rd_atom, max_qp_init_rd_atom, max_mr_size, ...",
         s);
     add("query_port",
-        "report the port's attributes (ibv_query_port): state, max_mtu, active_mtu, lid, lmc, sm_lid, "
+        "report the port's attributes (ibv_query_port): state, max_mtu, active_mtu, lid, lmc, "
+        "sm_lid, "
         "max_msg_sz, active_width, active_speed, gid_tbl_len, pkey_tbl_len",
         s);
 
@@ -398,7 +414,8 @@ std::vector<op_decl> build_ops() {
                 object("wr", send_wr_shape(), false, "the send work request"),
                 list("wrs", object("", send_wr_shape(), true, "a send work request"), false,
                      "a post list: the WRs are posted with one doorbell (ibv_post_send with a "
-                     "linked list)", 1, 4096)};
+                     "linked list)",
+                     1, 4096)};
     s.exactly_one = {{"wr", "wrs"}};
     add("post_send", "post a send-queue work request or a post list (ibv_post_send)", s);
     s = {};
@@ -471,9 +488,10 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
     if (connections.size() == 1)
         conn_desc += "; perftest runs this test over RC only";
     else if (std::find(connections.begin(), connections.end(), "UD") != connections.end())
-        conn_desc += "; over UD a message must fit the path MTU: a larger size is refused, the "
-                     "default size becomes the MTU and all_sizes stops at it (as perftest); the "
-                     "receive buffers get 40 bytes more for the GRH";
+        conn_desc +=
+            "; over UD a message must fit the path MTU: a larger size is refused, the "
+            "default size becomes the MTU and all_sizes stops at it (as perftest); the "
+            "receive buffers get 40 bytes more for the GRH";
     field_shape s;
     s.fields = {
         ref("client", resource_kind::node, true, "node running the client (requester)"),
@@ -496,10 +514,12 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 "atomics refuse it. perftest's MAX_INLINE is 912"),
         integer("post_list", 1, 65536, false,
                 "WRs per post_send call (--post_list; bandwidth tests, at most tx_depth): one "
-                "doorbell per list", 1),
+                "doorbell per list",
+                1),
         integer("threads", 1, 1024, false,
                 "posting threads of the client (bandwidth tests, at most qps): QP q is posted "
-                "and polled by thread q mod threads, each with its own CQ and CPU time", 1),
+                "and polled by thread q mod threads, each with its own CQ and CPU time",
+                1),
     };
     return s;
 }
@@ -516,16 +536,19 @@ std::vector<op_decl> build_workloads() {
         field_shape bw = perftest_shape(bw_size, conns), lat = perftest_shape(lat_size, conns);
         if (b == "read" || b == "atomic")
             for (field_shape* f : {&bw, &lat})
-                f->fields.push_back(integer("outs", 1, 16, false,
-                                            "outstanding RDMA READs/atomics per QP (-o): max_rd_atomic and "
-                                            "max_dest_rd_atomic of both QPs (perftest: \"Outstand reads : 16\")",
-                                            16));
+                f->fields.push_back(
+                    integer("outs", 1, 16, false,
+                            "outstanding RDMA READs/atomics per QP (-o): max_rd_atomic and "
+                            "max_dest_rd_atomic of both QPs (perftest: \"Outstand reads : 16\")",
+                            16));
         w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s", bw});
         w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s", lat});
     }
     field_shape s;
     s.fields = {ref("node", resource_kind::node, true, "node whose DMA engine moves the data"),
-                choice("op", {"read", "write", "write_read"}, true, "read from or write to host memory, or write then read the same bytes (each transfer a write and a read behind it)"),
+                choice("op", {"read", "write", "write_read"}, true,
+                       "read from or write to host memory, or write then read the same bytes (each "
+                       "transfer a write and a read behind it)"),
                 with_default(opt("size", field_kind::size, "bytes per transfer"), 65536),
                 integer("count", 1, 1e12, false, "transfers, back to back", 1000)};
     w.push_back({"dma", "the HCA's DMA engine alone: count transfers of size bytes", s});
@@ -617,41 +640,23 @@ const std::vector<std::string>& qp_state_names() {
 }
 
 const std::vector<std::string>& result_fields() {
-    static const std::vector<std::string> v = {"lkey",      "rkey",
-                                               "access",    "pd",
-                                               "va",        "length",
-                                               "iova",      "state",
-                                               "type",      "qpn",
-                                               "present",   "swapped",
-                                               "pfn",       "pin_count",
-                                               "key_index", "key_byte",
-                                               "status",    "opcode",
-                                               "byte_len",  "wr_id",
-                                               "imm",       "invalidated_rkey",
-                                               "qp_num",    "src_qp",
-                                               "count",     "cqn",
-                                               "raw",       "pages",
-                                               "sq_depth",  "rq_depth",
-                                               "reclaimed", "bound",
-                                               "match",     "first_difference",
-                                               "ah",        "dlid",
-                                               "slid",      "sl",
-                                               "grh",       "max_inline_data",
-                                               "posted",    "bad_wr",
-                                               "reason",
-                                               // query_qp
-                                               "dest_qp_num", "qkey", "max_rd_atomic", "max_dest_rd_atomic",
-                                               "max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge",
-                                               // query_device
-                                               "max_mr_size", "page_size_cap", "vendor_id", "vendor_part_id",
-                                               "hw_ver", "max_qp", "max_qp_wr", "max_sge", "max_sge_rd",
-                                               "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw", "max_ah",
-                                               "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom",
-                                               "max_srq", "max_pkeys", "local_ca_ack_delay", "phys_port_cnt",
-                                               "atomic_cap",
-                                               // query_port
-                                               "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz",
-                                               "active_width", "active_speed", "gid_tbl_len", "pkey_tbl_len"};
+    static const std::vector<std::string> v = {
+        "lkey", "rkey", "access", "pd", "va", "length", "iova", "state", "type", "qpn", "present",
+        "swapped", "pfn", "pin_count", "key_index", "key_byte", "status", "opcode", "byte_len",
+        "wr_id", "imm", "invalidated_rkey", "qp_num", "src_qp", "count", "cqn", "raw", "pages",
+        "sq_depth", "rq_depth", "reclaimed", "bound", "match", "first_difference", "ah", "dlid",
+        "slid", "sl", "grh", "max_inline_data", "posted", "bad_wr", "reason",
+        // query_qp
+        "dest_qp_num", "qkey", "max_rd_atomic", "max_dest_rd_atomic", "max_send_wr", "max_recv_wr",
+        "max_send_sge", "max_recv_sge",
+        // query_device
+        "max_mr_size", "page_size_cap", "vendor_id", "vendor_part_id", "hw_ver", "max_qp",
+        "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",
+        "max_ah", "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom", "max_srq",
+        "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap",
+        // query_port
+        "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz", "active_width",
+        "active_speed", "gid_tbl_len", "pkey_tbl_len"};
     return v;
 }
 

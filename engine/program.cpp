@@ -18,7 +18,8 @@ namespace {
 bool parse_state(const std::string& s, qp_state& out) {
     static const std::pair<const char*, qp_state> states[] = {
         {"RESET", qp_state::reset}, {"INIT", qp_state::init}, {"RTR", qp_state::rtr},
-        {"RTS", qp_state::rts},     {"SQD", qp_state::sqd},   {"SQE", qp_state::sqe}, {"ERR", qp_state::err}};
+        {"RTS", qp_state::rts},     {"SQD", qp_state::sqd},   {"SQE", qp_state::sqe},
+        {"ERR", qp_state::err}};
     for (const auto& [n, st] : states)
         if (s == n) {
             out = st;
@@ -80,7 +81,8 @@ void program_runner::run(const std::vector<step_spec>& steps) {
         h.clear_reason();
         execute(s, args, r);
         // Why the verb refused, as the driver says it ("post_send: 2 SGEs > max_send_sge 1").
-        if (r.err && !r.fields.contains("reason") && !h.last_reason().empty()) r.fields["reason"] = h.last_reason();
+        if (r.err && !r.fields.contains("reason") && !h.last_reason().empty())
+            r.fields["reason"] = h.last_reason();
         check(s, expect, r);
         if (s.save.is_object()) {
             for (auto it = s.save.begin(); it != s.save.end(); ++it) {
@@ -89,7 +91,8 @@ void program_runner::run(const std::vector<step_spec>& steps) {
                     m_vars[it.key()] = r.fields[field];
                 } else {
                     r.met = false;
-                    r.problems.push_back("cannot save \"" + field + "\": the step returned no such field");
+                    r.problems.push_back("cannot save \"" + field +
+                                         "\": the step returned no such field");
                 }
             }
         }
@@ -101,13 +104,16 @@ void program_runner::run(const std::vector<step_spec>& steps) {
     }
 }
 
-std::pair<std::string, std::string> program_runner::split_ref(const std::string& node, const std::string& ref) const {
+std::pair<std::string, std::string> program_runner::split_ref(const std::string& node,
+                                                              const std::string& ref) const {
     auto dot = ref.find('.');
-    if (dot != std::string::npos && m_world.has(ref.substr(0, dot))) return {ref.substr(0, dot), ref.substr(dot + 1)};
+    if (dot != std::string::npos && m_world.has(ref.substr(0, dot)))
+        return {ref.substr(0, dot), ref.substr(dot + 1)};
     return {node, ref};
 }
 
-uint64_t program_runner::address_of(const std::string& n, const json& a, step_result& r, uint32_t* pid) {
+uint64_t program_runner::address_of(const std::string& n, const json& a, step_result& r,
+                                    uint32_t* pid) {
     if (a.contains("buf")) {
         auto [bn, name] = split_ref(n, a["buf"].get<std::string>());
         auto& bufs = m_world.resources(bn).bufs;
@@ -118,7 +124,8 @@ uint64_t program_runner::address_of(const std::string& n, const json& a, step_re
         }
         if (pid) *pid = it->second.pid;
         const uint64_t offset = u64_or(a, "offset", 0);
-        if (offset > UINT64_MAX - it->second.va) r.err = EFAULT;  // past the top of the address space
+        if (offset > UINT64_MAX - it->second.va)
+            r.err = EFAULT;  // past the top of the address space
         return it->second.va + offset;
     }
     return u64_or(a, "va", 0);
@@ -281,7 +288,8 @@ void program_runner::op_mmap(const std::string& n, uint32_t pid, const json& a, 
     }
 }
 
-void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check) {
+void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r,
+                            bool check) {
     const std::string& n = s.node;
     uint32_t owner = pid;
     const uint64_t va = address_of(n, a, r, &owner);
@@ -312,7 +320,8 @@ void program_runner::op_mem(const step_spec& s, uint32_t pid, const json& a, ste
             r.err = EFAULT;
             return;
         }
-        src = mem_source::of_buffer(m_world.at(rn).host(), it->second.pid, it->second.va + offset, u64_or(ref, "length", 0));
+        src = mem_source::of_buffer(m_world.at(rn).host(), it->second.pid, it->second.va + offset,
+                                    u64_or(ref, "length", 0));
     }
     if (!check) {
         r.err = write_mem_bytes(h, owner, va, src);
@@ -394,8 +403,8 @@ mw_record* program_runner::find_mw(const std::string& n, const json& ref) {
     return find_ref(n, ref, &node_resources::mws);
 }
 
-bool program_runner::op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a,
-                                   step_result& r) {
+bool program_runner::op_protection(const std::string& op, const std::string& n, uint32_t pid,
+                                   const json& a, step_result& r) {
     host& h = m_world.at(n).host();
     node_resources& res = m_world.resources(n);
     auto pd_of = [&](const json& ref) -> uint32_t {
@@ -406,7 +415,8 @@ bool program_runner::op_protection(const std::string& op, const std::string& n, 
     if (op == "reg_phys_mr") {
         phys_mr_attr attr;
         attr.pd = pd_of(a["pd"]);
-        for (const auto& p : a.value("pages", json::array())) attr.pages.push_back(to_u64(p).value_or(0));
+        for (const auto& p : a.value("pages", json::array()))
+            attr.pages.push_back(to_u64(p).value_or(0));
         attr.page_size = u64_or(a, "page_size", 4096);
         attr.iova = u64_or(a, "iova", 0);
         attr.offset = u64_or(a, "offset", 0);
@@ -492,11 +502,12 @@ bool program_runner::op_protection(const std::string& op, const std::string& n, 
             r.err = EINVAL;
             return true;
         }
-        const uint64_t addr = a.contains("va") ? u64_or(a, "va", 0) : mr->info.iova + u64_or(a, "offset", 0);
+        const uint64_t addr =
+            a.contains("va") ? u64_or(a, "va", 0) : mr->info.iova + u64_or(a, "offset", 0);
         uint32_t rkey = 0;
-        r.err = h.bind_mw(mw->info.handle, qp->second.info.qpn, mr->info.handle, addr, u64_or(a, "length", 0),
-                          access_bits(a.value("access", json::array())), bool_or(a, "signaled", true),
-                          u64_or(a, "id", 0), rkey);
+        r.err = h.bind_mw(mw->info.handle, qp->second.info.qpn, mr->info.handle, addr,
+                          u64_or(a, "length", 0), access_bits(a.value("access", json::array())),
+                          bool_or(a, "signaled", true), u64_or(a, "id", 0), rkey);
         if (!r.err) {
             mw->info.rkey = rkey;
             mw->info.bound = u64_or(a, "length", 0) > 0;
@@ -510,7 +521,8 @@ bool program_runner::op_protection(const std::string& op, const std::string& n, 
     return true;
 }
 
-void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json& a, step_result& r) {
+void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json& a,
+                                  step_result& r) {
     host& h = m_world.at(n).host();
     node_resources& res = m_world.resources(n);
     qp_attr attr;
@@ -579,26 +591,29 @@ void program_runner::op_connect(const json& a, step_result& r) {
     }
     std::optional<uint32_t> ord, ird;
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
-    if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
+    if (a.contains("max_dest_rd_atomic"))
+        ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
     const qp_reliability rel = reliability_of(a);
     qp_reliability on_rtr, on_rts;  // as ibv_modify_qp's attribute masks
     on_rtr.min_rnr_timer = rel.min_rnr_timer;
-    on_rts.timeout = rel.timeout, on_rts.retry_cnt = rel.retry_cnt, on_rts.rnr_retry = rel.rnr_retry;
+    on_rts.timeout = rel.timeout, on_rts.retry_cnt = rel.retry_cnt,
+    on_rts.rnr_retry = rel.rnr_retry;
     // As ibv_modify_qp: responder resources on INIT -> RTR, initiator depth on RTR -> RTS.
     for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
         for (int i = 0; i < 2 && !r.err; ++i)
-            r.err = m_world.at(nodes[i]).host().modify_qp(q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid, std::nullopt,
-                                                          st == qp_state::rts ? ord : std::nullopt,
-                                                          st == qp_state::rtr ? ird : std::nullopt,
-                                                          st == qp_state::rtr   ? on_rtr
-                                                          : st == qp_state::rts ? on_rts
-                                                                                : qp_reliability{});
+            r.err = m_world.at(nodes[i]).host().modify_qp(
+                q[i]->info.qpn, st, q[i]->peer_qpn, q[i]->peer_lid, std::nullopt,
+                st == qp_state::rts ? ord : std::nullopt, st == qp_state::rtr ? ird : std::nullopt,
+                st == qp_state::rtr   ? on_rtr
+                : st == qp_state::rts ? on_rts
+                                      : qp_reliability{});
 }
 
 qp_reliability program_runner::reliability_of(const json& a) {
     qp_reliability rel;
-    for (auto [key, field] : {std::pair{"timeout", &rel.timeout}, std::pair{"retry_cnt", &rel.retry_cnt},
-                              std::pair{"rnr_retry", &rel.rnr_retry}, std::pair{"min_rnr_timer", &rel.min_rnr_timer}})
+    for (auto [key, field] :
+         {std::pair{"timeout", &rel.timeout}, std::pair{"retry_cnt", &rel.retry_cnt},
+          std::pair{"rnr_retry", &rel.rnr_retry}, std::pair{"min_rnr_timer", &rel.min_rnr_timer}})
         if (a.contains(key)) *field = static_cast<uint32_t>(u64_or(a, key, 0));
     return rel;
 }
@@ -615,7 +630,8 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
     if (a.contains("qkey")) qkey = static_cast<uint32_t>(u64_or(a, "qkey", 0));
     std::optional<uint32_t> ord, ird;
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
-    if (a.contains("max_dest_rd_atomic")) ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
+    if (a.contains("max_dest_rd_atomic"))
+        ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
     r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
                                            it->second.peer_lid, qkey, ord, ird, reliability_of(a));
     if (!r.err && qkey) it->second.qkey = *qkey;
@@ -658,7 +674,8 @@ void program_runner::op_address_handle(const std::string& op, const std::string&
     r.fields["dlid"] = attr.dlid;
 }
 
-bool program_runner::build_sges(const std::string& n, const json& list, std::vector<sge>& out, step_result& r) {
+bool program_runner::build_sges(const std::string& n, const json& list, std::vector<sge>& out,
+                                step_result& r) {
     for (const auto& e : list) {
         sge g;
         g.length = static_cast<uint32_t>(u64_or(e, "length", 0));
@@ -672,7 +689,8 @@ bool program_runner::build_sges(const std::string& n, const json& list, std::vec
             }
             g.lkey = it->second.info.lkey;
             g.addr = it->second.info.iova + u64_or(e, "offset", 0);
-            if (!e.contains("length")) g.length = static_cast<uint32_t>(it->second.info.length - u64_or(e, "offset", 0));
+            if (!e.contains("length"))
+                g.length = static_cast<uint32_t>(it->second.info.length - u64_or(e, "offset", 0));
         } else {
             g.lkey = static_cast<uint32_t>(u64_or(e, "lkey", 0));
             g.addr = u64_or(e, "addr", 0);
@@ -720,8 +738,10 @@ void program_runner::op_poll_cq(const std::string& n, const json& a, step_result
         return;
     }
     const int count = static_cast<int>(u64_or(a, "count", 1));
-    const uint64_t timeout_ps = a.contains("timeout") ? parse_time_ps(a["timeout"]).value_or(1000000000ULL) : 1000000000ULL;
-    std::vector<work_completion> got = m_world.at(n).host().wait_cq(it->second, count, ps_time(timeout_ps));
+    const uint64_t timeout_ps =
+        a.contains("timeout") ? parse_time_ps(a["timeout"]).value_or(1000000000ULL) : 1000000000ULL;
+    std::vector<work_completion> got =
+        m_world.at(n).host().wait_cq(it->second, count, ps_time(timeout_ps));
     for (const auto& wc : got) r.completions.push_back(completion_json(wc));
     if (!got.empty()) r.fields = r.completions.back();
     r.fields["count"] = got.size();
@@ -741,8 +761,9 @@ void program_runner::check(const step_spec& s, const json& expect, step_result& 
         r.problems.push_back(why);
     };
     const bool wants_error = e.contains("error");
-    const std::string because =
-        r.fields.contains("reason") && r.fields["reason"].is_string() ? ": " + r.fields["reason"].get<std::string>() : "";
+    const std::string because = r.fields.contains("reason") && r.fields["reason"].is_string()
+                                    ? ": " + r.fields["reason"].get<std::string>()
+                                    : "";
     // A PD expectation may name the PD, as every other PD reference does ("pd": "pd0").
     if (e.contains("pd") && e["pd"].is_string()) {
         auto [pn, pname] = split_ref(s.node, e["pd"].get<std::string>());
@@ -767,10 +788,11 @@ void program_runner::check(const step_spec& s, const json& expect, step_result& 
             for (auto it = e.begin(); it != e.end(); ++it) {
                 if (it.key() == "ok" || it.key() == "error" || it.key() == "count") continue;
                 if (!c.contains(it.key())) {
-                    fail("completion has no field \"" + it.key() + "\" (expected " + it.value().dump() + ")");
+                    fail("completion has no field \"" + it.key() + "\" (expected " +
+                         it.value().dump() + ")");
                 } else if (!matches(c[it.key()], it.value())) {
-                    fail("completion wr_id " + c["wr_id"].dump() + ": " + it.key() + " is " + c[it.key()].dump() +
-                         ", expected " + it.value().dump());
+                    fail("completion wr_id " + c["wr_id"].dump() + ": " + it.key() + " is " +
+                         c[it.key()].dump() + ", expected " + it.value().dump());
                 }
             }
         if (e.contains("count") && !matches(r.fields["count"], e["count"]))
@@ -780,10 +802,12 @@ void program_runner::check(const step_spec& s, const json& expect, step_result& 
     if (s.op == "check_mem") {
         const json want = e.contains("match") ? e["match"] : json(true);
         if (!r.err && !matches(r.fields.value("match", json(false)), want)) {
-            std::string why = want == true ? "memory differs" : "memory matches, expected a difference";
+            std::string why =
+                want == true ? "memory differs" : "memory matches, expected a difference";
             if (r.fields.contains("first_difference"))
                 why += " at offset " + r.fields["first_difference"].dump() + ": expected " +
-                       r.fields["expected_bytes"].get<std::string>() + ", found " + r.fields["actual_bytes"].get<std::string>();
+                       r.fields["expected_bytes"].get<std::string>() + ", found " +
+                       r.fields["actual_bytes"].get<std::string>();
             fail(why);
         }
     }

@@ -28,7 +28,7 @@ struct step_result {
 };
 
 class program_runner {
-public:
+  public:
     // `stats_now` returns the stats document as it stands (for check_stats).
     program_runner(world& w, std::function<json()> stats_now);
 
@@ -37,13 +37,15 @@ public:
     const std::vector<step_result>& results() const { return m_results; }
     bool all_met() const;
 
-private:
+  private:
     void execute(const step_spec& s, const json& args, step_result& r);
     void check(const step_spec& s, const json& expect, step_result& r);
 
     // Reference resolution: "name" on the step's node, or "node.name".
-    std::pair<std::string, std::string> split_ref(const std::string& node, const std::string& ref) const;
-    uint64_t address_of(const std::string& node, const json& args, step_result& r, uint32_t* pid = nullptr);
+    std::pair<std::string, std::string> split_ref(const std::string& node,
+                                                  const std::string& ref) const;
+    uint64_t address_of(const std::string& node, const json& args, step_result& r,
+                        uint32_t* pid = nullptr);
 
     // A fixed time, or until stat assertions hold (polled).
     void op_wait(const json& a, step_result& r);
@@ -51,12 +53,14 @@ private:
     void op_mem(const step_spec& s, uint32_t pid, const json& a, step_result& r, bool check);
     void op_reg_mr(const std::string& n, uint32_t pid, const json& a, step_result& r);
     // Protection verbs beyond reg_mr: physical, shared and re-registered regions, windows.
-    bool op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a, step_result& r);
+    bool op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                       step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
     // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.
     template <class T>
-    T* find_ref(const std::string& n, const json& ref, std::map<std::string, T> node_resources::*which);
+    T* find_ref(const std::string& n, const json& ref,
+                std::map<std::string, T> node_resources::*which);
     mr_record* find_mr(const std::string& n, const json& ref);
     mw_record* find_mw(const std::string& n, const json& ref);
     // query_device, query_port, query_qp (program_query.cpp); false for other ops.
@@ -75,7 +79,8 @@ private:
     void op_poll_cq(const std::string& n, const json& a, step_result& r);
     // The UD fields of a send WR (ah, remote_qp or remote_qpn, remote_qkey).
     bool fill_datagram(const std::string& n, const json& w, send_wr& wr, step_result& r);
-    bool build_sges(const std::string& n, const json& list, std::vector<hca_if::sge>& out, step_result& r);
+    bool build_sges(const std::string& n, const json& list, std::vector<hca_if::sge>& out,
+                    step_result& r);
 
     world& m_world;
     std::function<json()> m_stats_now;

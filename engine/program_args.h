@@ -39,9 +39,12 @@ inline uint8_t access_bits(const json& list) {
 // Access bits as their names, as steps report them ("local_write", ...).
 inline json access_list(uint8_t bits) {
     static const std::pair<uint8_t, const char*> names[] = {
-        {hca_if::access::local_write, "local_write"}, {hca_if::access::remote_write, "remote_write"},
-        {hca_if::access::remote_read, "remote_read"}, {hca_if::access::remote_atomic, "remote_atomic"},
-        {hca_if::access::mw_bind, "mw_bind"},         {hca_if::access::zero_based, "zero_based"},
+        {hca_if::access::local_write, "local_write"},
+        {hca_if::access::remote_write, "remote_write"},
+        {hca_if::access::remote_read, "remote_read"},
+        {hca_if::access::remote_atomic, "remote_atomic"},
+        {hca_if::access::mw_bind, "mw_bind"},
+        {hca_if::access::zero_based, "zero_based"},
         {hca_if::access::on_demand, "on_demand"}};
     json out = json::array();
     for (const auto& [b, n] : names)

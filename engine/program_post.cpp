@@ -10,7 +10,8 @@ namespace hcasim {
 using namespace hca_if;
 using namespace program_args;
 
-bool program_runner::make_send_wr(const std::string& n, const json& w, send_wr& wr, step_result& r) {
+bool program_runner::make_send_wr(const std::string& n, const json& w, send_wr& wr,
+                                  step_result& r) {
     wr.wr_id = u64_or(w, "id", 0);
     if (!parse_opcode(str_or(w, "opcode", "send"), wr.opcode)) {
         r.err = EINVAL;
@@ -71,13 +72,16 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
         if (r.err != EINVAL || !wr.inline_data) return;
         uint64_t total = 0;
         for (const auto& g : wr.sges) total += g.length;
-        const bool ok_op = wr.opcode == wqe_opcode::send || wr.opcode == wqe_opcode::send_with_imm ||
-                           wr.opcode == wqe_opcode::send_with_inv || wr.opcode == wqe_opcode::rdma_write ||
-                           wr.opcode == wqe_opcode::rdma_write_with_imm;
+        const bool ok_op =
+            wr.opcode == wqe_opcode::send || wr.opcode == wqe_opcode::send_with_imm ||
+            wr.opcode == wqe_opcode::send_with_inv || wr.opcode == wqe_opcode::rdma_write ||
+            wr.opcode == wqe_opcode::rdma_write_with_imm;
         if (!ok_op)
-            r.fields["reason"] = std::string("IBV_SEND_INLINE with ") + to_string(wr.opcode) + " (send and RDMA write only)";
+            r.fields["reason"] = std::string("IBV_SEND_INLINE with ") + to_string(wr.opcode) +
+                                 " (send and RDMA write only)";
         else if (total > qp.max_inline_data)
-            r.fields["reason"] = "inline payload of " + std::to_string(total) + " bytes exceeds the QP's max_inline_data of " +
+            r.fields["reason"] = "inline payload of " + std::to_string(total) +
+                                 " bytes exceeds the QP's max_inline_data of " +
                                  std::to_string(qp.max_inline_data);
     };
     if (a.contains("wrs")) {
@@ -85,7 +89,8 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
         for (const json& w : a["wrs"]) {
             send_wr wr;
             if (!make_send_wr(n, w, wr, r)) return;
-            if (wr.opcode == wqe_opcode::bind_mw) {  // a type 2 bind needs its own step (program keys)
+            if (wr.opcode ==
+                wqe_opcode::bind_mw) {  // a type 2 bind needs its own step (program keys)
                 r.err = EINVAL;
                 r.fields["reason"] = "bind_mw in a post list (post it on its own)";
                 return;
@@ -112,10 +117,12 @@ void program_runner::op_post_send(const std::string& n, const json& a, step_resu
             r.err = EINVAL;
             return;
         }
-        const uint8_t kb = static_cast<uint8_t>(u64_or(w, "key_byte", (key_byte(mw->info.rkey) + 1) & 0xff));
+        const uint8_t kb =
+            static_cast<uint8_t>(u64_or(w, "key_byte", (key_byte(mw->info.rkey) + 1) & 0xff));
         wr.rkey = make_key(mw->info.handle, kb);
         wr.imm = mr->info.lkey;
-        wr.remote_addr = w.contains("va") ? u64_or(w, "va", 0) : mr->info.iova + u64_or(w, "offset", 0);
+        wr.remote_addr =
+            w.contains("va") ? u64_or(w, "va", 0) : mr->info.iova + u64_or(w, "offset", 0);
         wr.compare_add = u64_or(w, "length", 0);
         wr.swap = access_bits(w.value("access", json::array()));
         wr.signaled = bool_or(w, "signaled", true);

@@ -16,7 +16,7 @@ namespace {
 // ibv_port_attr.active_speed of the IB speed whose 4x data rate is nearest the port's rate
 // (SDR 8, DDR 16, QDR 32, FDR 54.5, EDR 100, HDR 200, NDR 400 Gb/s after line encoding).
 int ib_speed(double gbps) {
-    static const std::pair<double, int> speeds[] = {{8, 1},    {16, 2},    {32, 4},   {54.5, 16},
+    static const std::pair<double, int> speeds[] = {{8, 1},    {16, 2},   {32, 4},   {54.5, 16},
                                                     {100, 32}, {200, 64}, {400, 128}};
     int best = 1;
     double dist = 1e300;
@@ -30,7 +30,8 @@ int ib_speed(double gbps) {
 
 }  // namespace
 
-bool program_runner::op_query(const std::string& op, const std::string& n, const json& a, step_result& r) {
+bool program_runner::op_query(const std::string& op, const std::string& n, const json& a,
+                              step_result& r) {
     host& h = m_world.at(n).host();
     if (op == "query_device") {
         device_attr d;

@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <cstdio>
-#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <system_error>
 
 #include <systemc>
@@ -32,9 +32,10 @@ constexpr size_t k_stack = 16 << 20;
 // The one simulated thread that plays the scenario: program steps in order, then the workloads,
 // each in its own thread, then stops the simulation.
 class scenario_player : public sc_core::sc_module {
-public:
+  public:
     SC_HAS_PROCESS(scenario_player);
-    scenario_player(sc_core::sc_module_name name, world& w, const scenario& s, std::function<json()> stats_now)
+    scenario_player(sc_core::sc_module_name name, world& w, const scenario& s,
+                    std::function<json()> stats_now)
         : sc_core::sc_module(name), m_world(w), m_spec(s), m_program(w, std::move(stats_now)) {
         SC_THREAD(play);
         set_stack_size(k_stack);
@@ -44,12 +45,13 @@ public:
     const std::vector<json>& workloads() const { return m_workload_results; }
     bool finished() const { return m_finished; }
 
-private:
+  private:
     // Workloads run one after another, each alone on the fabric, as perftest runs are made.
     void play() {
         m_program.run(m_spec.program);
         for (size_t i = 0; i < m_spec.workloads.size(); ++i)
-            m_workload_results.push_back(run_workload(m_world, m_spec.workloads[i], m_spec.seed + i));
+            m_workload_results.push_back(
+                run_workload(m_world, m_spec.workloads[i], m_spec.seed + i));
         finish();
     }
     void finish() {
@@ -69,7 +71,7 @@ private:
 // wall-clock time. The slice adapts so that one takes about a tenth of a second of wall time;
 // slicing does not change what the kernel does, only where it pauses (a test compares stats).
 class progress_run {
-public:
+  public:
     using clock = std::chrono::steady_clock;
 
     void run(std::optional<uint64_t> stop_ps) {
@@ -97,14 +99,15 @@ public:
         show(true);
     }
 
-private:
+  private:
     void show(bool last) {
         const auto now = clock::now();
         if (!last && now - m_shown < std::chrono::milliseconds(250)) return;
         const double wall = std::chrono::duration<double>(now - m_start).count();
         const uint64_t wqes = wqes_on_wire();
         char line[160];
-        std::snprintf(line, sizeof line, "simulated %.3f us, %llu WQEs on the wire, %.0f WQE/s, %.1f s",
+        std::snprintf(line, sizeof line,
+                      "simulated %.3f us, %llu WQEs on the wire, %.0f WQE/s, %.1f s",
                       static_cast<double>(to_ps(sc_core::sc_time_stamp())) / 1e6,
                       static_cast<unsigned long long>(wqes), wall > 0 ? wqes / wall : 0.0, wall);
         logger::instance().status(line);
@@ -134,7 +137,8 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::cerr << "hcasim run: " << problem << " (expected a folder hcasim can write, -o DIR)\n";
         return 2;
     }
-    for (const char* f : {"stats.json", "trace.json", "waves.vcd"}) std::remove((dir + "/" + f).c_str());
+    for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
+        std::remove((dir + "/" + f).c_str());
     tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
     auto snapshot = [&s] {
@@ -153,7 +157,8 @@ int run_scenario(const scenario& s, const run_options& opts) {
         sc_core::sc_start(ps_time(*s.stop_ps));
     else
         sc_core::sc_start();
-    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
     json stats = json::object();
     stats["hcasim_version"] = HCASIM_VERSION;
@@ -212,13 +217,15 @@ int run_scenario(const scenario& s, const run_options& opts) {
     if (!opts.quiet) {
         print_summary(stats, std::cout);
         std::cout << "stats: " << dir << "/stats.json\n";
-        if (opts.trace) std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
+        if (opts.trace)
+            std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
         if (opts.vcd) std::cout << "waves: " << dir << "/waves.vcd (GTKWave)\n";
     }
     if (!ok) {
         if (opts.quiet) print_summary(stats, std::cerr);
         if (!player.finished())
-            std::cerr << s.file << ": the scenario did not finish before " << (s.stop_ps ? "its stop time" : "the simulation ran out of events") << "\n";
+            std::cerr << s.file << ": the scenario did not finish before "
+                      << (s.stop_ps ? "its stop time" : "the simulation ran out of events") << "\n";
     }
     return ok ? 0 : 1;
 }

@@ -27,8 +27,9 @@ bool over_ud(const json& w) {
     return c != w.end() && c->is_string() && c->get<std::string>() == "UD";
 }
 
-const std::vector<std::string> k_top_keys = {"name",    "description", "seed",  "defaults", "nodes", "fabric",
-                                             "program", "workloads",   "trace", "stop",     "expect"};
+const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    "defaults",
+                                             "nodes", "fabric",      "program", "workloads",
+                                             "trace", "stop",        "expect"};
 const std::vector<std::string> k_step_keys = {"node", "op", "process", "expect", "save"};
 
 size_t edit_distance(const std::string& a, const std::string& b) {
@@ -150,7 +151,8 @@ void checker::run(json& doc) {
         if (!it->is_string())
             m_d.error(pointer_join("", key), type_problem(*it), "a string");
         else if (std::string(key) == "name" && !is_plain_name(it->get<std::string>()))
-            m_d.error("/name", "cannot read " + it->dump() + " as a folder name", "a name without '/', not . or .., at most 255 bytes");
+            m_d.error("/name", "cannot read " + it->dump() + " as a folder name",
+                      "a name without '/', not . or .., at most 255 bytes");
         else
             (std::string(key) == "name" ? m_s.name : m_s.description) = it->get<std::string>();
     }
@@ -164,7 +166,8 @@ void checker::run(json& doc) {
     if (auto it = doc.find("stop"); it != doc.end()) {
         auto v = parse_time_ps(*it);
         if (!v)
-            m_d.error("/stop", "cannot read " + it->dump(), "a time such as \"10ms\" (ps, ns, us, ms, s)");
+            m_d.error("/stop", "cannot read " + it->dump(),
+                      "a time such as \"10ms\" (ps, ns, us, ms, s)");
         else
             m_s.stop_ps = *v;
     }
@@ -223,7 +226,8 @@ void checker::load_nodes(json& doc) {
         node_config c = defaults;
         load_config(c, *n, p, m_d);
         // A node that changes nothing the rules relate answers to the defaults' check.
-        if (c.pcie.mps != defaults.pcie.mps || c.pcie.credits.posted_data != defaults.pcie.credits.posted_data)
+        if (c.pcie.mps != defaults.pcie.mps ||
+            c.pcie.credits.posted_data != defaults.pcie.credits.posted_data)
             check_node(c, p);
         m_s.nodes.emplace_back(n.key(), c);
     }
@@ -234,8 +238,8 @@ void checker::check_node(const node_config& c, const std::string& p) {
     const uint64_t pd = c.pcie.credits.posted_data;
     if (pd != 0 && pd * 16 < c.pcie.mps)
         m_d.error(p + "/pcie/credits/posted_data",
-                  std::to_string(pd) + " credits hold " + std::to_string(pd * 16) + " B, less than one " +
-                      std::to_string(c.pcie.mps) + " B TLP",
+                  std::to_string(pd) + " credits hold " + std::to_string(pd * 16) +
+                      " B, less than one " + std::to_string(c.pcie.mps) + " B TLP",
                   "0 (infinite) or at least pcie.mps / 16 = " + std::to_string(c.pcie.mps / 16) +
                       " (PCIe Base Spec §2.6.1)");
 }
@@ -472,8 +476,7 @@ void checker::load_workloads(json& doc) {
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
                       "two different nodes");
-        if (m_d.lines().size() == before && conn && over_ud(w))
-            fit_ud_size(w, p, size_given);
+        if (m_d.lines().size() == before && conn && over_ud(w)) fit_ud_size(w, p, size_given);
         if (decl->shape.find("inline_size")) check_posting(w, p, decl->name);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
@@ -497,24 +500,33 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
         return v != w.end() && v->is_number_unsigned() ? v->get<uint64_t>() : d;
     };
     if (one_sided_read && u64("inline_size", 0) > 0)
-        m_d.error(pointer_join(p, "inline_size"), "inline data with " + type + " (perftest: inline is for writes and sends only)",
+        m_d.error(pointer_join(p, "inline_size"),
+                  "inline data with " + type + " (perftest: inline is for writes and sends only)",
                   "no inline_size, or 0");
     if (over_ud(w) && u64("inline_size", 0) > 884)
-        m_d.error(pointer_join(p, "inline_size"), std::to_string(u64("inline_size", 0)) + " over UD",
+        m_d.error(pointer_join(p, "inline_size"),
+                  std::to_string(u64("inline_size", 0)) + " over UD",
                   "at most 884 (perftest's MAX_INLINE_UD)");
     if (lat && w.contains("post_list") && u64("post_list", 1) != 1)
-        m_d.error(pointer_join(p, "post_list"), "a post list in a latency test", "post_list in bandwidth tests only (perftest)");
+        m_d.error(pointer_join(p, "post_list"), "a post list in a latency test",
+                  "post_list in bandwidth tests only (perftest)");
     if (!lat && u64("post_list", 1) > u64("tx_depth", 128))
-        m_d.error(pointer_join(p, "post_list"), "post_list " + std::to_string(u64("post_list", 1)) + " above tx_depth " +
-                  std::to_string(u64("tx_depth", 128)), "post_list at most tx_depth (perftest)");
+        m_d.error(pointer_join(p, "post_list"),
+                  "post_list " + std::to_string(u64("post_list", 1)) + " above tx_depth " +
+                      std::to_string(u64("tx_depth", 128)),
+                  "post_list at most tx_depth (perftest)");
     if (lat && w.contains("threads") && u64("threads", 1) != 1)
-        m_d.error(pointer_join(p, "threads"), "posting threads in a latency test", "threads in bandwidth tests only");
+        m_d.error(pointer_join(p, "threads"), "posting threads in a latency test",
+                  "threads in bandwidth tests only");
     if (!lat && u64("threads", 1) > u64("qps", 1))
-        m_d.error(pointer_join(p, "threads"), std::to_string(u64("threads", 1)) + " threads for " +
-                  std::to_string(u64("qps", 1)) + " QPs", "at most one thread per QP (threads <= qps)");
+        m_d.error(pointer_join(p, "threads"),
+                  std::to_string(u64("threads", 1)) + " threads for " +
+                      std::to_string(u64("qps", 1)) + " QPs",
+                  "at most one thread per QP (threads <= qps)");
 }
 
-// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of client and server) and lowers its default size to it.
+// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of
+// client and server) and lowers its default size to it.
 void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
     const node_config* c = m_s.node(w["client"].get<std::string>());
     const node_config* s = m_s.node(w["server"].get<std::string>());
@@ -524,9 +536,10 @@ void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
     if (!size || *size <= mtu) return;
     if (size_given && !w.value("all_sizes", false))
         m_d.error(pointer_join(p, "size"),
-                  "a UD message of " + std::to_string(*size) + " bytes does not fit the path MTU of " +
-                      std::to_string(mtu) + " bytes (hca.port.mtu of " + w["client"].dump() +
-                      " and " + w["server"].dump() + ")",
+                  "a UD message of " + std::to_string(*size) +
+                      " bytes does not fit the path MTU of " + std::to_string(mtu) +
+                      " bytes (hca.port.mtu of " + w["client"].dump() + " and " +
+                      w["server"].dump() + ")",
                   "a size of at most " + std::to_string(mtu) + " over UD");
     else
         w["size"] = mtu;
@@ -651,9 +664,11 @@ void checker::check_value(const field_decl& f, json& v, const std::string& ptr) 
                 bad("a hex string of even length, e.g. \"0xdeadbeef\"");
             return;
         case field_kind::object: {
-            // An object that names its own node (check_mem's same_as) resolves its references there.
+            // An object that names its own node (check_mem's same_as) resolves its references
+            // there.
             const std::string outer = m_node;
-            if (v.is_object() && v.contains("node") && v["node"].is_string() && has_node(v["node"].get<std::string>()))
+            if (v.is_object() && v.contains("node") && v["node"].is_string() &&
+                has_node(v["node"].get<std::string>()))
                 m_node = v["node"].get<std::string>();
             check_shape(*f.shape, v, ptr, {});
             m_node = outer;
@@ -789,7 +804,8 @@ void checker::check_expected_value(const std::string& op, const std::string& key
         return;
     } else if (key == "access") {
         f.kind = field_kind::access;
-    } else if (key == "pd" && v.is_string() && is_identifier(v.get<std::string>().substr(v.get<std::string>().find('.') + 1))) {
+    } else if (key == "pd" && v.is_string() &&
+               is_identifier(v.get<std::string>().substr(v.get<std::string>().find('.') + 1))) {
         return;  // a PD's name ("pd0" or "b.pd0"), as every other PD reference
     } else if (key == "reason") {
         if (!v.is_string()) m_d.error(ptr, type_problem(v), "a string (why the verb refused)");

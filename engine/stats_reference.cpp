@@ -19,53 +19,90 @@ const std::vector<stats_key>& fixed_keys() {
         {"hcasim_version", "", "value", "version of the simulator that wrote the file"},
         {"scenario", "", "value", "the scenario's `name`"},
         {"sim_time_ns", "ns", "value", "simulated time at the end of the run"},
-        {"wall_time_s", "s", "value", "wall-clock time of the run (the only field that differs between identical runs)"},
-        {"events", "events", "value", "kernel events processed: callback-queue activations plus simulated-thread wake-ups"},
+        {"wall_time_s", "s", "value",
+         "wall-clock time of the run (the only field that differs between identical runs)"},
+        {"events", "events", "value",
+         "kernel events processed: callback-queue activations plus simulated-thread wake-ups"},
         {"seed", "", "value", "the scenario's seed"},
-        {"completed", "", "value", "true when the program and every workload finished (false: stopped by `stop` or out of events)"},
-        {"config", "", "object", "the resolved configuration the run used: every node's parameters with defaults filled in, links, seed, stop (keys: docs/scenarios.md)", true},
+        {"completed", "", "value",
+         "true when the program and every workload finished (false: stopped by `stop` or out of "
+         "events)"},
+        {"config", "", "object",
+         "the resolved configuration the run used: every node's parameters with defaults filled "
+         "in, links, seed, stop (keys: docs/scenarios.md)",
+         true},
         {"program", "", "list", "one entry per program step, in order"},
         {"program.<i>.index", "", "value", "position of the step in `program`"},
         {"program.<i>.op", "", "value", "the step's op"},
         {"program.<i>.node", "", "value", "the node the step ran on"},
-        {"program.<i>.outcome", "", "value", "`ok`, `error` (a verb failed; see errno) or the completion status of `poll_cq`"},
+        {"program.<i>.outcome", "", "value",
+         "`ok`, `error` (a verb failed; see errno) or the completion status of `poll_cq`"},
         {"program.<i>.errno", "", "value", "errno name when the verb failed (`EINVAL`, ...)"},
-        {"program.<i>.fields", "", "object", "fields the step returned (`lkey`, `rkey`, `va`, `pfn`, ...), which `save` may take", true},
-        {"program.<i>.completions", "", "list", "`poll_cq`: the completions polled (status, opcode, byte_len, wr_id, qpn, imm, ...)", true},
+        {"program.<i>.fields", "", "object",
+         "fields the step returned (`lkey`, `rkey`, `va`, `pfn`, ...), which `save` may take",
+         true},
+        {"program.<i>.completions", "", "list",
+         "`poll_cq`: the completions polled (status, opcode, byte_len, wr_id, qpn, imm, ...)",
+         true},
         {"program.<i>.expectation_met", "", "value", "whether the step's `expect` held"},
-        {"program.<i>.problems", "", "list", "what differed from the expectation, one line each", true},
+        {"program.<i>.problems", "", "list", "what differed from the expectation, one line each",
+         true},
         {"workloads", "", "list", "one entry per workload, in order"},
         {"workloads.<i>.type", "", "value", "generator (`ib_write_bw`, ..., `dma`)"},
-        {"workloads.<i>.description", "", "value", "one line: nodes, transport, QPs, tx_depth, access pattern"},
+        {"workloads.<i>.description", "", "value",
+         "one line: nodes, transport, QPs, tx_depth, access pattern"},
         {"workloads.<i>.client", "", "value", "client node (perftest tests)"},
         {"workloads.<i>.server", "", "value", "server node (perftest tests)"},
         {"workloads.<i>.qps", "QPs", "value", "QPs the test ran over"},
-        {"workloads.<i>.inline_size", "bytes", "value", "-I: messages up to this size were posted inline (perftest's \"Max inline data\")"},
+        {"workloads.<i>.inline_size", "bytes", "value",
+         "-I: messages up to this size were posted inline (perftest's \"Max inline data\")"},
         {"workloads.<i>.post_list", "WRs", "value", "WRs per post_send call (--post_list)"},
         {"workloads.<i>.threads", "threads", "value", "posting threads of the client"},
-        {"workloads.<i>.size", "bytes", "value", "message size (with `all_sizes`: the largest; every size in `sizes`)"},
+        {"workloads.<i>.size", "bytes", "value",
+         "message size (with `all_sizes`: the largest; every size in `sizes`)"},
         {"workloads.<i>.iters", "operations", "value", "operations per QP (dma: transfers)"},
         {"workloads.<i>.bytes", "bytes", "value", "payload bytes moved"},
-        {"workloads.<i>.time_ns", "ns", "value", "bandwidth tests: first post to last completion; latency tests: whole ping-pong"},
+        {"workloads.<i>.time_ns", "ns", "value",
+         "bandwidth tests: first post to last completion; latency tests: whole ping-pong"},
         {"workloads.<i>.gbps", "Gb/s", "value", "payload bits per second (10^9)"},
-        {"workloads.<i>.mops", "Mop/s", "value", "operations per second (10^6), perftest's MsgRate"},
-        {"workloads.<i>.lat_ns", "ns", "histogram", "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed (`*_lat`: half round trip, perftest semantics); latency tests compute p50 (t_typical: the median, the mean of the middle two for an even count) and p99/p999 (nearest rank) from the sorted samples as perftest does, bandwidth tests from ~4 % histogram buckets", true},
-        {"workloads.<i>.data_check", "", "value", "`ok` when the bytes landed where the keys say (write and read bandwidth tests in sequential order: every byte of every buffer slot written, so an mr_size of 1 GiB checks the whole GiB; other tests: the last message), else `mismatch`"},
-        {"workloads.<i>.lost", "messages", "value", "UC/UD send bandwidth tests: messages the server never received (dropped for want of a posted receive; no RNR flow control)"},
-        {"workloads.<i>.sizes", "", "list", "with `all_sizes`: one row per size with size, iters, bytes, time_ns, gbps, mops, lat_ns, data_check", true},
+        {"workloads.<i>.mops", "Mop/s", "value",
+         "operations per second (10^6), perftest's MsgRate"},
+        {"workloads.<i>.lat_ns", "ns", "histogram",
+         "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed "
+         "(`*_lat`: half round trip, perftest semantics); latency tests compute p50 (t_typical: "
+         "the median, the mean of the middle two for an even count) and p99/p999 (nearest rank) "
+         "from the sorted samples as perftest does, bandwidth tests from ~4 % histogram buckets",
+         true},
+        {"workloads.<i>.data_check", "", "value",
+         "`ok` when the bytes landed where the keys say (write and read bandwidth tests in "
+         "sequential order: every byte of every buffer slot written, so an mr_size of 1 GiB checks "
+         "the whole GiB; other tests: the last message), else `mismatch`"},
+        {"workloads.<i>.lost", "messages", "value",
+         "UC/UD send bandwidth tests: messages the server never received (dropped for want of a "
+         "posted receive; no RNR flow control)"},
+        {"workloads.<i>.sizes", "", "list",
+         "with `all_sizes`: one row per size with size, iters, bytes, time_ns, gbps, mops, lat_ns, "
+         "data_check",
+         true},
         {"workloads.<i>.error", "", "value", "why the workload could not run (setup verb failed)"},
         {"workloads.<i>.events", "events", "value", "kernel events the workload took"},
-        {"workloads.<i>.events_per_op", "events", "value", "kernel events per operation (iters x qps)"},
+        {"workloads.<i>.events_per_op", "events", "value",
+         "kernel events per operation (iters x qps)"},
         {"expect", "", "list", "one entry per top-level `expect` assertion"},
         {"expect.<i>.stat", "", "value", "the stat path asserted on"},
         {"expect.<i>.min", "", "value", "lower bound, as written"},
         {"expect.<i>.max", "", "value", "upper bound, as written"},
         {"expect.<i>.eq", "", "value", "expected value, as written"},
-        {"expect.<i>.value", "", "value", "the stat's value at the end of the run (null when missing)"},
+        {"expect.<i>.value", "", "value",
+         "the stat's value at the end of the run (null when missing)"},
         {"expect.<i>.ok", "", "value", "whether the assertion held"},
         {"expect.<i>.problem", "", "value", "why it did not hold"},
-        {"ok", "", "value", "true when every step expectation, workload data check and assertion held and the run finished (exit code 0)"},
-        {"nodes", "", "object", "per node, the counters of its HCA units (`hca.<unit>`), its PCIe link (`hca.pcie`) and its host (`host`)"},
+        {"ok", "", "value",
+         "true when every step expectation, workload data check and assertion held and the run "
+         "finished (exit code 0)"},
+        {"nodes", "", "object",
+         "per node, the counters of its HCA units (`hca.<unit>`), its PCIe link (`hca.pcie`) and "
+         "its host (`host`)"},
         {"fabric", "", "object", "per IB link between two ports (`link_<a>_<b>`), its counters"},
     };
     return keys;
@@ -76,7 +113,8 @@ std::vector<std::string> split(const std::string& s) {
     size_t start = 0;
     while (true) {
         size_t dot = s.find('.', start);
-        parts.push_back(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        parts.push_back(
+            s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
         if (dot == std::string::npos) break;
         start = dot + 1;
     }
@@ -129,9 +167,12 @@ std::vector<stats_key> unit_keys() {
 std::string escape_cell(const std::string& s) {
     std::string out;
     for (char c : s) {
-        if (c == '|') out += "\\|";
-        else if (c == '\n') out += ' ';
-        else out += c;
+        if (c == '|')
+            out += "\\|";
+        else if (c == '\n')
+            out += ' ';
+        else
+            out += c;
     }
     return out;
 }
@@ -153,9 +194,12 @@ std::string section_of(const stats_key& k) {
 std::string generalise_stat_path(const std::string& dotted) {
     std::vector<std::string> parts = split(dotted);
     for (size_t i = 0; i < parts.size(); ++i) {
-        if (i == 1 && parts[0] == "nodes") parts[i] = "<node>";
-        else if (i == 1 && parts[0] == "fabric") parts[i] = "<link>";
-        else if (!parts[i].empty() && parts[i].find_first_not_of("0123456789") == std::string::npos) parts[i] = "<i>";
+        if (i == 1 && parts[0] == "nodes")
+            parts[i] = "<node>";
+        else if (i == 1 && parts[0] == "fabric")
+            parts[i] = "<link>";
+        else if (!parts[i].empty() && parts[i].find_first_not_of("0123456789") == std::string::npos)
+            parts[i] = "<i>";
     }
     return join(parts);
 }
@@ -175,14 +219,23 @@ const std::vector<stats_key>& stats_reference() {
 std::string stats_reference_markdown() {
     std::ostringstream os;
     os << "# stats.json reference\n\n"
-          "<!-- Generated by `hcasim stats-reference > docs/stats.md` from the stats declarations in\n"
-          "     the code; tests/engine/stats_reference_test.cpp fails when the two differ. Do not edit. -->\n\n"
-          "Every run writes `OUTDIR/stats.json` (SPEC §5). Paths below are dotted as in a scenario's\n"
-          "`expect` (`{\"stat\": \"nodes.a.hca.qpc_cache.hit_rate\", \"min\": 0.9}`) and in sweep metrics;\n"
-          "`<node>` stands for a node name (`a`, `b`), `<link>` for a fabric link (`link_a_b`), `<i>` for\n"
-          "a list index. Kinds: *counter* (an integer that only grows), *formula* (computed when the\n"
-          "file is written), *histogram* (an object with " << k_histogram_fields << ", in ns),\n"
-          "*value*, *object*, *list* (written by the engine). A run with the same scenario and seed\n"
+          "<!-- Generated by `hcasim stats-reference > docs/stats.md` from the stats declarations "
+          "in\n"
+          "     the code; tests/engine/stats_reference_test.cpp fails when the two differ. Do not "
+          "edit. -->\n\n"
+          "Every run writes `OUTDIR/stats.json` (SPEC §5). Paths below are dotted as in a "
+          "scenario's\n"
+          "`expect` (`{\"stat\": \"nodes.a.hca.qpc_cache.hit_rate\", \"min\": 0.9}`) and in sweep "
+          "metrics;\n"
+          "`<node>` stands for a node name (`a`, `b`), `<link>` for a fabric link (`link_a_b`), "
+          "`<i>` for\n"
+          "a list index. Kinds: *counter* (an integer that only grows), *formula* (computed when "
+          "the\n"
+          "file is written), *histogram* (an object with "
+       << k_histogram_fields
+       << ", in ns),\n"
+          "*value*, *object*, *list* (written by the engine). A run with the same scenario and "
+          "seed\n"
           "writes the same file, `wall_time_s` aside.\n";
     std::string current = "\x01";
     for (const stats_key& k : stats_reference()) {

@@ -450,14 +450,14 @@ bool sweep_results::open(bool resume, std::string& problem) {
 }
 
 size_t sweep_results::failed() const {
-    return static_cast<size_t>(std::count_if(m_rows.begin(), m_rows.end(), [](const auto& r) {
-        return r.second.exit_status != 0;
-    }));
+    return static_cast<size_t>(std::count_if(
+        m_rows.begin(), m_rows.end(), [](const auto& r) { return r.second.exit_status != 0; }));
 }
 
 void sweep_results::append(const sweep_row& row) {
     m_rows[row.point] = row;
-    if (!write_all(m_jsonl, row_to_json(m_spec, row).dump() + "\n") || !write_all(m_csv, csv_line(row)))
+    if (!write_all(m_jsonl, row_to_json(m_spec, row).dump() + "\n") ||
+        !write_all(m_csv, csv_line(row)))
         m_write_failed = true;
 }
 
@@ -518,9 +518,8 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
         results.append(row);
         if (row.exit_status != 0) {
             progress.clear();
-            std::cerr << "sweep: point " << rp.point.index << " ("
-                      << describe_point(spec, rp.point) << ") " << status_text(status)
-                      << ": " << last_line(row.stderr_tail) << "\n";
+            std::cerr << "sweep: point " << rp.point.index << " (" << describe_point(spec, rp.point)
+                      << ") " << status_text(status) << ": " << last_line(row.stderr_tail) << "\n";
         }
     };
     auto reap = [&] {
@@ -579,8 +578,8 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
 int run_sweep_point(const sweep_spec& spec, size_t k, const sweep_options& opts) {
     const size_t total = sweep_point_count(spec);
     if (k >= total) {
-        std::cerr << "hcasim sweep: --point " << k << ": the sweep has " << total
-                  << " points (0.." << total - 1 << ")\n";
+        std::cerr << "hcasim sweep: --point " << k << ": the sweep has " << total << " points (0.."
+                  << total - 1 << ")\n";
         return 2;
     }
     const sweep_point point = sweep_point_at(spec, k);

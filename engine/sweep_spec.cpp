@@ -38,7 +38,10 @@ bool check_grid_size(const json& axes, bool zip, diag& d) {
         if (zip) {
             points = std::max(points, n);
         } else if (n != 0 && points > k_max_sweep_points / n) {
-            d.error("/axes", "a grid of " + product + " x ... points, more than " + std::to_string(k_max_sweep_points), limit);
+            d.error("/axes",
+                    "a grid of " + product + " x ... points, more than " +
+                        std::to_string(k_max_sweep_points),
+                    limit);
             return false;
         } else {
             points *= n;
@@ -183,8 +186,9 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
         struct stat st {};
         const bool exists = ::stat(out.base.c_str(), &st) == 0;
         if (!exists || S_ISDIR(st.st_mode))
-            d.error("/base", "cannot read \"" + out.base + "\": " +
-                                 (exists ? std::string("is a directory") : std::strerror(errno)),
+            d.error("/base",
+                    "cannot read \"" + out.base +
+                        "\": " + (exists ? std::string("is a directory") : std::strerror(errno)),
                     "the path of a scenario file, relative to the sweep file");
         else if (load_scenario(out.base, sets, base_scenario, d))
             base_doc = base_scenario.document;

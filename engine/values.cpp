@@ -38,7 +38,8 @@ std::optional<uint64_t> to_u64(const json& v) {
 std::optional<std::vector<uint8_t>> parse_hex(const std::string& text) {
     std::string s = text;
     if (s.rfind("0x", 0) == 0 || s.rfind("0X", 0) == 0) s = s.substr(2);
-    s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == ' ' || c == '_'; }), s.end());
+    s.erase(std::remove_if(s.begin(), s.end(), [](char c) { return c == ' ' || c == '_'; }),
+            s.end());
     if (s.size() % 2) return std::nullopt;
     std::vector<uint8_t> out(s.size() / 2);
     for (size_t i = 0; i < out.size(); ++i) {
@@ -79,14 +80,16 @@ std::vector<uint8_t> pattern_bytes_at(uint64_t seed, uint64_t offset, uint64_t l
         z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
         z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
         z ^= z >> 31;
-        for (uint64_t k = (offset + i) % 8; k < 8 && i < length; ++k, ++i) out[i] = static_cast<uint8_t>(z >> (8 * k));
+        for (uint64_t k = (offset + i) % 8; k < 8 && i < length; ++k, ++i)
+            out[i] = static_cast<uint8_t>(z >> (8 * k));
     }
     return out;
 }
 
 namespace {
 std::string lower(std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(s.begin(), s.end(), s.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return s;
 }
 
@@ -95,7 +98,8 @@ bool equal(const json& actual, const json& expected) {
         auto a = actual.is_number_float() ? std::nullopt : to_u64(actual);
         auto e = expected.is_number_float() ? std::nullopt : to_u64(expected);
         if (a && e) return *a == *e;
-        if (actual.is_number() && expected.is_number()) return actual.get<double>() == expected.get<double>();
+        if (actual.is_number() && expected.is_number())
+            return actual.get<double>() == expected.get<double>();
         return false;
     }
     if (actual.is_string() && expected.is_string()) {
@@ -119,7 +123,8 @@ bool matches(const json& actual, const json& expected) {
             if (matches(actual, e)) return true;
         return false;
     }
-    if (expected.is_object() && expected.size() == 1 && expected.contains("ne")) return !equal(actual, expected["ne"]);
+    if (expected.is_object() && expected.size() == 1 && expected.contains("ne"))
+        return !equal(actual, expected["ne"]);
     return equal(actual, expected);
 }
 

@@ -18,7 +18,7 @@ using variables = std::map<std::string, json>;
 // Replaces every string "$name" (anywhere inside `v`) by the saved value.
 json substitute(const json& v, const variables& vars);
 
-std::optional<uint64_t> to_u64(const json& v);                 // integer or hex/decimal string
+std::optional<uint64_t> to_u64(const json& v);  // integer or hex/decimal string
 std::optional<std::vector<uint8_t>> parse_hex(const std::string& s);
 std::string to_hex(const std::vector<uint8_t>& bytes);
 // Pseudo-random bytes from a seed (splitmix64), the same on every platform.

@@ -63,55 +63,63 @@ struct params {
     uint64_t rx_depth = 128;
     uint64_t grh = 0;  // UD: a message lands this far into its receive buffer
     bool random = false;
-    uint64_t slot_bytes = 0;  // per-QP share of the buffer
+    uint64_t slot_bytes = 0;   // per-QP share of the buffer
     uint64_t inline_size = 0;  // -I: messages of at most this size go inline
     uint64_t post_list = 1;    // --post_list: WRs per post_send
     uint64_t threads = 1;      // posting threads of the client
-    uint64_t outs = 16;       // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
+    uint64_t outs = 16;        // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
 };
 
 // perftest's default -I (perftest_parameters.h, DEF_INLINE_*): latency tests inline small
 // writes and sends; bandwidth tests, reads and atomics do not.
 uint64_t default_inline(const std::string& type, qp_type conn) {
     if (type.find("_lat") == std::string::npos) return 0;
-    if (type == "ib_write_lat") return 220;                         // DEF_INLINE_WRITE
-    if (type == "ib_send_lat") return conn == qp_type::ud ? 188 : 236;  // DEF_INLINE_SEND_UD / _RC_UC
+    if (type == "ib_write_lat") return 220;  // DEF_INLINE_WRITE
+    if (type == "ib_send_lat")
+        return conn == qp_type::ud ? 188 : 236;  // DEF_INLINE_SEND_UD / _RC_UC
     return 0;
 }
 
-const char* conn_name(qp_type t) { return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC"; }
+const char* conn_name(qp_type t) {
+    return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC";
+}
 
 // count x bytes, refused (a workload error naming the limit) when it exceeds the node's
 // host.memory: a workload's buffers are filled byte by byte, so they must fit where they live.
-uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what, uint64_t bytes,
-                       uint64_t count) {
+uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what,
+                       uint64_t bytes, uint64_t count) {
     const uint64_t memory = h.config().memory;
     if (bytes != 0 && count > memory / bytes)
-        throw workload_error{node + ": " + what + " of " + std::to_string(count) + " x " + std::to_string(bytes) +
-                             " bytes exceed host.memory (" + format_size(memory) + ")"};
+        throw workload_error{node + ": " + what + " of " + std::to_string(count) + " x " +
+                             std::to_string(bytes) + " bytes exceed host.memory (" +
+                             format_size(memory) + ")"};
     return bytes * count;
 }
 
-void setup(world& w, const std::string& node, const std::string& process, const params& p, uint64_t fill_seed, side& s,
-           uint64_t threads = 1) {
+void setup(world& w, const std::string& node, const std::string& process, const params& p,
+           uint64_t fill_seed, side& s, uint64_t threads = 1) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     require(s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
     s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
     const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
-    require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va), node + ": mmap of " + format_size(s.length));
-    require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)), node + ": filling the buffer");
+    require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
+            node + ": mmap of " + format_size(s.length));
+    require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)),
+            node + ": filling the buffer");
     mr_attr attr;
     attr.pd = s.pd;
     attr.va = s.va;
     attr.length = s.length;
-    attr.access = access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
+    attr.access =
+        access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
     require(s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
     for (uint64_t t = 0; t < threads; ++t) {
         uint32_t cq = 0;
-        require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq), node + ": create_cq");
+        require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
+                node + ": create_cq");
         s.cqs.push_back(cq);
     }
     s.cq = s.cqs.front();
@@ -124,7 +132,8 @@ void setup(world& w, const std::string& node, const std::string& process, const 
         qa.max_inline_data = static_cast<uint32_t>(p.inline_size);
         qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
         qa.rq_depth = static_cast<uint32_t>(p.rx_depth);
-        qa.access = p.conn == qp_type::rc   ? access::remote_write | access::remote_read | access::remote_atomic
+        qa.access = p.conn == qp_type::rc
+                        ? access::remote_write | access::remote_read | access::remote_atomic
                     : p.conn == qp_type::uc ? access::remote_write
                                             : 0;
         qp_info info;
@@ -138,7 +147,9 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 void bring_up_ud(side& s, const side& peer) {
     for (const auto& qp : s.qps)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
-            require(s.h->modify_qp(qp.qpn, st, 0, 0, st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
+            require(s.h->modify_qp(
+                        qp.qpn, st, 0, 0,
+                        st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
                     s.node + ": modify_qp");
     ah_attr attr;
     attr.pd = s.pd;
@@ -154,19 +165,22 @@ void connect(const params& p, side& a, side& b) {
     }
     // perftest -o: responder resources on INIT -> RTR, initiator depth on RTR -> RTS (RC only).
     const std::optional<uint32_t> outs =
-        p.conn == qp_type::rc ? std::optional<uint32_t>(static_cast<uint32_t>(p.outs)) : std::nullopt;
+        p.conn == qp_type::rc ? std::optional<uint32_t>(static_cast<uint32_t>(p.outs))
+                              : std::nullopt;
     for (size_t q = 0; q < a.qps.size(); ++q)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
             for (side* s : {&a, &b}) {
                 const side& peer = s == &a ? b : a;
-                require(s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(), std::nullopt,
-                                        st == qp_state::rts ? outs : std::nullopt,
+                require(s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
+                                        std::nullopt, st == qp_state::rts ? outs : std::nullopt,
                                         st == qp_state::rtr ? outs : std::nullopt),
                         s->node + ": modify_qp");
             }
 }
 
-uint64_t now_ps() { return to_ps(sc_core::sc_time_stamp()); }
+uint64_t now_ps() {
+    return to_ps(sc_core::sc_time_stamp());
+}
 
 struct splitmix {
     uint64_t x;
@@ -178,9 +192,15 @@ struct splitmix {
     }
 };
 
-bool is_atomic(const std::string& t) { return t.rfind("ib_atomic", 0) == 0; }
-bool is_read(const std::string& t) { return t.rfind("ib_read", 0) == 0; }
-bool is_send(const std::string& t) { return t.rfind("ib_send", 0) == 0; }
+bool is_atomic(const std::string& t) {
+    return t.rfind("ib_atomic", 0) == 0;
+}
+bool is_read(const std::string& t) {
+    return t.rfind("ib_read", 0) == 0;
+}
+bool is_send(const std::string& t) {
+    return t.rfind("ib_send", 0) == 0;
+}
 // perftest posts with IBV_SEND_INLINE when the message fits its -I.
 bool goes_inline(const params& p, uint64_t size) {
     return size <= p.inline_size && !is_read(p.type) && !is_atomic(p.type);
@@ -194,7 +214,8 @@ void address(send_wr& wr, const params& p, const side& from, const side& to, uin
     wr.remote_qkey = k_qkey;
 }
 
-send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset, uint64_t wr_id, bool signaled) {
+send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset,
+                uint64_t wr_id, bool signaled) {
     send_wr wr;
     wr.wr_id = wr_id;
     wr.signaled = signaled;
@@ -227,17 +248,20 @@ void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     const uint64_t slots = message_slots(p);
     recv_wr r;
     r.wr_id = (q << 40) | seq;
-    r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey, s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
+    r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
+                         s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
     require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
 }
 
 workload_error stalled(const side& s) {
-    return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() + " (stalled)"};
+    return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() +
+                          " (stalled)"};
 }
 
 // Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
 // default the side's first).
-std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout, uint32_t cq = 0) {
+std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout,
+                                      uint32_t cq = 0) {
     if (!cq) cq = s.cq;
     std::vector<work_completion> wcs = s.h->wait_cq(cq, 1, timeout);
     if (wcs.empty()) return wcs;
@@ -246,7 +270,8 @@ std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& 
     wcs.insert(wcs.end(), more.begin(), more.end());
     for (const auto& wc : wcs)
         if (wc.status != wc_status::success)
-            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) + " with status " + to_string(wc.status)};
+            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) +
+                                 " with status " + to_string(wc.status)};
     return wcs;
 }
 
@@ -262,12 +287,14 @@ void drain(side& s) {
     s.h->poll_cq(s.cq, 16, wcs);
     for (const auto& wc : wcs)
         if (wc.status != wc_status::success)
-            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) + " with status " + to_string(wc.status)};
+            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) +
+                                 " with status " + to_string(wc.status)};
 }
 
 // Bytes of the last message each QP moved are the same on both ends (functional check); over UD
 // they land past the GRH's room.
-bool data_landed(const params& p, side& client, side& server, const std::vector<uint64_t>& last_offset) {
+bool data_landed(const params& p, side& client, side& server,
+                 const std::vector<uint64_t>& last_offset) {
     // Writes and reads through a buffer in order: every slot written, each byte checked (an mr_size
     // of 1 GiB in 64 KiB messages checks the whole GiB); otherwise the last message's bytes.
     const uint64_t slots = message_slots(p);
@@ -275,8 +302,11 @@ bool data_landed(const params& p, side& client, side& server, const std::vector<
     for (uint64_t q = 0; q < p.qps; ++q) {
         std::vector<uint8_t> a, b;
         const uint64_t off = q * p.slot_bytes + (every_slot ? 0 : last_offset[q]);
-        const uint64_t len = is_atomic(p.type) ? 0 : every_slot ? std::min(p.iters, slots) * p.size : p.size;
-        if (client.h->read_mem(client.pid, client.va + off, len, a) || server.h->read_mem(server.pid, server.va + off + p.grh, len, b))
+        const uint64_t len = is_atomic(p.type) ? 0
+                             : every_slot      ? std::min(p.iters, slots) * p.size
+                                               : p.size;
+        if (client.h->read_mem(client.pid, client.va + off, len, a) ||
+            server.h->read_mem(server.pid, server.va + off + p.grh, len, b))
             return false;
         if (a != b) return false;
     }
@@ -289,7 +319,8 @@ bool data_landed(const params& p, side& client, side& server, const std::vector<
 void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received) {
     std::vector<uint64_t> reposted(p.qps, 0);
     for (uint64_t q = 0; q < p.qps; ++q)
-        for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
+        for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q])
+            post_recv_slot(p, server, q, reposted[q]);
     const bool reliable = p.conn == qp_type::rc;
     uint64_t idle_since = now_ps();
     while (received < p.iters * p.qps) {
@@ -324,15 +355,17 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         // The server runs in its own thread (serve_receives).
         sc_core::sc_spawn_options opts;
         opts.set_stack_size(16 << 20);
-        sc_core::sc_spawn([&] {
-            try {
-                serve_receives(p, server, client_done, received);
-            } catch (const workload_error& e) {
-                server_error = e;
-            }
-            server_done = true;
-            server_finished.notify();
-        }, sc_core::sc_gen_unique_name("send_bw_server"), &opts);
+        sc_core::sc_spawn(
+            [&] {
+                try {
+                    serve_receives(p, server, client_done, received);
+                } catch (const workload_error& e) {
+                    server_error = e;
+                }
+                server_done = true;
+                server_finished.notify();
+            },
+            sc_core::sc_gen_unique_name("send_bw_server"), &opts);
     }
     const uint64_t start = now_ps();
     // One posting thread per CQ of the client; thread t posts to and polls QPs t, t + threads, ...
@@ -353,9 +386,11 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
                         const bool signaled = (seq + 1) % cq_mod == 0 || seq + 1 == p.iters;
                         last_offset[q] = slot * p.size;
                         if (signaled) post_time[q].push_back(now_ps());
-                        list.push_back(make_wr(p, client, server, q, slot * p.size, (q << 40) | seq, signaled));
+                        list.push_back(make_wr(p, client, server, q, slot * p.size, (q << 40) | seq,
+                                               signaled));
                     }
-                    require(client.h->post_send(client.qps[q].qpn, list), client.node + ": post_send");
+                    require(client.h->post_send(client.qps[q].qpn, list),
+                            client.node + ": post_send");
                     posted[q] += k;
                 }
             }
@@ -365,7 +400,8 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
                 const uint64_t before = completed[q];
                 completed[q] = seq + 1;
                 done += completed[q] - before;
-                const size_t k = seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
+                const size_t k =
+                    seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
                 lat.add(now_ps() - post_time[q][k]);
             }
         }
@@ -381,15 +417,17 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         for (uint64_t t = 0; t < p.threads; ++t) {
             sc_core::sc_spawn_options opts;
             opts.set_stack_size(16 << 20);
-            sc_core::sc_spawn([&, t] {
-                try {
-                    post_loop(t);
-                } catch (const workload_error& e) {
-                    if (!thread_error) thread_error = e;
-                }
-                end = std::max(end, now_ps());
-                if (--running == 0) all_done.notify();
-            }, sc_core::sc_gen_unique_name("posting_thread"), &opts);
+            sc_core::sc_spawn(
+                [&, t] {
+                    try {
+                        post_loop(t);
+                    } catch (const workload_error& e) {
+                        if (!thread_error) thread_error = e;
+                    }
+                    end = std::max(end, now_ps());
+                    if (--running == 0) all_done.notify();
+                },
+                sc_core::sc_gen_unique_name("posting_thread"), &opts);
         }
         ++kernel_events();
         sc_core::wait(all_done);
@@ -435,7 +473,8 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
 
 json run_lat(const params& p, side& client, side& server, histogram& lat) {
     lat.keep_samples();  // t_typical and the percentiles from the sorted samples, as perftest
-    // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes into.
+    // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes
+    // into.
     const uint64_t n = p.size;
     const bool pingpong = !is_read(p.type) && !is_atomic(p.type);
     const bool send = is_send(p.type);
@@ -449,7 +488,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         wr.compare_add = 1;
         const uint64_t len = is_atomic(p.type) ? 8 : n;
         if (is_read(p.type) || is_atomic(p.type))
-            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova + n});  // response lands in the receive half
+            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey,
+                                  from.mr.iova + n});  // response lands in the receive half
         else
             wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova});
         wr.inline_data = goes_inline(p, len);
@@ -473,8 +513,10 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
         const uint64_t t0 = now_ps();
         if (pingpong) {
-            require(client.h->write_mem(client.pid, client.va + n - 1, {tag}), "tagging the client buffer");
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node + ": post_send");
+            require(client.h->write_mem(client.pid, client.va + n - 1, {tag}),
+                    "tagging the client buffer");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
+                    client.node + ": post_send");
             if (send) {
                 reap(server, 1);  // the receive
                 // Only for a next message: a receive left posted would take the next size's.
@@ -482,8 +524,10 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             } else {
                 wait_for_byte(server, server.va + 2 * n - 1, tag);
             }
-            require(server.h->write_mem(server.pid, server.va + n - 1, {tag}), "tagging the server buffer");
-            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)), server.node + ": post_send");
+            require(server.h->write_mem(server.pid, server.va + n - 1, {tag}),
+                    "tagging the server buffer");
+            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)),
+                    server.node + ": post_send");
             if (send) {
                 // The client's send completion and the reply's receive.
                 int got = 0;
@@ -498,7 +542,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             }
             lat.add((now_ps() - t0) / 2);
         } else {
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node + ": post_send");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
+                    client.node + ": post_send");
             reap(client, 1);
             lat.add(now_ps() - t0);
         }
@@ -524,9 +569,11 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
         ok = ok && after == before + p.iters;
     } else if (is_read(p.type)) {
-        ok = !client.h->read_mem(client.pid, client.va + n, n, a) && !server.h->read_mem(server.pid, server.va, n, b) && a == b;
+        ok = !client.h->read_mem(client.pid, client.va + n, n, a) &&
+             !server.h->read_mem(server.pid, server.va, n, b) && a == b;
     } else {
-        ok = !client.h->read_mem(client.pid, client.va, n, a) && !server.h->read_mem(server.pid, server.va + n + p.grh, n, b) && a == b;
+        ok = !client.h->read_mem(client.pid, client.va, n, a) &&
+             !server.h->read_mem(server.pid, server.va + n + p.grh, n, b) && a == b;
     }
     r["data_check"] = ok ? "ok" : "mismatch";
     return r;
@@ -593,7 +640,8 @@ json run_dma(world& w, const workload_spec& spec) {
     r["gbps"] = seconds > 0 ? static_cast<double>(size * count) * 8 / seconds / 1e9 : 0.0;
     r["mops"] = seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0.0;
     r["lat_ns"] = json{{"what", "not measured for dma: transfers are issued back to back"}};
-    r["data_check"] = all_ok && now == pattern_bytes(7, size) && (write || last_read == now) ? "ok" : "mismatch";
+    r["data_check"] =
+        all_ok && now == pattern_bytes(7, size) && (write || last_read == now) ? "ok" : "mismatch";
     return r;
 }
 
@@ -606,7 +654,8 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
     try {
         if (spec.type == "dma") {
             const json& a = spec.args;
-            out["description"] = "DMA " + a.value("op", std::string("read")) + " on node " + a.value("node", std::string("a"));
+            out["description"] = "DMA " + a.value("op", std::string("read")) + " on node " +
+                                 a.value("node", std::string("a"));
             json r = run_dma(w, spec);
             for (auto it = r.begin(); it != r.end(); ++it) out[it.key()] = it.value();
         } else {
@@ -621,24 +670,29 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.outs = std::min<uint64_t>(16, std::max<uint64_t>(1, arg_u64(a, "outs", 16)));
             const std::string conn = a.value("connection", std::string("RC"));
             p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
-            p.rx_depth = p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
+            p.rx_depth =
+                p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
             p.grh = p.conn == qp_type::ud ? k_grh : 0;
             p.inline_size = arg_u64(a, "inline_size", default_inline(spec.type, p.conn));
             p.post_list = std::max<uint64_t>(1, arg_u64(a, "post_list", 1));
             p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
             // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
-            p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+            p.random = a.value("access_pattern", std::string("sequential")) == "random" &&
+                       !is_send(p.type);
             const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
             // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
-            const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu, w.at(sn).hca().config().port.mtu)
-                                                            : (1ULL << 23);
+            const uint64_t max_size =
+                p.conn == qp_type::ud
+                    ? std::min(w.at(cn).hca().config().port.mtu, w.at(sn).hca().config().port.mtu)
+                    : (1ULL << 23);
             std::vector<uint64_t> sizes;
             if (a.value("all_sizes", false)) {
                 for (uint64_t s = 2; s <= max_size; s <<= 1) sizes.push_back(s);
             } else {
                 sizes.push_back(arg_u64(a, "size", lat ? 2 : 65536));
                 if (sizes[0] > max_size)
-                    throw workload_error{"a UD message of " + std::to_string(sizes[0]) + " bytes exceeds the path MTU of " +
+                    throw workload_error{"a UD message of " + std::to_string(sizes[0]) +
+                                         " bytes exceeds the path MTU of " +
                                          std::to_string(max_size) + " bytes"};
             }
             if (is_atomic(p.type)) sizes = {8};
@@ -646,12 +700,15 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             p.size = largest;
             p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
             p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
-            if (p.page_size > 4096) p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
-            out["description"] = cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" + (p.qps > 1 ? "s" : "") +
-                                 (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) + (p.random ? ", random offsets" : "") +
-                                 (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
-                                 (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
-                                 (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
+            if (p.page_size > 4096)
+                p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
+            out["description"] =
+                cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" +
+                (p.qps > 1 ? "s" : "") + (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) +
+                (p.random ? ", random offsets" : "") +
+                (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
+                (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
+                (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
             const std::string process = "perftest" + std::to_string(spec.index);
             side client, server;
             setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
@@ -662,7 +719,8 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
                 params ps = p;
                 ps.size = size;
                 histogram lat_hist;
-                rows.push_back(lat ? run_lat(ps, client, server, lat_hist) : run_bw(ps, client, server, seed + size, lat_hist));
+                rows.push_back(lat ? run_lat(ps, client, server, lat_hist)
+                                   : run_bw(ps, client, server, seed + size, lat_hist));
             }
             out["client"] = cn;
             out["server"] = sn;
@@ -670,7 +728,8 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             out["inline_size"] = p.inline_size;  // perftest: "Max inline data"
             out["post_list"] = p.post_list;
             out["threads"] = p.threads;
-            for (auto it = rows.back().begin(); it != rows.back().end(); ++it) out[it.key()] = it.value();
+            for (auto it = rows.back().begin(); it != rows.back().end(); ++it)
+                out[it.key()] = it.value();
             if (rows.size() > 1) out["sizes"] = rows;
             bool ok = true;
             for (const auto& r : rows) ok = ok && r["data_check"] == "ok";

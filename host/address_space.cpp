@@ -151,7 +151,8 @@ int address_space::munmap(uint64_t va, uint64_t length) {
             ++present;
         }
         const uint64_t pages = (hi - lo) >> v.page_shift;
-        if (v.page_shift != m_base_shift && pages > present) m_frames.pool_unreserve(v.page_shift, pages - present);
+        if (v.page_shift != m_base_shift && pages > present)
+            m_frames.pool_unreserve(v.page_shift, pages - present);
         m_vmas.erase(start);
         if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift};
         if (hi < start + v.length) m_vmas[hi] = vma{start + v.length - hi, v.page_shift};

@@ -1,9 +1,9 @@
 #include "host/driver.h"
 
 #include <algorithm>
-#include <tuple>
 #include <cerrno>
 #include <random>
+#include <tuple>
 
 #include "sim/log.h"
 
@@ -132,8 +132,8 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     ++m_commands;
     if (err) {
         ++m_command_errors;
-        refuse(err, "command " + std::to_string(static_cast<int>(op)) + " (token " + std::to_string(token) + ") " +
-                        (err == ETIMEDOUT ? "timed out" : "failed"));
+        refuse(err, "command " + std::to_string(static_cast<int>(op)) + " (token " +
+                        std::to_string(token) + ") " + (err == ETIMEDOUT ? "timed out" : "failed"));
     }
     m_cmd_time.add(to_ps(sc_core::sc_time_stamp() - issued));
     m_cmd_busy = false;
@@ -413,7 +413,8 @@ int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
     const device_attr dev = limits();
     if (depth == 0 || depth > dev.max_cqe)
         return leave(cpu, refuse(EINVAL, "create_cq: " + std::to_string(depth) + " CQEs " +
-                                             (depth ? "> max_cqe " + std::to_string(dev.max_cqe) : "(at least 1)")));
+                                             (depth ? "> max_cqe " + std::to_string(dev.max_cqe)
+                                                    : "(at least 1)")));
     auto id = m_cqns->alloc();
     if (!id) return leave(cpu, ENOMEM);
     cq_state cq;
@@ -465,27 +466,32 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     if (attr.type != qp_type::rc && attr.type != qp_type::uc && attr.type != qp_type::ud)
         return leave(cpu, EINVAL);
     const device_attr dev = limits();
-    const std::pair<uint32_t, uint32_t> caps[] = {{attr.sq_depth, dev.max_qp_wr}, {attr.rq_depth, dev.max_qp_wr},
-                                                  {attr.max_send_sge, dev.max_sge}, {attr.max_recv_sge, dev.max_sge}};
+    const std::pair<uint32_t, uint32_t> caps[] = {{attr.sq_depth, dev.max_qp_wr},
+                                                  {attr.rq_depth, dev.max_qp_wr},
+                                                  {attr.max_send_sge, dev.max_sge},
+                                                  {attr.max_recv_sge, dev.max_sge}};
     const char* cap_names[] = {"max_send_wr", "max_recv_wr", "max_send_sge", "max_recv_sge"};
     const char* dev_names[] = {"max_qp_wr", "max_qp_wr", "max_sge", "max_sge"};
     for (size_t i = 0; i < 4; ++i)
         if (caps[i].first > caps[i].second)
-            return leave(cpu, refuse(EINVAL, "create_qp: " + std::string(cap_names[i]) + " " +
-                                                 std::to_string(caps[i].first) + " > " + dev_names[i] + " " +
-                                                 std::to_string(caps[i].second)));
+            return leave(
+                cpu, refuse(EINVAL, "create_qp: " + std::string(cap_names[i]) + " " +
+                                        std::to_string(caps[i].first) + " > " + dev_names[i] + " " +
+                                        std::to_string(caps[i].second)));
     if (!inline_fits(attr.max_inline_data))
-        return leave(cpu, refuse(EINVAL, "create_qp: max_inline_data " + std::to_string(attr.max_inline_data) +
-                                             " > " + std::to_string(dev.max_inline_data) +
+        return leave(cpu, refuse(EINVAL, "create_qp: max_inline_data " +
+                                             std::to_string(attr.max_inline_data) + " > " +
+                                             std::to_string(dev.max_inline_data) +
                                              " (the device's largest send WQE)"));
     auto id = m_qpns->alloc();
     if (!id) return leave(cpu, ENOMEM);
     qp_state_t qp;
     qp.attr = attr;
     qp.pid = pid;
-    int err = make_ring(pid, attr.sq_depth,
-                        static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge, attr.max_inline_data)),
-                        qp.sq, cpu);
+    int err = make_ring(
+        pid, attr.sq_depth,
+        static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge, attr.max_inline_data)), qp.sq,
+        cpu);
     if (!err) {
         err = make_ring(pid, attr.rq_depth,
                         static_cast<uint32_t>(recv_wqe::stride_for(attr.max_recv_sge)), qp.rq, cpu);
@@ -586,7 +592,8 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                       std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
-                      std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability) {
+                      std::optional<uint32_t> max_dest_rd_atomic,
+                      const qp_reliability& reliability) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -607,28 +614,33 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
         err = refuse(EINVAL, std::string("modify_qp: max_rd_atomic/max_dest_rd_atomic on a ") +
                                  (qp.attr.type == qp_type::uc ? "UC" : "UD") + " QP (RC only)");
     if (!err && max_rd_atomic && *max_rd_atomic > dev.max_qp_init_rd_atom)
-        err = refuse(EINVAL, "modify_qp: max_rd_atomic " + std::to_string(*max_rd_atomic) +
-                                 " > max_qp_init_rd_atom " + std::to_string(dev.max_qp_init_rd_atom));
+        err =
+            refuse(EINVAL, "modify_qp: max_rd_atomic " + std::to_string(*max_rd_atomic) +
+                               " > max_qp_init_rd_atom " + std::to_string(dev.max_qp_init_rd_atom));
     if (!err && max_dest_rd_atomic && *max_dest_rd_atomic > dev.max_qp_rd_atom)
-        err = refuse(EINVAL, "modify_qp: max_dest_rd_atomic " + std::to_string(*max_dest_rd_atomic) +
-                                 " > max_qp_rd_atom " + std::to_string(dev.max_qp_rd_atom));
+        err =
+            refuse(EINVAL, "modify_qp: max_dest_rd_atomic " + std::to_string(*max_dest_rd_atomic) +
+                               " > max_qp_rd_atom " + std::to_string(dev.max_qp_rd_atom));
     if (!err && reliability.any() && qp.attr.type != qp_type::rc)
-        err = refuse(EINVAL, std::string("modify_qp: timeout/retry_cnt/rnr_retry/min_rnr_timer on a ") +
-                                 (qp.attr.type == qp_type::uc ? "UC" : "UD") + " QP (RC only)");
-    for (const auto& [value, name, most] : {std::tuple{reliability.timeout, "timeout", 31u},
-                                            std::tuple{reliability.retry_cnt, "retry_cnt", 7u},
-                                            std::tuple{reliability.rnr_retry, "rnr_retry", 7u},
-                                            std::tuple{reliability.min_rnr_timer, "min_rnr_timer", 31u}})
+        err = refuse(EINVAL,
+                     std::string("modify_qp: timeout/retry_cnt/rnr_retry/min_rnr_timer on a ") +
+                         (qp.attr.type == qp_type::uc ? "UC" : "UD") + " QP (RC only)");
+    for (const auto& [value, name, most] :
+         {std::tuple{reliability.timeout, "timeout", 31u},
+          std::tuple{reliability.retry_cnt, "retry_cnt", 7u},
+          std::tuple{reliability.rnr_retry, "rnr_retry", 7u},
+          std::tuple{reliability.min_rnr_timer, "min_rnr_timer", 31u}})
         if (!err && value && *value > most)
-            err = refuse(EINVAL, std::string("modify_qp: ") + name + " " + std::to_string(*value) + " > " +
-                                     std::to_string(most));
+            err = refuse(EINVAL, std::string("modify_qp: ") + name + " " + std::to_string(*value) +
+                                     " > " + std::to_string(most));
     if (!err) {
         ctx.state = state;
         if (qkey) ctx.qkey = *qkey;
         if (reliability.timeout) ctx.timeout = static_cast<uint8_t>(*reliability.timeout);
         if (reliability.retry_cnt) ctx.retry_cnt = static_cast<uint8_t>(*reliability.retry_cnt);
         if (reliability.rnr_retry) ctx.rnr_retry = static_cast<uint8_t>(*reliability.rnr_retry);
-        if (reliability.min_rnr_timer) ctx.min_rnr_timer = static_cast<uint8_t>(*reliability.min_rnr_timer);
+        if (reliability.min_rnr_timer)
+            ctx.min_rnr_timer = static_cast<uint8_t>(*reliability.min_rnr_timer);
         if (max_rd_atomic) ctx.max_rd_atomic = static_cast<uint8_t>(*max_rd_atomic);
         if (max_dest_rd_atomic) ctx.max_dest_rd_atomic = static_cast<uint8_t>(*max_dest_rd_atomic);
         if (state == qp_state::rtr && !ud) {
@@ -720,8 +732,8 @@ int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
     qp_state_t& qp = it->second;
     if (qp.state == qp_state::reset) return refuse(EINVAL, "post_recv: the QP is in RESET");
     if (wr.sges.size() > qp.attr.max_recv_sge)
-        return refuse(EINVAL, "post_recv: " + std::to_string(wr.sges.size()) + " SGEs > max_recv_sge " +
-                                  std::to_string(qp.attr.max_recv_sge));
+        return refuse(EINVAL, "post_recv: " + std::to_string(wr.sges.size()) +
+                                  " SGEs > max_recv_sge " + std::to_string(qp.attr.max_recv_sge));
     ring& rq = qp.rq;
     if (rq.pi - rq.ci >= rq.depth) return ENOMEM;
     recv_wqe w;

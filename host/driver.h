@@ -17,9 +17,9 @@
 //    rings one doorbell; a single inline WR (or any with prefer_bf) whose WQE fits the 256-byte
 //    BlueFlame buffer is copied with its doorbell word into it by 64-byte write-combined stores
 //    instead; IBV_SEND_INLINE payloads are copied by the CPU into the WQE (no L_Key), up to the
-//    QP's max_inline_data (its send WQE stride grows to hold it); CQEs read at the consumer index and accepted by their
-//    owner byte. The send queue's fill is tracked from CQEs as libibverbs providers do: a
-//    successful completion retires its WQE and every unsignaled one before it.
+//    QP's max_inline_data (its send WQE stride grows to hold it); CQEs read at the consumer index
+//    and accepted by their owner byte. The send queue's fill is tracked from CQEs as libibverbs
+//    providers do: a successful completion retires its WQE and every unsignaled one before it.
 //  - on-demand regions (access on_demand, seeds 003/004, driver_odp.cpp): registration pins
 //    nothing and writes present translation entries only for pages mapped now. The HCA reports a
 //    missing one as a page-fault EQE plus MSI-X; the kernel worker (odp_worker) faults the pages
@@ -81,7 +81,8 @@ class driver : public sc_core::sc_module {
   public:
     // An aligned store of `length` bytes (8, or 64 write-combined) to a BAR0 offset; `delay` in:
     // when the CPU issues it, out: done.
-    using mmio_fn = std::function<bool(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay)>;
+    using mmio_fn = std::function<bool(uint64_t offset, const uint8_t* data, size_t length,
+                                       sc_core::sc_time& delay)>;
     using process_fn = std::function<address_space&(uint32_t pid)>;
 
     struct table {
@@ -96,8 +97,8 @@ class driver : public sc_core::sc_module {
 
     SC_HAS_PROCESS(driver);
     driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
-           phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
-           process_fn process, mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
+           phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu, process_fn process,
+           mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
     ~driver() override;
 
     bool booted() const { return m_booted; }
@@ -149,15 +150,15 @@ class driver : public sc_core::sc_module {
 
     // ---- memory protection beyond ibv_reg_mr (driver_protection.cpp) ----
     int reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out);
-    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
-                      mr_info& out);
+    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va,
+                      uint8_t access, mr_info& out);
     int rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out);
     int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
     int dealloc_mw(uint32_t handle);
     int query_mw(uint32_t handle, mw_info& out);
     // ibv_bind_mw: posts a type 1 bind on the QP; `new_rkey` is the window's R_Key from now on.
-    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
-                bool signaled, uint64_t wr_id, uint32_t& new_rkey);
+    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
+                uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey);
 
     // ---- on-demand paging and DMA ownership (driver_odp.cpp) ----
     // Whether an on-demand region of `pid` has a present translation entry for `page_va`.
@@ -191,8 +192,8 @@ class driver : public sc_core::sc_module {
         uint64_t table_pfn = 0;
         uint64_t table_pages = 0;
         uint64_t table_dma = 0;  // device address of the buffer table
-        uint32_t pi = 0;  // producer index (WQEs posted)
-        uint32_t ci = 0;  // consumer index (retired WQEs, or CQEs taken)
+        uint32_t pi = 0;         // producer index (WQEs posted)
+        uint32_t ci = 0;         // consumer index (retired WQEs, or CQEs taken)
     };
     struct pd_state {
         uint32_t pid = 0;
@@ -372,8 +373,9 @@ class driver : public sc_core::sc_module {
     uint64_t& m_wqes_posted;
     uint64_t& m_bf_posts = m_stats_ref.counter(
         "blueflame_posts", "WQEs", "send WQEs posted by BlueFlame (WQE copied with the doorbell)");
-    uint64_t& m_inline_posts = m_stats_ref.counter(
-        "inline_posts", "WQEs", "send WQEs posted with IBV_SEND_INLINE (payload copied into the WQE)");
+    uint64_t& m_inline_posts =
+        m_stats_ref.counter("inline_posts", "WQEs",
+                            "send WQEs posted with IBV_SEND_INLINE (payload copied into the WQE)");
     uint64_t& m_post_lists = m_stats_ref.counter(
         "post_lists", "calls", "post_send calls with more than one WR (one doorbell for the list)");
     uint64_t& m_cqes_polled;
@@ -381,22 +383,22 @@ class driver : public sc_core::sc_module {
     histogram& m_cmd_time;
 
     std::map<uint64_t, uint32_t> m_mtt_owner;  // first translation entry -> region handle
-    uint64_t m_eq_base = 0;  // physical
+    uint64_t m_eq_base = 0;                    // physical
     uint64_t m_eq_dma = 0;
     uint64_t m_msi_addr = 0;
     unsigned m_eq_log = 10;
     uint32_t m_eq_ci = 0;
     bool m_irq_pending = false;
     sc_core::sc_event m_irq;
-    uint64_t& m_dereg_pages = m_stats_ref.counter(
-        "unpinned_by_deregistration", "pages", "pin units released by deregistrations");
+    uint64_t& m_dereg_pages = m_stats_ref.counter("unpinned_by_deregistration", "pages",
+                                                  "pin units released by deregistrations");
     uint64_t& m_pinned_by_reg = m_stats_ref.counter(
         "pinned_by_registration", "pages",
         "pin units (base or huge pages) pinned by registrations, once per registration");
     histogram& m_dereg_time = m_stats_ref.latency(
         "deregistration_time", "dereg_mr: call to return, unpinning and command round trips");
-    uint64_t& m_nic_faults = m_stats_ref.counter(
-        "nic_page_faults", "events", "NIC page-fault events (EQEs) the driver handled");
+    uint64_t& m_nic_faults = m_stats_ref.counter("nic_page_faults", "events",
+                                                 "NIC page-fault events (EQEs) the driver handled");
     uint64_t& m_nic_fault_pages = m_stats_ref.counter(
         "nic_fault_pages", "pages", "translation entries made present by NIC page faults");
     uint64_t& m_nic_fault_failed = m_stats_ref.counter(

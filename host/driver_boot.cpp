@@ -69,11 +69,12 @@ void driver::boot() {
     }
     auto record = m_boot_error.empty() ? kernel_alloc_dma(1, m_cmd_record_dma, cpu) : std::nullopt;
     if (m_boot_error.empty() && !record) m_boot_error = "no kernel page for the command record";
-    if (m_boot_error.empty() && !setup_events(cpu)) m_boot_error = "no kernel memory for the event queue";
+    if (m_boot_error.empty() && !setup_events(cpu))
+        m_boot_error = "no kernel memory for the event queue";
     if (!m_boot_error.empty()) {
         m_boot_error = "the driver did not boot: " + m_boot_error + " on a host of " +
-                       std::to_string(m_frames.frames_total() << m_page_shift >> 20) + " MiB with " +
-                       std::to_string(m_frames.frames_free()) + " frames free";
+                       std::to_string(m_frames.frames_total() << m_page_shift >> 20) +
+                       " MiB with " + std::to_string(m_frames.frames_free()) + " frames free";
         HCASIM_LOG(name(), host, m_boot_error);
         m_boot_failed = true;
         m_boot_done.notify(sc_core::SC_ZERO_TIME);

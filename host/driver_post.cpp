@@ -16,8 +16,9 @@ using namespace hca_if;
 namespace {
 bool may_inline(wqe_opcode op) {
     // ibv_post_send(3): IBV_SEND_INLINE is valid for Send and RDMA Write only.
-    return op == wqe_opcode::send || op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv ||
-           op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm;
+    return op == wqe_opcode::send || op == wqe_opcode::send_with_imm ||
+           op == wqe_opcode::send_with_inv || op == wqe_opcode::rdma_write ||
+           op == wqe_opcode::rdma_write_with_imm;
 }
 }  // namespace
 
@@ -30,21 +31,25 @@ uint32_t driver::max_inline_for(uint32_t stride) {
     return stride > overhead ? static_cast<uint32_t>(stride - overhead) : 0;
 }
 
-int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::vector<uint8_t>& wqe) {
+int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu,
+                       std::vector<uint8_t>& wqe) {
     if (wr.sges.size() > qp.attr.max_send_sge)
-        return refuse(EINVAL, "post_send: " + std::to_string(wr.sges.size()) + " SGEs > max_send_sge " +
-                                  std::to_string(qp.attr.max_send_sge));
+        return refuse(EINVAL, "post_send: " + std::to_string(wr.sges.size()) +
+                                  " SGEs > max_send_sge " + std::to_string(qp.attr.max_send_sge));
     // A bind WR names its window and region in the bind segment; it has no data segments and no
     // immediate data (the rule; the IBA bind WR has neither field).
     if (wr.opcode == wqe_opcode::bind_mw && (!wr.sges.empty() || wr.has_imm))
         return refuse(EINVAL, std::string("post_send: a bind_mw WR with ") +
-                                  (wr.sges.empty() ? "immediate data" : "SGEs") + " (a bind carries neither)");
+                                  (wr.sges.empty() ? "immediate data" : "SGEs") +
+                                  " (a bind carries neither)");
     ring& sq = qp.sq;
     if (sq.pi - sq.ci >= sq.depth)
-        return refuse(ENOMEM, "post_send: the send queue is full (" + std::to_string(sq.depth) + " WRs outstanding)");
+        return refuse(ENOMEM, "post_send: the send queue is full (" + std::to_string(sq.depth) +
+                                  " WRs outstanding)");
     send_wqe w;
     w.opcode = wr.opcode;
-    w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) | (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
+    w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) |
+                                   (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
     w.num_sge = static_cast<uint8_t>(wr.sges.size());
     w.imm = wr.imm;
     w.wr_id = wr.wr_id;
@@ -59,8 +64,8 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::v
         uint64_t total = 0;
         for (const sge& g : wr.sges) total += g.length;
         if (!may_inline(wr.opcode)) {
-            return refuse(EINVAL, std::string("post_send: IBV_SEND_INLINE with ") + to_string(wr.opcode) +
-                                      " (send and RDMA write only)");
+            return refuse(EINVAL, std::string("post_send: IBV_SEND_INLINE with ") +
+                                      to_string(wr.opcode) + " (send and RDMA write only)");
         }
         if (total > qp.max_inline) {
             return refuse(EINVAL, "post_send: inline payload of " + std::to_string(total) +
@@ -93,7 +98,8 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::v
     return 0;
 }
 
-void driver::blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe, cpu_clock& cpu) {
+void driver::blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe,
+                       cpu_clock& cpu) {
     std::vector<uint8_t> block(doorbell_word::blueflame_bytes(wqe.size()), 0);
     doorbell_word dw{qpn, qp.sq.pi, static_cast<uint8_t>(wqe.size() / 16)};
     put<uint64_t>(block.data(), dw.encode());
@@ -125,7 +131,8 @@ int driver::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad
     // WR_FLUSH_ERR.
     if (qp.state != qp_state::rts && qp.state != qp_state::err && qp.state != qp_state::sqe) {
         if (bad) *bad = 0;
-        return refuse(EINVAL, std::string("post_send: the QP is in ") + to_string(qp.state) + ", not RTS");
+        return refuse(EINVAL,
+                      std::string("post_send: the QP is in ") + to_string(qp.state) + ", not RTS");
     }
     cpu_clock cpu;
     int err = 0;

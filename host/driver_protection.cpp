@@ -15,9 +15,15 @@ using namespace hca_if;
 namespace {
 constexpr uint8_t k_remote = access::remote_read | access::remote_write | access::remote_atomic;
 
-uint64_t round_down(uint64_t v, uint64_t a) { return v & ~(a - 1); }
-uint64_t round_up(uint64_t v, uint64_t a) { return (v + a - 1) & ~(a - 1); }
-bool power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+uint64_t round_down(uint64_t v, uint64_t a) {
+    return v & ~(a - 1);
+}
+uint64_t round_up(uint64_t v, uint64_t a) {
+    return (v + a - 1) & ~(a - 1);
+}
+bool power_of_two(uint64_t v) {
+    return v && !(v & (v - 1));
+}
 unsigned log2_of(uint64_t v) {
     unsigned s = 0;
     while ((1ULL << s) < v) ++s;
@@ -27,12 +33,15 @@ unsigned log2_of(uint64_t v) {
 
 int driver::check_access(uint8_t a) const {
     // Remote write and remote atomic require local write (seed 000 §1.2.3).
-    return (a & (access::remote_write | access::remote_atomic)) && !(a & access::local_write) ? EINVAL : 0;
+    return (a & (access::remote_write | access::remote_atomic)) && !(a & access::local_write)
+               ? EINVAL
+               : 0;
 }
 
 uint8_t driver::next_key_byte(uint64_t index) const {
     auto last = m_last_key_byte.find(index);
-    return last == m_last_key_byte.end() ? m_first_key_byte : static_cast<uint8_t>(last->second + 1);
+    return last == m_last_key_byte.end() ? m_first_key_byte
+                                         : static_cast<uint8_t>(last->second + 1);
 }
 
 mpt_entry driver::read_mpt(uint64_t index) const {
@@ -53,19 +62,21 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     if (pd == m_pds.end() || pd->second.pid != pid) return leave(cpu, EINVAL);
     if (int err = check_access(attr.access)) return leave(cpu, err);
     // Every page starts and ends on an HCA page boundary and the list covers offset + length.
-    if (attr.length == 0 || !power_of_two(attr.page_size) || attr.page_size < 4096 || attr.offset >= attr.page_size ||
+    if (attr.length == 0 || !power_of_two(attr.page_size) || attr.page_size < 4096 ||
+        attr.offset >= attr.page_size ||
         attr.pages.size() != round_up(attr.offset + attr.length, attr.page_size) / attr.page_size)
         return leave(cpu, EINVAL);
     for (uint64_t p : attr.pages)
         if (p % attr.page_size)
-            return leave(cpu, refuse(EINVAL, "reg_phys_mr: page " + std::to_string(p) + " is not on a " +
-                                                 std::to_string(attr.page_size) + "-byte boundary"));
+            return leave(cpu,
+                         refuse(EINVAL, "reg_phys_mr: page " + std::to_string(p) + " is not on a " +
+                                            std::to_string(attr.page_size) + "-byte boundary"));
     // The region's first byte is `offset` into the first page, so its IOVA sits at that offset
     // within an IOVA page too (ib_reg_phys_mr: iova and the buffer share the offset in the page).
     if (attr.iova % attr.page_size != attr.offset)
         return leave(cpu, refuse(EINVAL, "reg_phys_mr: iova offset in its page " +
-                                             std::to_string(attr.iova % attr.page_size) + " != offset " +
-                                             std::to_string(attr.offset)));
+                                             std::to_string(attr.iova % attr.page_size) +
+                                             " != offset " + std::to_string(attr.offset)));
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     auto mtt = m_mtt_space->alloc(attr.pages.size());
@@ -78,8 +89,9 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
         m_key_indices->free(*index);
         return leave(cpu, ENOMEM);
     }
-    dma_map_pages(*iova, shift, std::vector<std::optional<uint64_t>>(attr.pages.begin(), attr.pages.end()),
-                  true, cpu);
+    dma_map_pages(*iova, shift,
+                  std::vector<std::optional<uint64_t>>(attr.pages.begin(), attr.pages.end()), true,
+                  cpu);
     for (size_t i = 0; i < attr.pages.size(); ++i)
         m_mem.write_u64(m_mtt.base + (*mtt + i) * mtt_entry_size,
                         mtt_encode(*iova ? *iova + (uint64_t{i} << shift) : attr.pages[i], true));
@@ -126,13 +138,14 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     return leave(cpu, 0);
 }
 
-int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::optional<uint64_t> va, uint8_t access,
-                          mr_info& out) {
+int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::optional<uint64_t> va,
+                          uint8_t access, mr_info& out) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto orig = m_mrs.find(mr);
     auto pd = m_pds.find(pd_handle);
-    if (orig == m_mrs.end() || pd == m_pds.end() || pd->second.pid != pid) return leave(cpu, EINVAL);
+    if (orig == m_mrs.end() || pd == m_pds.end() || pd->second.pid != pid)
+        return leave(cpu, EINVAL);
     if (int err = check_access(access)) return leave(cpu, err);
     const mr_state& o = orig->second;
     if (o.on_demand) return leave(cpu, EOPNOTSUPP);
@@ -229,7 +242,8 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
         if (attr.va == 0 || attr.length == 0)
             return leave(cpu, refuse(EINVAL, std::string("rereg_mr: new translation with ") +
                                                  (attr.va == 0 ? "address NULL" : "length 0")));
-        if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length)) return leave(cpu, EFAULT);
+        if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length))
+            return leave(cpu, EFAULT);
         const unsigned shift = as.page_shift_over(attr.va, attr.length);
         const uint64_t page = 1ULL << shift;
         const uint64_t first = round_down(attr.va, page);
@@ -305,7 +319,8 @@ int driver::alloc_mw(uint32_t pid, uint32_t pd_handle, uint8_t type, mw_info& ou
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto pd = m_pds.find(pd_handle);
-    if (pd == m_pds.end() || pd->second.pid != pid || (type != 1 && type != 2)) return leave(cpu, EINVAL);
+    if (pd == m_pds.end() || pd->second.pid != pid || (type != 1 && type != 2))
+        return leave(cpu, EINVAL);
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     const uint8_t kb = next_key_byte(*index);
@@ -371,22 +386,24 @@ int driver::dealloc_mw(uint32_t handle) {
     return leave(cpu, err);
 }
 
-int driver::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
-                    bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
+int driver::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
+                    uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
     auto mw = m_mws.find(handle);
     auto qp = m_qps.find(qpn);
     auto region = m_mrs.find(mr);
     // ibv_bind_mw binds type 1 windows only, on RC or UC QPs.
-    if (mw == m_mws.end() || mw->second.type != 1 || qp == m_qps.end() || qp->second.attr.type == qp_type::ud ||
-        region == m_mrs.end())
-        return refuse(EINVAL, mw != m_mws.end() && mw->second.type != 1 ? "bind_mw: a type 2 window (bind it with a bind_mw WR)"
-                              : qp != m_qps.end() && qp->second.attr.type == qp_type::ud ? "bind_mw: a UD QP"
-                                                                                         : "bind_mw: no such window, QP or region");
+    if (mw == m_mws.end() || mw->second.type != 1 || qp == m_qps.end() ||
+        qp->second.attr.type == qp_type::ud || region == m_mrs.end())
+        return refuse(EINVAL, mw != m_mws.end() && mw->second.type != 1
+                                  ? "bind_mw: a type 2 window (bind it with a bind_mw WR)"
+                              : qp != m_qps.end() && qp->second.attr.type == qp_type::ud
+                                  ? "bind_mw: a UD QP"
+                                  : "bind_mw: no such window, QP or region");
     // libibverbs ibv_bind_mw: the window and the region must share a PD (EPERM), before the
     // provider posts anything.
     if (region->second.info.pd != mw->second.pd)
-        return refuse(EPERM, "bind_mw: window in PD " + std::to_string(mw->second.pd) + ", region in PD " +
-                                 std::to_string(region->second.info.pd));
+        return refuse(EPERM, "bind_mw: window in PD " + std::to_string(mw->second.pd) +
+                                 ", region in PD " + std::to_string(region->second.info.pd));
     // Every bind gives the window a new R_Key (seed 000 §2.2).
     const uint8_t kb = static_cast<uint8_t>(mw->second.key_byte + 1);
     send_wr wr;

@@ -100,7 +100,8 @@ int driver::query_qp(uint32_t qpn, qp_query& out) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
-    if (it == m_qps.end()) return leave(cpu, refuse(EINVAL, "query_qp: no QP " + std::to_string(qpn)));
+    if (it == m_qps.end())
+        return leave(cpu, refuse(EINVAL, "query_qp: no QP " + std::to_string(qpn)));
     qp_context ctx;
     int err = read_qpc(qpn, ctx, cpu);
     if (err) return leave(cpu, err);
@@ -110,7 +111,8 @@ int driver::query_qp(uint32_t qpn, qp_query& out) {
     out.state = ctx.state;
     out.type = qp.attr.type;
     out.qpn = qpn;
-    if (qp.attr.type != qp_type::ud && ctx.state != qp_state::reset && ctx.state != qp_state::init) {
+    if (qp.attr.type != qp_type::ud && ctx.state != qp_state::reset &&
+        ctx.state != qp_state::init) {
         out.dest_qp_num = ctx.remote_qpn;
         out.dlid = ctx.remote_lid;
     }

@@ -122,8 +122,8 @@ int host::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     return m_impl->m_driver->reg_phys_mr(pid, attr, out);
 }
 
-int host::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
-                        mr_info& out) {
+int host::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va,
+                        uint8_t access, mr_info& out) {
     return m_impl->m_driver->reg_shared_mr(pid, mr, pd, va, access, out);
 }
 
@@ -135,13 +135,18 @@ int host::alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out) {
     return m_impl->m_driver->alloc_mw(pid, pd, type, out);
 }
 
-int host::dealloc_mw(uint32_t handle) { return m_impl->m_driver->dealloc_mw(handle); }
+int host::dealloc_mw(uint32_t handle) {
+    return m_impl->m_driver->dealloc_mw(handle);
+}
 
-int host::query_mw(uint32_t handle, mw_info& out) { return m_impl->m_driver->query_mw(handle, out); }
+int host::query_mw(uint32_t handle, mw_info& out) {
+    return m_impl->m_driver->query_mw(handle, out);
+}
 
-int host::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
-                  bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
-    return m_impl->m_driver->bind_mw(handle, qpn, mr, addr, length, access, signaled, wr_id, new_rkey);
+int host::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
+                  uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
+    return m_impl->m_driver->bind_mw(handle, qpn, mr, addr, length, access, signaled, wr_id,
+                                     new_rkey);
 }
 int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
     return m_impl->m_driver->create_cq(pid, depth, cqn);
@@ -158,8 +163,8 @@ int host::destroy_qp(uint32_t qpn) {
 int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                     std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                     std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability) {
-    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic, max_dest_rd_atomic,
-                                       reliability);
+    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
+                                       max_dest_rd_atomic, reliability);
 }
 int host::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
     return m_impl->m_driver->create_ah(pid, attr, handle);

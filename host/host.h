@@ -34,8 +34,9 @@ struct host_swap_config {
     template <class V>
     void visit(V& v) {
         v(size, p_bytes("size", "swap capacity; 0 = no swap").from("scenario choice"));
-        v(latency, p_time("latency", "access latency of one 4 KiB swap read or write, after its "
-                                     "transfer")
+        v(latency, p_time("latency",
+                          "access latency of one 4 KiB swap read or write, after its "
+                          "transfer")
                        .from("NVMe NAND SSD: ~25 us 4 KiB random read (datacenter NVMe data "
                              "sheets, e.g. Intel P4510: 77 us read / 18 us write QD1 typical)"));
         v(gbps, p_real("gbps", "Gbit/s", "transfer bandwidth of the swap device")
@@ -47,7 +48,8 @@ struct host_swap_config {
               .range(0, 1)
               .from("Linux zone watermarks: low ~ min_free_kbytes x 1.25, ~0.1-1% of memory"));
         v(high_watermark,
-          p_real("high_watermark", "fraction", "free frames (share of all frames) kswapd reclaims up to")
+          p_real("high_watermark", "fraction",
+                 "free frames (share of all frames) kswapd reclaims up to")
               .range(0, 1)
               .from("Linux: high = low + watermark_scale_factor (0.1% of memory) or more"));
     }
@@ -156,14 +158,16 @@ struct host_cpu_config {
               .from("Kalia et al., Design guidelines for high performance RDMA systems, ATC 2016 "
                     "(tens of ns per post)"));
         v(copy_line,
-          p_time("copy_line", "copying one 64-byte cache line of an inline payload into the WQE "
-                              "(cache-resident memcpy)")
+          p_time("copy_line",
+                 "copying one 64-byte cache line of an inline payload into the WQE "
+                 "(cache-resident memcpy)")
               .from("Intel 64 and IA-32 Optimization Reference Manual (Skylake server): L1D "
                     "sustains 2 x 32 B loads and 1 x 32 B store per cycle, so a 64 B line takes "
                     "~2-3 cycles; ~1 ns at 2-3 GHz"));
         v(wc_line,
-          p_time("wc_line", "one 64-byte write-combining store of a BlueFlame copy into the BAR "
-                            "(mlx5_bf_copy: a WC buffer filled and flushed as one posted TLP)")
+          p_time("wc_line",
+                 "one 64-byte write-combining store of a BlueFlame copy into the BAR "
+                 "(mlx5_bf_copy: a WC buffer filled and flushed as one posted TLP)")
               .from("design estimate: a WC buffer flush (sfence) drains one full line to the "
                     "uncore in tens of cycles (Intel SDM vol. 3 §11.3.1); Kalia et al., ATC 2016, "
                     "count BlueFlame's WQE MMIO as CPU work of the same order as the doorbell"));
@@ -237,25 +241,28 @@ struct host_driver_config {
                            .range(1, 1e15)
                            .from("mlx5 command timeout is 60 s; 1 ms of simulated time is ample "
                                  "for a model that answers in microseconds"));
-        v(blueflame, p_flag("blueflame",
-                            "post_send copies a single small WQE with its doorbell into a BlueFlame "
-                            "buffer (64-byte write-combined stores) when it is inline or prefer_bf "
-                            "is set; off: a plain 8-byte doorbell always (MLX5_SHUT_UP_BF=1)")
-                         .from("rdma-core providers/mlx5 qp.c, post_send: BlueFlame when nreq == 1, "
-                               "the WQE fits bf->buf_size (256 B on ConnectX-4/5) and (inl || "
-                               "ctx->prefer_bf), unless shut_up_bf"));
-        v(prefer_bf, p_flag("prefer_bf",
-                            "use BlueFlame for single WQEs that are not inline too "
-                            "(MLX5_POST_SEND_PREFER_BF; false = MLX5_POST_SEND_PREFER_BF=0)")
-                         .from("rdma-core providers/mlx5/mlx5.c, get_always_bf: ctx->prefer_bf is 1 "
-                               "unless MLX5_POST_SEND_PREFER_BF=0 is set"));
-        v(max_sq_wqe, p_bytes("max_sq_wqe",
-                              "largest send WQE the device takes; bounds max_inline_data at create_qp "
-                              "(max_inline_data + 52 B of header and inline byte count)")
-                          .range(64, 4096)
-                          .from("mlx5: create_qp fails with EINVAL when the send WQE exceeds the "
-                                "device's max_sq_desc_sz, 1 KiB on ConnectX-4/5 class devices "
-                                "(rdma-core providers/mlx5 verbs.c, calc_send_wqe)"));
+        v(blueflame,
+          p_flag("blueflame",
+                 "post_send copies a single small WQE with its doorbell into a BlueFlame "
+                 "buffer (64-byte write-combined stores) when it is inline or prefer_bf "
+                 "is set; off: a plain 8-byte doorbell always (MLX5_SHUT_UP_BF=1)")
+              .from("rdma-core providers/mlx5 qp.c, post_send: BlueFlame when nreq == 1, "
+                    "the WQE fits bf->buf_size (256 B on ConnectX-4/5) and (inl || "
+                    "ctx->prefer_bf), unless shut_up_bf"));
+        v(prefer_bf,
+          p_flag("prefer_bf",
+                 "use BlueFlame for single WQEs that are not inline too "
+                 "(MLX5_POST_SEND_PREFER_BF; false = MLX5_POST_SEND_PREFER_BF=0)")
+              .from("rdma-core providers/mlx5/mlx5.c, get_always_bf: ctx->prefer_bf is 1 "
+                    "unless MLX5_POST_SEND_PREFER_BF=0 is set"));
+        v(max_sq_wqe,
+          p_bytes("max_sq_wqe",
+                  "largest send WQE the device takes; bounds max_inline_data at create_qp "
+                  "(max_inline_data + 52 B of header and inline byte count)")
+              .range(64, 4096)
+              .from("mlx5: create_qp fails with EINVAL when the send WQE exceeds the "
+                    "device's max_sq_desc_sz, 1 KiB on ConnectX-4/5 class devices "
+                    "(rdma-core providers/mlx5 verbs.c, calc_send_wqe)"));
     }
 };
 
@@ -331,7 +338,8 @@ struct host_config {
         v.group("iommu", iommu, "IOMMU between the PCIe link and memory");
         v.group("cpu", cpu, "CPU-side costs of the OS and driver");
         v.group("driver", driver, "the HCA's kernel driver: context table sizes, command timeout");
-        v.group("root_complex", root_complex, "the root complex in front of memory: DMA write commit");
+        v.group("root_complex", root_complex,
+                "the root complex in front of memory: DMA write commit");
     }
 };
 
@@ -392,14 +400,14 @@ class host : public sc_core::sc_module {
     int dereg_mr(uint32_t handle);
     int query_mr(uint32_t handle, mr_info& out);
     int reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out);
-    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va, uint8_t access,
-                      mr_info& out);
+    int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va,
+                      uint8_t access, mr_info& out);
     int rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out);
     int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
     int dealloc_mw(uint32_t handle);
     int query_mw(uint32_t handle, mw_info& out);
-    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length, uint8_t access,
-                bool signaled, uint64_t wr_id, uint32_t& new_rkey);
+    int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
+                uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey);
     int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);

@@ -109,12 +109,12 @@ struct recv_wr {
 };
 
 struct mw_info {
-    uint32_t handle = 0;          // window table index
-    uint32_t rkey = 0;            // current R_Key
+    uint32_t handle = 0;  // window table index
+    uint32_t rkey = 0;    // current R_Key
     uint8_t type = 1;
     uint32_t pd = 0;
     bool bound = false;
-    uint64_t addr = 0;            // bound range (when bound)
+    uint64_t addr = 0;  // bound range (when bound)
     uint64_t length = 0;
     uint8_t access = 0;
 };
@@ -124,8 +124,8 @@ struct phys_mr_attr {
     uint32_t pd = 0;
     std::vector<uint64_t> pages;  // physical addresses, each on a page_size boundary
     uint64_t page_size = 4096;
-    uint64_t iova = 0;            // address of the region's first byte
-    uint64_t offset = 0;          // of that byte in the first page
+    uint64_t iova = 0;    // address of the region's first byte
+    uint64_t offset = 0;  // of that byte in the first page
     uint64_t length = 0;
     uint8_t access = 0;
 };
@@ -151,7 +151,7 @@ struct device_attr {
     uint32_t max_cq = 0, max_cqe = 0, max_mr = 0, max_pd = 0, max_mw = 0, max_ah = 0;
     uint32_t max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_res_rd_atom = 0;
     uint32_t max_srq = 0, max_pkeys = 0, local_ca_ack_delay = 0, phys_port_cnt = 0;
-    uint32_t atomic_cap = 0;  // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
+    uint32_t atomic_cap = 0;       // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
     uint32_t max_inline_data = 0;  // largest max_inline_data create_qp accepts (mlx5 caps)
 };
 

@@ -25,7 +25,8 @@ std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, ui
     for (uint32_t i = 0; i < n; ++i) {
         const uint64_t end = std::min<uint64_t>(length, static_cast<uint64_t>(i + 1) * mtu);
         // Take every request that holds a byte of [.., end).
-        while (chunk < op.arrivals.size() && op.arrivals[chunk].offset < end) latest = std::max(latest, op.arrivals[chunk++].when);
+        while (chunk < op.arrivals.size() && op.arrivals[chunk].offset < end)
+            latest = std::max(latest, op.arrivals[chunk++].when);
         if (!op.arrivals.empty()) out[i] = latest;
     }
     return out;
@@ -35,12 +36,14 @@ port::port(sc_core::sc_module_name name, const port_config& cfg)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_stats(this->name()),
-      m_tx_messages(m_stats.counter("tx_messages", "messages", "messages sent (requests, responses, ACK/NAK)")),
+      m_tx_messages(m_stats.counter("tx_messages", "messages",
+                                    "messages sent (requests, responses, ACK/NAK)")),
       m_rx_messages(m_stats.counter("rx_messages", "messages", "messages received")),
       m_tx_payload(m_stats.counter("tx_payload_bytes", "bytes", "payload bytes sent")),
       m_rx_payload(m_stats.counter("rx_payload_bytes", "bytes", "payload bytes received")),
       m_tx_packets(m_stats.counter("tx_packets", "packets", "packets sent")),
-      m_dropped(m_stats.counter("dropped", "messages", "messages sent while the port had no link")) {}
+      m_dropped(
+          m_stats.counter("dropped", "messages", "messages sent while the port had no link")) {}
 
 void port::attach(ib_link& link, int end) {
     m_link = &link;

@@ -21,10 +21,14 @@ struct port_config {
 
     template <class V>
     void visit(V& v) {
-        v(gbps, p_real("gbps", "Gb/s", "port data rate after line encoding (4x EDR = 100)").range(1, 1600)
-                    .from("IBTA: 4x EDR 25.78125 Gb/s per lane with 64b/66b; ConnectX-5 datasheet"));
-        v(mtu, p_bytes("mtu", "path MTU: largest payload of one packet (256, 512, 1024, 2048 or 4096)").range(256, 4096)
-                   .from("IBA 1.4 §7.7.8; perftest default 4096 on IB"));
+        v(gbps,
+          p_real("gbps", "Gb/s", "port data rate after line encoding (4x EDR = 100)")
+              .range(1, 1600)
+              .from("IBTA: 4x EDR 25.78125 Gb/s per lane with 64b/66b; ConnectX-5 datasheet"));
+        v(mtu,
+          p_bytes("mtu", "path MTU: largest payload of one packet (256, 512, 1024, 2048 or 4096)")
+              .range(256, 4096)
+              .from("IBA 1.4 §7.7.8; perftest default 4096 on IB"));
     }
 };
 
@@ -33,11 +37,12 @@ struct port_config {
 std::vector<dma_pacing> pacing_of(const ib_message& msg);
 
 // The other way round: when each packet of a `length`-byte message read by `op` may leave, i.e.
-// when the last of its payload bytes has arrived on chip (cut-through sending; one entry per packet).
+// when the last of its payload bytes has arrived on chip (cut-through sending; one entry per
+// packet).
 std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu);
 
 class port : public sc_core::sc_module {
-public:
+  public:
     std::function<void(ib_message_ptr)> to_responder;
     std::function<void(ib_message_ptr)> to_requester;
 
@@ -53,14 +58,17 @@ public:
     // is what is leaving, and going back on a NAK resends only that).
     const sc_core::sc_time& tx_lookahead() const { return m_lookahead; }
     // When the last packet handed to the port has left.
-    sc_core::sc_time tx_free_at() const { return m_link ? m_link->free_at(m_end) : sc_core::SC_ZERO_TIME; }
+    sc_core::sc_time tx_free_at() const {
+        return m_link ? m_link->free_at(m_end) : sc_core::SC_ZERO_TIME;
+    }
 
-private:
+  private:
     void receive(ib_message_ptr msg);
 
     port_config m_cfg;
     ib_link* m_link = nullptr;
-    sc_core::sc_time m_lookahead = sc_core::SC_ZERO_TIME;  // one MTU packet's wire time, set by attach
+    sc_core::sc_time m_lookahead =
+        sc_core::SC_ZERO_TIME;  // one MTU packet's wire time, set by attach
     int m_end = 0;
     stats_group m_stats;
     uint64_t& m_tx_messages;

@@ -16,39 +16,59 @@ namespace {
 cqe_opcode completion_opcode(wqe_opcode op) {
     switch (op) {
         case wqe_opcode::rdma_write:
-        case wqe_opcode::rdma_write_with_imm: return cqe_opcode::rdma_write;
+        case wqe_opcode::rdma_write_with_imm:
+            return cqe_opcode::rdma_write;
         case wqe_opcode::send:
         case wqe_opcode::send_with_imm:
-        case wqe_opcode::send_with_inv: return cqe_opcode::send;
-        case wqe_opcode::rdma_read: return cqe_opcode::rdma_read;
-        case wqe_opcode::atomic_cmp_swp: return cqe_opcode::comp_swap;
-        case wqe_opcode::atomic_fetch_add: return cqe_opcode::fetch_add;
-        case wqe_opcode::local_inv: return cqe_opcode::local_inv;
-        case wqe_opcode::bind_mw: return cqe_opcode::bind_mw;
+        case wqe_opcode::send_with_inv:
+            return cqe_opcode::send;
+        case wqe_opcode::rdma_read:
+            return cqe_opcode::rdma_read;
+        case wqe_opcode::atomic_cmp_swp:
+            return cqe_opcode::comp_swap;
+        case wqe_opcode::atomic_fetch_add:
+            return cqe_opcode::fetch_add;
+        case wqe_opcode::local_inv:
+            return cqe_opcode::local_inv;
+        case wqe_opcode::bind_mw:
+            return cqe_opcode::bind_mw;
     }
     return cqe_opcode::send;
 }
 
 ib_op wire_opcode(wqe_opcode op) {
     switch (op) {
-        case wqe_opcode::rdma_write: return ib_op::rdma_write;
-        case wqe_opcode::rdma_write_with_imm: return ib_op::rdma_write_with_imm;
-        case wqe_opcode::send: return ib_op::send;
-        case wqe_opcode::send_with_imm: return ib_op::send_with_imm;
-        case wqe_opcode::send_with_inv: return ib_op::send_with_inv;
-        case wqe_opcode::rdma_read: return ib_op::rdma_read_request;
-        case wqe_opcode::atomic_cmp_swp: return ib_op::atomic_cmp_swp;
-        case wqe_opcode::atomic_fetch_add: return ib_op::atomic_fetch_add;
-        default: return ib_op::send;
+        case wqe_opcode::rdma_write:
+            return ib_op::rdma_write;
+        case wqe_opcode::rdma_write_with_imm:
+            return ib_op::rdma_write_with_imm;
+        case wqe_opcode::send:
+            return ib_op::send;
+        case wqe_opcode::send_with_imm:
+            return ib_op::send_with_imm;
+        case wqe_opcode::send_with_inv:
+            return ib_op::send_with_inv;
+        case wqe_opcode::rdma_read:
+            return ib_op::rdma_read_request;
+        case wqe_opcode::atomic_cmp_swp:
+            return ib_op::atomic_cmp_swp;
+        case wqe_opcode::atomic_fetch_add:
+            return ib_op::atomic_fetch_add;
+        default:
+            return ib_op::send;
     }
 }
 
 wc_status nak_status(ib_nak n) {
     switch (n) {
-        case ib_nak::rem_access: return wc_status::rem_access_err;
-        case ib_nak::inv_request: return wc_status::rem_inv_req_err;
-        case ib_nak::rem_op: return wc_status::rem_op_err;
-        default: return wc_status::bad_resp_err;
+        case ib_nak::rem_access:
+            return wc_status::rem_access_err;
+        case ib_nak::inv_request:
+            return wc_status::rem_inv_req_err;
+        case ib_nak::rem_op:
+            return wc_status::rem_op_err;
+        default:
+            return wc_status::bad_resp_err;
     }
 }
 
@@ -66,24 +86,30 @@ uint64_t gather_length(const send_wqe& w) {
 
 // Operations whose response carries data (RDMA READ, atomics): the ones ORD and IRD count.
 bool awaits_response(wqe_opcode op) {
-    return op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
+    return op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp ||
+           op == wqe_opcode::atomic_fetch_add;
 }
 
 // PSN order with wrap-around: whether a comes before b.
-bool psn_before(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) < 0; }
+bool psn_before(uint32_t a, uint32_t b) {
+    return static_cast<int32_t>(a - b) < 0;
+}
 
-bool is_window_op(wqe_opcode op) { return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv; }
+bool is_window_op(wqe_opcode op) {
+    return op == wqe_opcode::bind_mw || op == wqe_opcode::local_inv;
+}
 
 bool carries_local_payload(wqe_opcode op) {
-    return op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm || op == wqe_opcode::send ||
-           op == wqe_opcode::send_with_imm || op == wqe_opcode::send_with_inv;
+    return op == wqe_opcode::rdma_write || op == wqe_opcode::rdma_write_with_imm ||
+           op == wqe_opcode::send || op == wqe_opcode::send_with_imm ||
+           op == wqe_opcode::send_with_inv;
 }
 
 }  // namespace
 
-requester::requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
-                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
-                     dma_engine& dma, completion& cq, port& p)
+requester::requester(sc_core::sc_module_name name, const requester_config& cfg,
+                     const clock_domain& clk, qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit,
+                     window_binder& binder, dma_engine& dma, completion& cq, port& p)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -97,22 +123,41 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg, 
       m_queue("queue"),
       m_stats(this->name()),
       m_wqes(m_stats.counter("wqes", "WQEs", "send-queue WQEs whose message went on the wire")),
-      m_bytes(m_stats.counter("bytes", "bytes", "payload bytes of those messages (RDMA read: bytes asked for)")),
-      m_completed(m_stats.counter("completed", "WQEs", "send-queue WQEs completed (signaled or not)")),
-      m_errors(m_stats.counter("errors", "WQEs", "WQEs completed with an error status other than WR_FLUSH_ERR")),
-      m_flushed(m_stats.counter("flushed", "WQEs", "WQEs completed with WR_FLUSH_ERR because their QP was in the error state")),
-      m_rnr_retries(m_stats.counter("rnr_retries", "messages", "messages resent after a receiver-not-ready NAK")),
-      m_retransmits(m_stats.counter("retransmits", "messages", "messages sent again (go-back-N after a sequence NAK, a timeout, an RNR NAK or an implied NAK)")),
-      m_timeouts(m_stats.counter("timeouts", "times", "transport timer expiries (no acknowledgement within 4.096 us x 2^timeout)")),
-      m_seq_naks(m_stats.counter("seq_naks", "NAKs", "PSN sequence error NAKs received (the responder missed a packet)")),
-      m_implied_naks(m_stats.counter("implied_naks", "times", "READs and atomics resent because a later acknowledgement passed them without their response")),
-      m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells", "doorbells for a QPN without a valid context")),
-      m_ud_oversize(m_stats.counter("ud_oversize", "WQEs",
-                                    "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
-      m_bf_wqes(m_stats.counter("blueflame_wqes", "WQEs", "WQEs taken from a BlueFlame doorbell instead of fetched")),
-      m_inline_wqes(m_stats.counter("inline_wqes", "WQEs", "WQEs whose payload was inline (no translation, no payload read)")),
+      m_bytes(m_stats.counter("bytes", "bytes",
+                              "payload bytes of those messages (RDMA read: bytes asked for)")),
+      m_completed(
+          m_stats.counter("completed", "WQEs", "send-queue WQEs completed (signaled or not)")),
+      m_errors(m_stats.counter("errors", "WQEs",
+                               "WQEs completed with an error status other than WR_FLUSH_ERR")),
+      m_flushed(m_stats.counter(
+          "flushed", "WQEs",
+          "WQEs completed with WR_FLUSH_ERR because their QP was in the error state")),
+      m_rnr_retries(m_stats.counter("rnr_retries", "messages",
+                                    "messages resent after a receiver-not-ready NAK")),
+      m_retransmits(m_stats.counter("retransmits", "messages",
+                                    "messages sent again (go-back-N after a sequence NAK, a "
+                                    "timeout, an RNR NAK or an implied NAK)")),
+      m_timeouts(m_stats.counter(
+          "timeouts", "times",
+          "transport timer expiries (no acknowledgement within 4.096 us x 2^timeout)")),
+      m_seq_naks(m_stats.counter(
+          "seq_naks", "NAKs", "PSN sequence error NAKs received (the responder missed a packet)")),
+      m_implied_naks(m_stats.counter("implied_naks", "times",
+                                     "READs and atomics resent because a later acknowledgement "
+                                     "passed them without their response")),
+      m_bad_doorbells(m_stats.counter("bad_doorbells", "doorbells",
+                                      "doorbells for a QPN without a valid context")),
+      m_ud_oversize(m_stats.counter(
+          "ud_oversize", "WQEs",
+          "UD sends longer than the MTU: completed without sending (IBA C10-93.1.1)")),
+      m_bf_wqes(m_stats.counter("blueflame_wqes", "WQEs",
+                                "WQEs taken from a BlueFlame doorbell instead of fetched")),
+      m_inline_wqes(
+          m_stats.counter("inline_wqes", "WQEs",
+                          "WQEs whose payload was inline (no translation, no payload read)")),
       m_ord_waits(m_stats.counter("ord_waits", "times",
-                                  "times a READ or atomic was held back because the QP had max_rd_atomic of them outstanding")),
+                                  "times a READ or atomic was held back because the QP had "
+                                  "max_rd_atomic of them outstanding")),
       m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
 
 void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe) {
@@ -123,10 +168,12 @@ void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uin
     doorbell(qpn, producer_index);
 }
 
-bool requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride, std::vector<uint8_t>& bytes) {
+bool requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride,
+                               std::vector<uint8_t>& bytes) {
     auto& delivered = m_sq[qpn].delivered;
     // Deliveries behind the fetch point were fetched from the ring meanwhile.
-    while (!delivered.empty() && static_cast<int32_t>(delivered.begin()->first - first) < 0) delivered.erase(delivered.begin());
+    while (!delivered.empty() && static_cast<int32_t>(delivered.begin()->first - first) < 0)
+        delivered.erase(delivered.begin());
     auto it = delivered.find(first);
     if (it == delivered.end()) return false;
     bytes = std::move(it->second);
@@ -172,16 +219,18 @@ void requester::kick(uint32_t qpn) {
         if (!flush && ctx->state != qp_state::rts) return;  // resumes on the next doorbell
         const uint32_t pending = sq.pi - sq.fetched();
         const uint64_t room = m_cfg.max_outstanding - sq.window.size();
-        const uint32_t n = static_cast<uint32_t>(std::min<uint64_t>({pending, room, m_fetcher.max_batch()}));
+        const uint32_t n =
+            static_cast<uint32_t>(std::min<uint64_t>({pending, room, m_fetcher.max_batch()}));
         if (n == 0) return;
-        const queue_desc q{ctx->sq_buf_table, ctx->sq_log_depth, ctx->sq_wqe_shift, ctx->page_shift, ctx->ptag};
+        const queue_desc q{ctx->sq_buf_table, ctx->sq_log_depth, ctx->sq_wqe_shift, ctx->page_shift,
+                           ctx->ptag};
         sq.ctx = *ctx;
         const uint32_t first = sq.fetched();
         HCASIM_TRACE(mark(this, "fetch", wqe_trace_id(qpn, first)));
         sq.fetching = true;
         const bool ud = ctx->type == qp_type::ud;
         auto fetched = [this, qpn, first, stride = 1u << q.wqe_shift, ud](
-                                         bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+                           bool ok, uint32_t count, std::vector<uint8_t> bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
             if (!ok) {
@@ -198,12 +247,18 @@ void requester::kick(uint32_t qpn) {
                 // nothing, a message one PSN per packet, a read one per response packet.
                 if (!is_window_op(s->w.opcode)) {
                     s->psn = sq.next_psn;
-                    s->psns = request_psns(wire_opcode(s->w.opcode), gather_length(s->w), m_port.mtu());
+                    s->psns =
+                        request_psns(wire_opcode(s->w.opcode), gather_length(s->w), m_port.mtu());
                     sq.next_psn += s->psns;
                 }
                 s->doorbell_time = sq.last_doorbell;
-                HCASIM_TRACE(span(name(), "doorbell", wqe_trace_id(qpn, s->index), s->doorbell_time, tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first))));
-                HCASIM_TRACE(span(m_fetcher.name(), "fetch", wqe_trace_id(qpn, s->index), tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first)), sc_core::sc_time_stamp(), stride));
+                HCASIM_TRACE(
+                    span(name(), "doorbell", wqe_trace_id(qpn, s->index), s->doorbell_time,
+                         tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first))));
+                HCASIM_TRACE(
+                    span(m_fetcher.name(), "fetch", wqe_trace_id(qpn, s->index),
+                         tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first)),
+                         sc_core::sc_time_stamp(), stride));
                 HCASIM_TRACE(add(name(), "outstanding", 1));
                 sq.window.push_back(s);
                 if (sq.error) {
@@ -218,7 +273,8 @@ void requester::kick(uint32_t qpn) {
         };
         // A WQE that came by BlueFlame is not fetched (the ring still holds it).
         std::vector<uint8_t> bytes;
-        if (take_delivered(qpn, first, 1u << q.wqe_shift, bytes)) return fetched(true, 1, std::move(bytes));
+        if (take_delivered(qpn, first, 1u << q.wqe_shift, bytes))
+            return fetched(true, 1, std::move(bytes));
         m_fetcher.fetch(q, first, n, fetched);
     });
 }
@@ -234,13 +290,15 @@ void requester::advance(uint32_t qpn) {
 }
 
 void requester::start_window_op(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
-    if (ctx.type == qp_type::ud) return complete(qpn, s, wc_status::loc_qp_op_err);  // windows: RC and UC only
+    if (ctx.type == qp_type::ud)
+        return complete(qpn, s, wc_status::loc_qp_op_err);  // windows: RC and UC only
     s->stage = wqe_stage::translating;
     auto done = [this, qpn, s](wc_status status) {
         complete(qpn, s, status);
         advance(qpn);
     };
-    if (s->w.opcode == wqe_opcode::local_inv) return m_binder.invalidate(qpn, ctx.pd, s->w.imm, done);
+    if (s->w.opcode == wqe_opcode::local_inv)
+        return m_binder.invalidate(qpn, ctx.pd, s->w.imm, done);
     bind_request req;
     req.qpn = qpn;
     req.pd = ctx.pd;
@@ -258,7 +316,8 @@ void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
     if (is_window_op(op)) return start_window_op(qpn, ctx, s);
     const bool reliable = ctx.type == qp_type::rc;
     const bool ud = ctx.type == qp_type::ud;
-    const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp || op == wqe_opcode::atomic_fetch_add;
+    const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp ||
+                          op == wqe_opcode::atomic_fetch_add;
     // UD carries SEND and SEND with immediate only (IBA 9.2: the UD opcodes are SEND Only and
     // SEND Only with Immediate).
     const bool ud_ok = op == wqe_opcode::send || op == wqe_opcode::send_with_imm;
@@ -281,7 +340,8 @@ void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
     translate_local(qpn, ctx, s, needs_rc);
 }
 
-void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s, bool scatter_target) {
+void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
+                                bool scatter_target) {
     const bool inl = (s->w.flags & wqe_flags::inline_data) && !scatter_target;
     uint64_t total = inl ? s->w.inline_bytes.size() : 0;
     for (unsigned i = 0; i < s->w.num_sge && !inl; ++i) total += s->w.sges[i].length;
@@ -334,7 +394,10 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
                     complete(qpn, s, wc_status::loc_prot_err);
                     return;
                 }
-            HCASIM_TRACE(span(m_tpt.name(), "translate", wqe_trace_id(qpn, s->index), tracer::instance().marked(this, "translate", wqe_trace_id(qpn, s->index)), sc_core::sc_time_stamp(), s->length));
+            HCASIM_TRACE(
+                span(m_tpt.name(), "translate", wqe_trace_id(qpn, s->index),
+                     tracer::instance().marked(this, "translate", wqe_trace_id(qpn, s->index)),
+                     sc_core::sc_time_stamp(), s->length));
             build_message(ctx, s);
             if (scatter_target) {
                 s->stage = wqe_stage::ready;  // translations held until the response lands
@@ -344,7 +407,8 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             s->stage = wqe_stage::reading;
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::read;
-            for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            for (const auto& t : s->local)
+                op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->ptag = s->local.front().ptag;
             op->trace_id = s->msg->trace_id;
             op->done = [this, qpn, s](dma_op& done) {
@@ -408,7 +472,9 @@ void requester::drain(uint32_t qpn) {
     const uint32_t ord = std::max<uint32_t>(1, sq.ctx.max_rd_atomic);
     for (auto& s : sq.window) {
         if (s->stage == wqe_stage::sent && awaits_response(s->w.opcode)) ++reads;
-        if (s->stage == wqe_stage::completed || s->stage == wqe_stage::sent || s->stage == wqe_stage::responded) continue;
+        if (s->stage == wqe_stage::completed || s->stage == wqe_stage::sent ||
+            s->stage == wqe_stage::responded)
+            continue;
         if (s->stage != wqe_stage::ready) break;  // messages of a QP leave in WQE order
         if (awaits_response(s->w.opcode)) {
             if (reads >= ord) {
@@ -440,7 +506,8 @@ void requester::drain(uint32_t qpn) {
         }
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
         const sc_core::sc_time left = m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
-        HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin, begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
+        HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin,
+                          begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;
         s->sent_at = left;
         if (sq.type == qp_type::rc) {
@@ -470,7 +537,8 @@ void requester::on_response(ib_message_ptr msg) {
         if (s && msg->after_gap != sc_core::SC_ZERO_TIME && !sq.retrying) retry(qpn, s);
         return;
     }
-    HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(), sc_core::sc_time_stamp(), msg->length));
+    HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(),
+                      sc_core::sc_time_stamp(), msg->length));
     if (msg->op == ib_op::ack) {
         acknowledge(qpn, psn, true);
         return;
@@ -505,7 +573,8 @@ void requester::on_response(ib_message_ptr msg) {
             drain(qpn);  // a READ or atomic held back by the initiator depth may go now
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::write;
-            for (const auto& t : s->local) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            for (const auto& t : s->local)
+                op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->data = msg->payload;
             op->data.resize(op->length(), 0);
             op->pacing = pacing_of(*msg);
@@ -515,14 +584,15 @@ void requester::on_response(ib_message_ptr msg) {
             m_dma.submit(op);
             break;
         }
-        default: break;
+        default:
+            break;
     }
 }
 
 requester::slot_ptr requester::sent_slot(uint32_t qpn, uint32_t psn) {
     for (auto& c : m_sq[qpn].window)
-        if ((c->stage == wqe_stage::sent || (c->resend && c->stage == wqe_stage::ready)) && c->psns > 0 &&
-            psn - c->psn < c->psns)
+        if ((c->stage == wqe_stage::sent || (c->resend && c->stage == wqe_stage::ready)) &&
+            c->psns > 0 && psn - c->psn < c->psns)
             return c;
     return nullptr;
 }
@@ -604,7 +674,8 @@ void requester::on_timer(uint32_t qpn) {
             break;
         }
     if (!oldest) return;
-    if (oldest->sent_at + ps_time(transport_timeout_ps(sq.ctx.timeout)) > sc_core::sc_time_stamp()) return arm_timer(qpn);
+    if (oldest->sent_at + ps_time(transport_timeout_ps(sq.ctx.timeout)) > sc_core::sc_time_stamp())
+        return arm_timer(qpn);
     ++m_timeouts;
     retry(qpn, oldest);
 }
@@ -629,8 +700,8 @@ void requester::enter_error(uint32_t qpn) {
         sq.error = true;
         m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
             if (!ctx) return;
-            // IBA ch. 10, Send Queue Error state: on a UD QP a send error stops only the send queue;
-            // receives go on until the consumer moves the QP back to RTS.
+            // IBA ch. 10, Send Queue Error state: on a UD QP a send error stops only the send
+            // queue; receives go on until the consumer moves the QP back to RTS.
             if (ctx->type == qp_type::ud && ctx->state != qp_state::err) {
                 ctx->state = qp_state::sqe;
                 m_qpc.mark_dirty(qpn);

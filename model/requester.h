@@ -40,8 +40,8 @@
 
 #include <cstdint>
 #include <deque>
-#include <memory>
 #include <map>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -63,17 +63,23 @@ struct requester_config {
 
     template <class V>
     void visit(V& v) {
-        v(wqe_cycles, p_count("wqe_cycles", "cycles", "cycles of the shared send pipeline per WQE (header build and scheduling)")
-                          .range(1, 1000).from("ConnectX-5 datasheet: up to 200 M messages/s, i.e. 2.5 cycles per message at 500 MHz"));
-        v(max_outstanding, p_count("max_outstanding", "WQEs", "WQEs of one QP between fetch and completion").range(1, 4096)
-                               .from("design estimate; bounds per-QP on-chip state"));
+        v(wqe_cycles,
+          p_count("wqe_cycles", "cycles",
+                  "cycles of the shared send pipeline per WQE (header build and scheduling)")
+              .range(1, 1000)
+              .from("ConnectX-5 datasheet: up to 200 M messages/s, i.e. 2.5 cycles per message at "
+                    "500 MHz"));
+        v(max_outstanding,
+          p_count("max_outstanding", "WQEs", "WQEs of one QP between fetch and completion")
+              .range(1, 4096)
+              .from("design estimate; bounds per-QP on-chip state"));
     }
 };
 
 enum class wqe_stage : uint8_t { fetched, translating, reading, ready, sent, responded, completed };
 
 class requester : public sc_core::sc_module {
-public:
+  public:
     requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
               qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
               dma_engine& dma, completion& cq, port& p);
@@ -87,7 +93,7 @@ public:
     // Told when a QP enters the error state (the responder flushes its receive queue).
     std::function<void(uint32_t qpn)> on_qp_error;
 
-private:
+  private:
     struct wqe_slot {
         hca_if::send_wqe w;
         uint32_t index = 0;
@@ -113,18 +119,20 @@ private:
         hca_if::qp_type type = hca_if::qp_type::rc;
         hca_if::qp_context ctx;  // the context as of the last fetch (PD, peer, types)
         uint32_t send_cqn = 0;
-        uint32_t pi = 0;        // latest doorbell
-        uint32_t ci = 0;        // next WQE to complete
+        uint32_t pi = 0;  // latest doorbell
+        uint32_t ci = 0;  // next WQE to complete
         uint32_t next_psn = 0;
         uint32_t retries = 0;    // timeouts and sequence NAKs since the last progress (retry_cnt)
         uint32_t rnr_tries = 0;  // RNR NAKs since the last progress (rnr_retry)
         bool timer_armed = false;
-        bool retrying = false;   // went back without progress since: later answers of the first try are ignored
+        bool retrying =
+            false;  // went back without progress since: later answers of the first try are ignored
         sc_core::sc_time drain_at;  // a drain is scheduled then (waiting for the port)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
-        std::map<uint32_t, std::vector<uint8_t>> delivered;  // BlueFlame WQEs by index, not yet taken
+        std::map<uint32_t, std::vector<uint8_t>>
+            delivered;  // BlueFlame WQEs by index, not yet taken
         uint32_t fetched() const { return ci + static_cast<uint32_t>(window.size()); }
         bool idle() const { return window.empty() && !fetching; }
     };
@@ -137,7 +145,8 @@ private:
     void advance(uint32_t qpn);
     void start_window_op(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
     void start(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
-    void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s, bool scatter_target);
+    void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s,
+                         bool scatter_target);
     void build_message(const hca_if::qp_context& ctx, slot_ptr s);
     void drain(uint32_t qpn);
     // Completes the sent messages whose last PSN is before `psn` (or at it, `inclusive`); a READ
@@ -147,7 +156,8 @@ private:
     // The sent message whose PSNs include `psn`, if any.
     slot_ptr sent_slot(uint32_t qpn, uint32_t psn);
     // Go-back-N: sends `from` and every later sent message again (after `delay`).
-    void rewind(uint32_t qpn, const slot_ptr& from, const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);
+    void rewind(uint32_t qpn, const slot_ptr& from,
+                const sc_core::sc_time& delay = sc_core::SC_ZERO_TIME);
     // A timeout or sequence NAK: resend from `from`, or complete it RETRY_EXC_ERR after retry_cnt.
     void retry(uint32_t qpn, const slot_ptr& from);
     void arm_timer(uint32_t qpn);

@@ -9,9 +9,9 @@ namespace hcasim {
 
 using namespace hca_if;
 
-responder::responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
-                     qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
-                     dma_engine& dma, completion& cq, port& p)
+responder::responder(sc_core::sc_module_name name, const responder_config& cfg,
+                     const clock_domain& clk, qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit,
+                     window_binder& binder, dma_engine& dma, completion& cq, port& p)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -24,30 +24,53 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg, 
       m_port(p),
       m_queue("queue"),
       m_stats(this->name()),
-      m_messages(m_stats.counter("messages", "messages", "requests admitted (in sequence, to a QP ready to receive)")),
-      m_bytes(m_stats.counter("bytes", "bytes", "payload bytes of admitted requests (read: bytes asked for)")),
-      m_naks(m_stats.counter("naks", "messages", "RC requests refused with a NAK other than receiver-not-ready")),
-      m_rnr_naks(m_stats.counter("rnr_naks", "messages", "RC sends refused (RNR NAK) because no receive WQE was posted")),
-      m_no_receive(m_stats.counter("no_receive_drops", "messages",
-                                   "UC and UD sends dropped because no receive WQE was posted (no RNR on unreliable QPs)")),
-      m_qkey_violations(m_stats.counter("qkey_violations", "messages", "UD messages dropped because their Q_Key was not the QP's")),
-      m_dropped(m_stats.counter("dropped", "messages",
-                                "requests for an unknown QP, a QP not ready to receive, a QP of another transport "
-                                "(UD vs RC/UC), or another LID")),
-      m_out_of_sequence(m_stats.counter("out_of_sequence", "messages", "requests dropped because their PSN was not the expected one")),
+      m_messages(m_stats.counter("messages", "messages",
+                                 "requests admitted (in sequence, to a QP ready to receive)")),
+      m_bytes(m_stats.counter("bytes", "bytes",
+                              "payload bytes of admitted requests (read: bytes asked for)")),
+      m_naks(m_stats.counter("naks", "messages",
+                             "RC requests refused with a NAK other than receiver-not-ready")),
+      m_rnr_naks(m_stats.counter("rnr_naks", "messages",
+                                 "RC sends refused (RNR NAK) because no receive WQE was posted")),
+      m_no_receive(m_stats.counter(
+          "no_receive_drops", "messages",
+          "UC and UD sends dropped because no receive WQE was posted (no RNR on unreliable QPs)")),
+      m_qkey_violations(
+          m_stats.counter("qkey_violations", "messages",
+                          "UD messages dropped because their Q_Key was not the QP's")),
+      m_dropped(m_stats.counter(
+          "dropped", "messages",
+          "requests for an unknown QP, a QP not ready to receive, a QP of another transport "
+          "(UD vs RC/UC), or another LID")),
+      m_out_of_sequence(
+          m_stats.counter("out_of_sequence", "messages",
+                          "requests dropped because their PSN was not the expected one")),
       m_recv_wqes(m_stats.counter("recv_wqes", "WQEs", "receive WQEs consumed")),
-      m_flushed(m_stats.counter("flushed", "WQEs", "receive WQEs completed with WR_FLUSH_ERR (QP in the error state)")),
+      m_flushed(m_stats.counter(
+          "flushed", "WQEs", "receive WQEs completed with WR_FLUSH_ERR (QP in the error state)")),
       m_prefetch_hits(m_stats.counter("recv_prefetch_hits", "WQEs",
-                                      "receive WQEs found prefetched on chip (or already being fetched) when their message needed them")),
-      m_prefetch_misses(m_stats.counter("recv_prefetch_misses", "WQEs",
-                                        "receive WQEs fetched on demand when their message arrived (buffer full or empty)")),
+                                      "receive WQEs found prefetched on chip (or already being "
+                                      "fetched) when their message needed them")),
+      m_prefetch_misses(m_stats.counter(
+          "recv_prefetch_misses", "WQEs",
+          "receive WQEs fetched on demand when their message arrived (buffer full or empty)")),
       m_ird_naks(m_stats.counter("ird_naks", "messages",
-                                 "RDMA READs and atomics refused (NAK Invalid Request) beyond the QP's max_dest_rd_atomic")),
-      m_seq_naks(m_stats.counter("seq_naks", "NAKs", "PSN sequence error NAKs sent (a request arrived after a lost packet)")),
-      m_duplicates(m_stats.counter("duplicates", "messages", "duplicate requests answered again without executing them (READs read again)")),
-      m_incomplete(m_stats.counter("incomplete", "messages", "messages that lost a packet on the link and were not executed")),
-      m_acks_coalesced(m_stats.counter("acks_coalesced", "ACKs", "ACKs not sent because a later ACK ready at the same time acknowledges them too")),
-      m_latency(m_stats.latency("latency", "first packet arrived to reply handed to the port, per request")) {}
+                                 "RDMA READs and atomics refused (NAK Invalid Request) beyond the "
+                                 "QP's max_dest_rd_atomic")),
+      m_seq_naks(
+          m_stats.counter("seq_naks", "NAKs",
+                          "PSN sequence error NAKs sent (a request arrived after a lost packet)")),
+      m_duplicates(m_stats.counter(
+          "duplicates", "messages",
+          "duplicate requests answered again without executing them (READs read again)")),
+      m_incomplete(
+          m_stats.counter("incomplete", "messages",
+                          "messages that lost a packet on the link and were not executed")),
+      m_acks_coalesced(m_stats.counter(
+          "acks_coalesced", "ACKs",
+          "ACKs not sent because a later ACK ready at the same time acknowledges them too")),
+      m_latency(m_stats.latency("latency",
+                                "first packet arrived to reply handed to the port, per request")) {}
 
 void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
     m_qpc.lookup(qpn, [this, qpn, producer_index](qp_context* ctx) {
@@ -69,13 +92,19 @@ void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
 
 void responder::prefetch(uint32_t qpn, const qp_context& c) {
     rq_state& rq = m_rq[qpn];
-    if (rq.prefetching || m_cfg.recv_prefetch == 0 || c.state == qp_state::err || c.state == qp_state::reset) return;
-    if (static_cast<int32_t>(rq.prefetch_next - rq.ci) < 0) rq.prefetch_next = rq.ci;  // claimed meanwhile
+    if (rq.prefetching || m_cfg.recv_prefetch == 0 || c.state == qp_state::err ||
+        c.state == qp_state::reset)
+        return;
+    if (static_cast<int32_t>(rq.prefetch_next - rq.ci) < 0)
+        rq.prefetch_next = rq.ci;  // claimed meanwhile
     const int32_t posted = static_cast<int32_t>(rq.pi - rq.prefetch_next);
     if (posted <= 0) return;
     const uint64_t room_qp = m_cfg.recv_prefetch > rq.held ? m_cfg.recv_prefetch - rq.held : 0;
-    const uint64_t room_all = m_cfg.recv_prefetch_total > m_prefetch_used ? m_cfg.recv_prefetch_total - m_prefetch_used : 0;
-    const auto n = static_cast<uint32_t>(std::min<uint64_t>({static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
+    const uint64_t room_all = m_cfg.recv_prefetch_total > m_prefetch_used
+                                  ? m_cfg.recv_prefetch_total - m_prefetch_used
+                                  : 0;
+    const auto n = static_cast<uint32_t>(std::min<uint64_t>(
+        {static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
     if (n == 0) return;
     const uint32_t first = rq.prefetch_next;
     rq.prefetch_next += n;
@@ -84,31 +113,34 @@ void responder::prefetch(uint32_t qpn, const qp_context& c) {
     rq.prefetching = true;
     for (uint32_t i = 0; i < n; ++i) rq.inflight.insert(first + i);
     const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
-    m_fetcher.fetch(q, first, n, [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](
-                                     bool ok, uint32_t count, std::vector<uint8_t> bytes) {
-        rq_state& rq = m_rq[qpn];
-        if (epoch == rq.epoch) rq.prefetching = false;
-        for (uint32_t i = 0; i < n; ++i) {
-            const uint32_t index = first + i;
-            rq.inflight.erase(index);
-            const bool got = ok && i < count;
-            recv_wqe w;
-            if (got) w = recv_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride);
-            auto waiter = rq.waiting.find(index);
-            if (got && epoch == rq.epoch && waiter == rq.waiting.end()) {
-                rq.onchip[index] = w;  // stays in the buffer until its message claims it
-                continue;
+    m_fetcher.fetch(
+        q, first, n,
+        [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](
+            bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+            rq_state& rq = m_rq[qpn];
+            if (epoch == rq.epoch) rq.prefetching = false;
+            for (uint32_t i = 0; i < n; ++i) {
+                const uint32_t index = first + i;
+                rq.inflight.erase(index);
+                const bool got = ok && i < count;
+                recv_wqe w;
+                if (got)
+                    w = recv_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride);
+                auto waiter = rq.waiting.find(index);
+                if (got && epoch == rq.epoch && waiter == rq.waiting.end()) {
+                    rq.onchip[index] = w;  // stays in the buffer until its message claims it
+                    continue;
+                }
+                --rq.held;
+                --m_prefetch_used;
+                if (waiter != rq.waiting.end()) {
+                    wqe_waiter fn = std::move(waiter->second);
+                    rq.waiting.erase(waiter);
+                    fn(got ? &w : nullptr);
+                }
             }
-            --rq.held;
-            --m_prefetch_used;
-            if (waiter != rq.waiting.end()) {
-                wqe_waiter fn = std::move(waiter->second);
-                rq.waiting.erase(waiter);
-                fn(got ? &w : nullptr);
-            }
-        }
-        if (qp_context* ctx = m_qpc.resident(qpn)) prefetch(qpn, *ctx);
-    });
+            if (qp_context* ctx = m_qpc.resident(qpn)) prefetch(qpn, *ctx);
+        });
 }
 
 void responder::drop_prefetched(rq_state& rq) {
@@ -124,7 +156,8 @@ void responder::forget(uint32_t qpn) {
     auto it = m_rq.find(qpn);
     if (it == m_rq.end()) return;
     drop_prefetched(it->second);
-    if (it->second.replies.empty()) it->second.known = false;  // resynchronised from the new context
+    if (it->second.replies.empty())
+        it->second.known = false;  // resynchronised from the new context
 }
 
 void responder::enter_error(uint32_t qpn) {
@@ -151,14 +184,16 @@ void responder::flush_receives(uint32_t qpn) {
         const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
         for (; rq.ci != rq.pi; ++rq.ci) {
             ++m_flushed;
-            m_fetcher.fetch(q, rq.ci, 1, [this, c, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
-                cqe e;
-                e.opcode = cqe_opcode::recv;
-                e.status = wc_status::wr_flush_err;
-                e.qpn = c.qpn;
-                if (ok) e.wr_id = recv_wqe::decode(bytes.data(), stride).wr_id;
-                m_cq.post(c.recv_cqn, e);
-            });
+            m_fetcher.fetch(q, rq.ci, 1,
+                            [this, c, stride = 1u << q.wqe_shift](bool ok, uint32_t,
+                                                                  std::vector<uint8_t> bytes) {
+                                cqe e;
+                                e.opcode = cqe_opcode::recv;
+                                e.status = wc_status::wr_flush_err;
+                                e.qpn = c.qpn;
+                                if (ok) e.wr_id = recv_wqe::decode(bytes.data(), stride).wr_id;
+                                m_cq.post(c.recv_cqn, e);
+                            });
         }
         save_indices(qpn);
     });
@@ -172,7 +207,8 @@ void responder::on_message(ib_message_ptr msg) {
         ++m_dropped;
         return;
     }
-    m_qpc.lookup(msg->dst_qpn, [this, msg, ready_at](qp_context* ctx) { admit(msg, ctx, ready_at); });
+    m_qpc.lookup(msg->dst_qpn,
+                 [this, msg, ready_at](qp_context* ctx) { admit(msg, ctx, ready_at); });
 }
 
 namespace {
@@ -242,7 +278,8 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     if (!ud) rq.expected_psn += request_psns(msg->op, msg->length, msg->mtu);
     rq.replies.push_back(r->out);
     save_indices(qpn);
-    const bool read_or_atomic = msg->op == ib_op::rdma_read_request || msg->op == ib_op::atomic_cmp_swp ||
+    const bool read_or_atomic = msg->op == ib_op::rdma_read_request ||
+                                msg->op == ib_op::atomic_cmp_swp ||
                                 msg->op == ib_op::atomic_fetch_add;
     if (read_or_atomic && ctx->type == qp_type::rc) {
         // Responder resources (IRD): one more READ or atomic than max_dest_rd_atomic outstanding is
@@ -266,18 +303,29 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
 
     switch (msg->op) {
         case ib_op::rdma_write:
-        case ib_op::rdma_write_with_imm: rdma_write(r); break;
+        case ib_op::rdma_write_with_imm:
+            rdma_write(r);
+            break;
         case ib_op::send:
         case ib_op::send_with_imm:
-        case ib_op::send_with_inv: receive(r, cqe_opcode::recv); break;
-        case ib_op::rdma_read_request: rdma_read(r); break;
+        case ib_op::send_with_inv:
+            receive(r, cqe_opcode::recv);
+            break;
+        case ib_op::rdma_read_request:
+            rdma_read(r);
+            break;
         case ib_op::atomic_cmp_swp:
-        case ib_op::atomic_fetch_add: atomic(r); break;
-        default: answer(r, ib_op::nak, ib_nak::inv_request); break;
+        case ib_op::atomic_fetch_add:
+            atomic(r);
+            break;
+        default:
+            answer(r, ib_op::nak, ib_nak::inv_request);
+            break;
     }
 }
 
-bool responder::in_sequence(const ib_message_ptr& msg, const qp_context& ctx, const sc_core::sc_time& ready_at) {
+bool responder::in_sequence(const ib_message_ptr& msg, const qp_context& ctx,
+                            const sc_core::sc_time& ready_at) {
     rq_state& rq = m_rq[ctx.qpn];
     const auto ahead = static_cast<int32_t>(msg->psn - rq.expected_psn);
     if (ctx.type != qp_type::rc) {
@@ -307,7 +355,8 @@ bool responder::in_sequence(const ib_message_ptr& msg, const qp_context& ctx, co
     // Its first packets arrived in sequence (the expected PSN came): a gap after them is a new
     // sequence error, NAKed again.
     if (ahead == 0 && msg->first_lost > 0) rq.nak_sent = false;
-    const sc_core::sc_time seen = ahead > 0 && msg->first_lost > 0 ? msg->arrivals.front() : msg->after_gap;
+    const sc_core::sc_time seen =
+        ahead > 0 && msg->first_lost > 0 ? msg->arrivals.front() : msg->after_gap;
     if (ahead > 0) ++m_out_of_sequence;
     if (seen == sc_core::SC_ZERO_TIME || rq.nak_sent) return false;
     rq.nak_sent = true;
@@ -316,7 +365,8 @@ bool responder::in_sequence(const ib_message_ptr& msg, const qp_context& ctx, co
     return false;
 }
 
-void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx, const sc_core::sc_time& ready_at) {
+void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx,
+                          const sc_core::sc_time& ready_at) {
     ++m_duplicates;
     rq_state& rq = m_rq[ctx.qpn];
     auto r = std::make_shared<request>();
@@ -327,7 +377,8 @@ void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx, cons
     r->out->psn = msg->psn;
     rq.replies.push_back(r->out);  // answered in order, after what the QP still owes
     switch (msg->op) {
-        case ib_op::rdma_read_request: return rdma_read(r);  // read again (IBA 9.7.5.1.2)
+        case ib_op::rdma_read_request:
+            return rdma_read(r);  // read again (IBA 9.7.5.1.2)
         case ib_op::atomic_cmp_swp:
         case ib_op::atomic_fetch_add:
             for (const auto& [psn, value] : rq.atomic_replay)
@@ -335,7 +386,8 @@ void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx, cons
             // Its result is no longer kept: nothing to answer; the requester's retries run out.
             r->out->ready = true;
             return send_ready(ctx.qpn);
-        default: return answer(r, ib_op::ack);
+        default:
+            return answer(r, ib_op::ack);
     }
 }
 
@@ -378,7 +430,8 @@ void responder::rdma_write(request_ptr r) {
             if (r->msg->op != ib_op::rdma_write_with_imm) return answer(r, ib_op::ack);
             fetch_recv_wqe(r, [this, r](const recv_wqe* w) {
                 if (!w) return answer(r, ib_op::nak, ib_nak::rem_op);
-                post_recv_cqe(r, cqe_opcode::recv_rdma_with_imm, wc_status::success, r->msg->length);
+                post_recv_cqe(r, cqe_opcode::recv_rdma_with_imm, wc_status::success,
+                              r->msg->length);
                 answer(r, ib_op::ack);
             });
         };
@@ -425,12 +478,14 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
     }
     ++m_prefetch_misses;
     const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
-    m_fetcher.fetch(q, r->rq_index, 1, [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
-        if (!ok) return fn(nullptr);
-        recv_wqe w = recv_wqe::decode(bytes.data(), stride);
-        r->wr_id = w.wr_id;
-        fn(&w);
-    });
+    m_fetcher.fetch(
+        q, r->rq_index, 1,
+        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
+            if (!ok) return fn(nullptr);
+            recv_wqe w = recv_wqe::decode(bytes.data(), stride);
+            r->wr_id = w.wr_id;
+            fn(&w);
+        });
 }
 
 void responder::receive(request_ptr r, cqe_opcode opcode) {
@@ -480,7 +535,8 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                 }
             auto op = std::make_shared<dma_op>();
             op->dir = dma_op::direction::write;
-            for (const auto& t : *results) op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
+            for (const auto& t : *results)
+                op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->data = grh ? r->msg->grh : std::vector<uint8_t>();
             op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
             op->ptag = results->empty() ? 0 : results->front().ptag;
@@ -497,17 +553,19 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                     post_recv_cqe(r, opcode, wc_status::success, byte_len);
                     return answer(r, ib_op::ack);
                 }
-                m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm, [this, r, opcode, byte_len](wc_status status) {
-                    if (status != wc_status::success) {
-                        // The key cannot be invalidated: an invalid request (rxe: "RC - Class J",
-                        // IB_WC_REM_INV_REQ_ERR on the receive), the requester gets the NAK.
-                        post_recv_cqe(r, opcode, wc_status::rem_inv_req_err, 0);
-                        answer(r, ib_op::nak, ib_nak::inv_request);
-                        return enter_error(r->ctx.qpn);
-                    }
-                    post_recv_cqe(r, opcode, wc_status::success, byte_len);
-                    answer(r, ib_op::ack);
-                });
+                m_binder.invalidate(r->ctx.qpn, r->ctx.pd, r->msg->imm,
+                                    [this, r, opcode, byte_len](wc_status status) {
+                                        if (status != wc_status::success) {
+                                            // The key cannot be invalidated: an invalid request
+                                            // (rxe: "RC - Class J", IB_WC_REM_INV_REQ_ERR on the
+                                            // receive), the requester gets the NAK.
+                                            post_recv_cqe(r, opcode, wc_status::rem_inv_req_err, 0);
+                                            answer(r, ib_op::nak, ib_nak::inv_request);
+                                            return enter_error(r->ctx.qpn);
+                                        }
+                                        post_recv_cqe(r, opcode, wc_status::success, byte_len);
+                                        answer(r, ib_op::ack);
+                                    });
             };
             m_dma.submit(op);
         };
@@ -552,7 +610,8 @@ void responder::rdma_read(request_ptr r) {
         std::vector<sc_core::sc_time> ready = packet_ready(*op, r->msg->length, m_port.mtu());
         const sc_core::sc_time first = ready.front();
         m_queue.at(first, [this, r, op, ready = std::move(ready)]() mutable {
-            answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data), std::move(ready));
+            answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data),
+                   std::move(ready));
         });
     });
 }
@@ -575,7 +634,8 @@ void responder::run_next_atomic() {
     const tpt_request req = remote_request(*r, access::remote_atomic, 8);
     m_tpt.translate(req, [this, r, next](tpt_result t) {
         if (!t.ok()) {
-            answer(r, ib_op::nak, t.fault == tpt_fault::alignment ? ib_nak::inv_request : ib_nak::rem_access);
+            answer(r, ib_op::nak,
+                   t.fault == tpt_fault::alignment ? ib_nak::inv_request : ib_nak::rem_access);
             return next();
         }
         if (halted(r)) {
@@ -594,9 +654,10 @@ void responder::run_next_atomic() {
                 return next();
             }
             const uint64_t original = get<uint64_t>(got.data.data());
-            const uint64_t updated = r->msg->op == ib_op::atomic_cmp_swp
-                                         ? (original == r->msg->compare_add ? r->msg->swap : original)
-                                         : original + r->msg->compare_add;
+            const uint64_t updated =
+                r->msg->op == ib_op::atomic_cmp_swp
+                    ? (original == r->msg->compare_add ? r->msg->swap : original)
+                    : original + r->msg->compare_add;
             std::vector<uint8_t> result(8);
             put<uint64_t>(result.data(), original);
             auto wr = std::make_shared<dma_op>();
@@ -613,7 +674,8 @@ void responder::run_next_atomic() {
                     // Kept for a duplicate of this request: an atomic is never executed twice.
                     auto& replay = m_rq[r->ctx.qpn].atomic_replay;
                     replay.emplace_back(r->msg->psn, result);
-                    while (replay.size() > std::max<uint32_t>(1, r->ctx.max_dest_rd_atomic)) replay.pop_front();
+                    while (replay.size() > std::max<uint32_t>(1, r->ctx.max_dest_rd_atomic))
+                        replay.pop_front();
                     answer(r, ib_op::atomic_response, ib_nak::none, result);
                 }
                 next();
@@ -636,8 +698,8 @@ ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
     return out;
 }
 
-void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest, uint32_t psn,
-                        uint8_t rnr_timer) {
+void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest,
+                        uint32_t psn, uint8_t rnr_timer) {
     auto out = reply_to(*msg, ib_op::nak);
     out->nak = nak;
     out->psn = psn;
@@ -668,7 +730,8 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
         r->out->msg = std::move(out);
     }
     r->out->ready = true;
-    HCASIM_TRACE(span(name(), "execute", r->msg->trace_id, r->msg->arrivals.front(), sc_core::sc_time_stamp(), r->msg->length));
+    HCASIM_TRACE(span(name(), "execute", r->msg->trace_id, r->msg->arrivals.front(),
+                      sc_core::sc_time_stamp(), r->msg->length));
     m_latency.add(to_ps(sc_core::sc_time_stamp() - r->msg->arrivals.front()));
     send_ready(r->msg->dst_qpn);
 }
@@ -695,7 +758,8 @@ void responder::send_ready(uint32_t qpn) {
     }
 }
 
-void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status, uint32_t byte_len) {
+void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status,
+                              uint32_t byte_len) {
     cqe c;
     c.opcode = opcode;
     c.status = status;

@@ -11,22 +11,22 @@
 // read again from memory, an atomic is answered from the QP's replay cache of its last
 // max_dest_rd_atomic results. ACKs ready together are coalesced: the last one acknowledges all.
 // An RNR NAK carries the QP's min_rnr_timer. UC drops a message that lost a packet and takes the
-// next message whatever its PSN. Atomics are executed one at a time HCA-wide (read, modify, write by DMA), which
-// makes them atomic with respect to each other. A send with invalidate invalidates the type 2
-// window its R_Key names (bound to this QP) before the receive completes. A local error on the
-// responder (receive buffer too small, bad L_Key in the receive WQE) moves the QP to the error
-// state; then every posted receive completes with WR_FLUSH_ERR. NAK codes follow IBA 1.4
+// next message whatever its PSN. Atomics are executed one at a time HCA-wide (read, modify, write
+// by DMA), which makes them atomic with respect to each other. A send with invalidate invalidates
+// the type 2 window its R_Key names (bound to this QP) before the receive completes. A local error
+// on the responder (receive buffer too small, bad L_Key in the receive WQE) moves the QP to the
+// error state; then every posted receive completes with WR_FLUSH_ERR. NAK codes follow IBA 1.4
 // §9.7.5.2.4: a key, PD, rights or bounds violation is a Remote Access Error; an operation the QP
 // is not enabled for, or a receive buffer too small, is an Invalid Request; no receive WQE is
 // Receiver Not Ready.
 //
 // Pipelining: receive WQEs are prefetched when posted (RQ doorbell) into a bounded on-chip buffer
-// (`recv_prefetch` per QP, `recv_prefetch_total` in all), so an arriving SEND finds its WQE on chip;
-// a WQE not there is fetched on demand. Incoming data is written per packet as packets arrive, and
-// an RDMA READ's response packets leave as their bytes arrive from host memory (cut-through).
-// A request consumes one PSN per packet, a READ request one per response packet; an ACK carries
-// the PSN of the request's last packet. An RC QP accepts at most `max_dest_rd_atomic` (IRD)
-// READs and atomics outstanding; one more is an Invalid Request (IBA 9.7.5.2.4 NAK codes).
+// (`recv_prefetch` per QP, `recv_prefetch_total` in all), so an arriving SEND finds its WQE on
+// chip; a WQE not there is fetched on demand. Incoming data is written per packet as packets
+// arrive, and an RDMA READ's response packets leave as their bytes arrive from host memory
+// (cut-through). A request consumes one PSN per packet, a READ request one per response packet; an
+// ACK carries the PSN of the request's last packet. An RC QP accepts at most `max_dest_rd_atomic`
+// (IRD) READs and atomics outstanding; one more is an Invalid Request (IBA 9.7.5.2.4 NAK codes).
 //
 // UD: no PSN check and no reply. A datagram must carry the QP's Q_Key, else it is dropped and
 // counted; without a posted receive WQE it is dropped too (no RNR). The payload lands 40 bytes
@@ -60,19 +60,30 @@ struct responder_config {
 
     template <class V>
     void visit(V& v) {
-        v(message_cycles, p_count("message_cycles", "cycles", "cycles of the shared receive pipeline per incoming message")
-                              .range(1, 1000).from("ConnectX-5 datasheet: up to 200 M messages/s at 500 MHz"));
-        v(recv_prefetch, p_count("recv_prefetch", "WQEs", "receive WQEs of one QP fetched ahead into the on-chip buffer when posted (0: fetch each when its message arrives)")
-                             .range(0, 256)
-                             .from("Mellanox patent US 7,631,106 (Prefetching of receive queue descriptors): the adapter prefetches receive descriptors into an on-chip cache so an arriving message finds its descriptor; depth per QP is a design estimate (a few WQEs covers a ping-pong and a short burst)"));
-        v(recv_prefetch_total, p_count("recv_prefetch_total", "WQEs", "on-chip receive WQE buffer shared by all QPs; when full, further WQEs are fetched on demand")
-                                   .range(0, 1 << 20)
-                                   .from("design estimate: 1024 entries of 64 B = 64 KiB of on-chip SRAM"));
+        v(message_cycles, p_count("message_cycles", "cycles",
+                                  "cycles of the shared receive pipeline per incoming message")
+                              .range(1, 1000)
+                              .from("ConnectX-5 datasheet: up to 200 M messages/s at 500 MHz"));
+        v(recv_prefetch,
+          p_count("recv_prefetch", "WQEs",
+                  "receive WQEs of one QP fetched ahead into the on-chip buffer when posted (0: "
+                  "fetch each when its message arrives)")
+              .range(0, 256)
+              .from("Mellanox patent US 7,631,106 (Prefetching of receive queue descriptors): the "
+                    "adapter prefetches receive descriptors into an on-chip cache so an arriving "
+                    "message finds its descriptor; depth per QP is a design estimate (a few WQEs "
+                    "covers a ping-pong and a short burst)"));
+        v(recv_prefetch_total,
+          p_count("recv_prefetch_total", "WQEs",
+                  "on-chip receive WQE buffer shared by all QPs; when full, further WQEs are "
+                  "fetched on demand")
+              .range(0, 1 << 20)
+              .from("design estimate: 1024 entries of 64 B = 64 KiB of on-chip SRAM"));
     }
 };
 
 class responder : public sc_core::sc_module {
-public:
+  public:
     responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
               qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
               dma_engine& dma, completion& cq, port& p);
@@ -81,16 +92,17 @@ public:
     void doorbell(uint32_t qpn, uint32_t producer_index);
     // The QP is in the error state: every posted receive WQE completes with WR_FLUSH_ERR.
     void flush_receives(uint32_t qpn);
-    // The driver is about to rewrite the QP's context (QPC flush): drop its prefetched receive WQEs.
+    // The driver is about to rewrite the QP's context (QPC flush): drop its prefetched receive
+    // WQEs.
     void forget(uint32_t qpn);
 
     uint16_t lid = 0;
 
-private:
+  private:
     struct reply {
         uint32_t psn = 0;
         bool ready = false;
-        ib_message_ptr msg;  // null: nothing to send (unreliable QP)
+        ib_message_ptr msg;                // null: nothing to send (unreliable QP)
         std::function<void()> when_front;  // answers it once every earlier reply is sent
     };
     using reply_ptr = std::shared_ptr<reply>;
@@ -102,17 +114,20 @@ private:
         uint32_t pi = 0;
         uint32_t ci = 0;
         std::deque<reply_ptr> replies;
-        uint32_t reads = 0;  // RDMA READs and atomics admitted and not yet answered (IRD)
+        uint32_t reads = 0;     // RDMA READs and atomics admitted and not yet answered (IRD)
         bool refusing = false;  // a request waits to be NAKed: later ones are not executed
-        bool nak_sent = false;  // a sequence or RNR NAK is out: out-of-sequence requests are dropped
-        std::deque<std::pair<uint32_t, std::vector<uint8_t>>> atomic_replay;  // PSN -> original value
+        bool nak_sent =
+            false;  // a sequence or RNR NAK is out: out-of-sequence requests are dropped
+        std::deque<std::pair<uint32_t, std::vector<uint8_t>>>
+            atomic_replay;  // PSN -> original value
         // Receive WQE prefetch: WQEs [ci, prefetch_next) are on chip or being fetched.
         uint32_t prefetch_next = 0;
-        uint32_t epoch = 0;        // bumped when the on-chip copies are dropped
+        uint32_t epoch = 0;  // bumped when the on-chip copies are dropped
         bool prefetching = false;
         std::unordered_map<uint32_t, hca_if::recv_wqe> onchip;
-        std::unordered_set<uint32_t> inflight;             // being prefetched
-        std::unordered_map<uint32_t, wqe_waiter> waiting;  // claimed WQEs whose prefetch is in flight
+        std::unordered_set<uint32_t> inflight;  // being prefetched
+        std::unordered_map<uint32_t, wqe_waiter>
+            waiting;        // claimed WQEs whose prefetch is in flight
         uint32_t held = 0;  // buffer entries in use (on chip or in flight)
     };
 
@@ -129,9 +144,11 @@ private:
 
     void admit(ib_message_ptr msg, hca_if::qp_context* ctx, const sc_core::sc_time& ready_at);
     // The PSN check of an RC or UC request; false when the request is not to be executed.
-    bool in_sequence(const ib_message_ptr& msg, const hca_if::qp_context& ctx, const sc_core::sc_time& ready_at);
+    bool in_sequence(const ib_message_ptr& msg, const hca_if::qp_context& ctx,
+                     const sc_core::sc_time& ready_at);
     // A request the QP has executed before: answer it again without executing it.
-    void duplicate(const ib_message_ptr& msg, const hca_if::qp_context& ctx, const sc_core::sc_time& ready_at);
+    void duplicate(const ib_message_ptr& msg, const hca_if::qp_context& ctx,
+                   const sc_core::sc_time& ready_at);
     tpt_request remote_request(const request& r, uint8_t rights, uint64_t length) const;
     void rdma_write(request_ptr r);
     void receive(request_ptr r, hca_if::cqe_opcode opcode);
@@ -141,8 +158,8 @@ private:
     void atomic(request_ptr r);
     void run_next_atomic();
     // `ready`: when each response packet's bytes are on chip (cut-through read responses).
-    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none, std::vector<uint8_t> payload = {},
-                std::vector<sc_core::sc_time> ready = {});
+    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none,
+                std::vector<uint8_t> payload = {}, std::vector<sc_core::sc_time> ready = {});
     // Fetches posted receive WQEs of the QP ahead into the on-chip buffer, within its bounds.
     void prefetch(uint32_t qpn, const hca_if::qp_context& c);
     void drop_prefetched(rq_state& rq);
@@ -151,10 +168,11 @@ private:
     // Gives back the responder resource (IRD) a READ or atomic held, once.
     void release_read(request_ptr r);
     // A NAK sent at once, outside the reply order, naming `psn`.
-    void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest, uint32_t psn,
-                 uint8_t rnr_timer = 0);
+    void nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc_time& earliest,
+                 uint32_t psn, uint8_t rnr_timer = 0);
     void send_ready(uint32_t qpn);
-    void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status, uint32_t byte_len);
+    void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status,
+                       uint32_t byte_len);
     void save_indices(uint32_t qpn);
     void enter_error(uint32_t qpn);
     ib_message_ptr reply_to(const ib_message& m, ib_op op) const;

@@ -19,8 +19,9 @@ inline uint64_t transport_timeout_ps(uint8_t timeout) {
 inline uint64_t rnr_timer_ps(uint8_t code) {
     // In units of 10 us: codes 1..31 (0 is the longest, 655.36 ms).
     static constexpr uint32_t tens_of_us[32] = {
-        65536, 1,   2,   3,   4,   6,   8,    12,   16,   24,   32,   48,   64,   96,   128,  192,
-        256,   384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
+        65536, 1,    2,    3,    4,    6,     8,     12,    16,    24,   32,
+        48,    64,   96,   128,  192,  256,   384,   512,   768,   1024, 1536,
+        2048,  3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152};
     return static_cast<uint64_t>(tens_of_us[code & 31]) * 10000000ULL;
 }
 

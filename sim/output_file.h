@@ -9,7 +9,7 @@
 namespace hcasim {
 
 class output_file {
-public:
+  public:
     explicit output_file(std::string path);
     ~output_file();  // removes the temporary file unless committed
     output_file(const output_file&) = delete;
@@ -22,7 +22,7 @@ public:
     // when any of it failed.
     bool commit(std::string& problem);
 
-private:
+  private:
     std::string m_path, m_tmp;
     std::ofstream m_out;
     bool m_opened = false, m_committed = false;

@@ -16,7 +16,7 @@ namespace hcasim {
 
 template <class Value>
 class set_assoc_cache {
-public:
+  public:
     set_assoc_cache(uint64_t entries, uint64_t ways) { resize(entries, ways); }
 
     void resize(uint64_t entries, uint64_t ways) {
@@ -89,7 +89,7 @@ public:
         return n;
     }
 
-private:
+  private:
     struct line {
         bool valid = false;
         uint64_t key = 0;

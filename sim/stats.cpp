@@ -44,7 +44,9 @@ double histogram::percentile_ns(double q) const {
         }
         const size_t n = m_samples.size();
         if (q == 0.5 && n % 2 == 0)
-            return (static_cast<double>(m_samples[n / 2 - 1]) + static_cast<double>(m_samples[n / 2])) / 2000.0;
+            return (static_cast<double>(m_samples[n / 2 - 1]) +
+                    static_cast<double>(m_samples[n / 2])) /
+                   2000.0;
         if (q == 0.5) return static_cast<double>(m_samples[n / 2]) / 1000.0;
         return static_cast<double>(m_samples[std::min<uint64_t>(rank, n) - 1]) / 1000.0;
     }
@@ -80,7 +82,9 @@ stats_group::stats_group(std::string path) : m_path(std::move(path)) {
     stats_registry::instance().add(this);
 }
 
-stats_group::~stats_group() { stats_registry::instance().remove(this); }
+stats_group::~stats_group() {
+    stats_registry::instance().remove(this);
+}
 
 uint64_t& stats_group::counter(const std::string& name, const std::string& unit,
                                const std::string& description) {
@@ -165,8 +169,8 @@ json stats_registry::to_json() const {
         size_t start = 0;
         while (true) {
             size_t dot = p.find('.', start);
-            std::string part = p.substr(start, dot == std::string::npos ? std::string::npos
-                                                                         : dot - start);
+            std::string part =
+                p.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
             if (!node->contains(part)) (*node)[part] = json::object();
             node = &(*node)[part];
             if (dot == std::string::npos) break;

@@ -17,7 +17,7 @@ namespace hcasim {
 // Fixed-bucket latency histogram (log2 buckets in picoseconds) with exact min/max/sum, enough to
 // report min, avg, p50, p99, p999 and max without keeping every sample.
 class histogram {
-public:
+  public:
     // Keep every sample too: percentiles are then exact, as perftest computes them from its
     // sorted samples (the median of an even count is the mean of the middle two; p99 and p999
     // are the nearest-rank samples), not bucket midpoints. For workloads' latency tests.
@@ -27,7 +27,7 @@ public:
     json to_json_ns() const;
     double percentile_ns(double q) const;
 
-private:
+  private:
     static constexpr int k_sub = 16;  // sub-buckets per power of two: ~4% resolution
     std::map<uint32_t, uint64_t> m_buckets;
     bool m_keep = false;
@@ -42,7 +42,7 @@ private:
 };
 
 class stats_group {
-public:
+  public:
     explicit stats_group(std::string path);
     ~stats_group();
     stats_group(const stats_group&) = delete;
@@ -64,7 +64,7 @@ public:
     // The name of the counter `counter()` returned this reference for, or empty.
     std::string counter_name(const uint64_t* value) const;
 
-private:
+  private:
     struct entry {
         std::string name, unit, description;
         uint64_t* value = nullptr;
@@ -79,7 +79,7 @@ private:
 
 // Every live group, in creation order.
 class stats_registry {
-public:
+  public:
     static stats_registry& instance();
     void add(stats_group* g) { m_groups.push_back(g); }
     void remove(stats_group* g);
@@ -89,7 +89,7 @@ public:
     // Nested object: "a.hca.qpc_cache" -> {"a": {"hca": {"qpc_cache": {...}}}}.
     json to_json() const;
 
-private:
+  private:
     std::vector<stats_group*> m_groups;
 };
 

@@ -61,7 +61,8 @@ bool tracer::set_window(const std::string& text) {
 bool tracer::selected(const std::string& name) const {
     if (m_prefixes.empty()) return true;
     for (const auto& p : m_prefixes)
-        if (name.compare(0, p.size(), p) == 0 && (name.size() == p.size() || name[p.size()] == '.')) return true;
+        if (name.compare(0, p.size(), p) == 0 && (name.size() == p.size() || name[p.size()] == '.'))
+            return true;
     return false;
 }
 
@@ -94,10 +95,12 @@ std::string tracer::signal_name(uint32_t index) const {
 void tracer::span(const char* unit, const char* name, uint64_t id, const sc_core::sc_time& start,
                   const sc_core::sc_time& end, uint64_t bytes) {
     if (!m_events) return;
-    m_spans.push_back({unit_index(unit), name, id, to_ps(start), std::max(to_ps(end), to_ps(start)), bytes});
+    m_spans.push_back(
+        {unit_index(unit), name, id, to_ps(start), std::max(to_ps(end), to_ps(start)), bytes});
 }
 
-void tracer::busy(const char* unit, const char* signal, const sc_core::sc_time& start, const sc_core::sc_time& end) {
+void tracer::busy(const char* unit, const char* signal, const sc_core::sc_time& start,
+                  const sc_core::sc_time& end) {
     const uint32_t s = signal_index(unit, unit, signal);
     m_deltas.push_back({to_ps(start), s, 1});
     m_deltas.push_back({to_ps(end), s, -1});
@@ -127,7 +130,8 @@ sc_core::sc_time tracer::marked(const void* owner, const char* stage, uint64_t i
 std::map<std::string, std::vector<tracer::change>> tracer::signal_changes() const {
     // Deltas in time order (stable: booking order within one time), folded to one value per time.
     std::vector<delta_rec> sorted = m_deltas;
-    std::stable_sort(sorted.begin(), sorted.end(), [](const delta_rec& a, const delta_rec& b) { return a.ps < b.ps; });
+    std::stable_sort(sorted.begin(), sorted.end(),
+                     [](const delta_rec& a, const delta_rec& b) { return a.ps < b.ps; });
     std::vector<int64_t> value(m_signals.size(), 0);
     std::vector<std::string> names(m_signals.size());
     std::vector<bool> keep(m_signals.size());
@@ -178,7 +182,9 @@ std::string us(uint64_t ps) {
     return s + std::string(6 - frac.size(), '0') + frac;
 }
 
-std::string json_str(const std::string& s) { return json(s).dump(); }
+std::string json_str(const std::string& s) {
+    return json(s).dump();
+}
 
 }  // namespace
 
@@ -202,8 +208,11 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
     };
     std::vector<const span_rec*> spans;
     for (const span_rec& s : m_spans)
-        if (selected(m_units[s.unit]) && s.end_ps >= m_from_ps && s.start_ps <= m_to_ps) spans.push_back(&s);
-    std::stable_sort(spans.begin(), spans.end(), [](const span_rec* a, const span_rec* b) { return a->start_ps < b->start_ps; });
+        if (selected(m_units[s.unit]) && s.end_ps >= m_from_ps && s.start_ps <= m_to_ps)
+            spans.push_back(&s);
+    std::stable_sort(spans.begin(), spans.end(), [](const span_rec* a, const span_rec* b) {
+        return a->start_ps < b->start_ps;
+    });
 
     struct placed {
         const span_rec* s;
@@ -225,7 +234,9 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
         const int pid = pid_of(unit_name);
         if (it == lane_tid.end()) {
             it = lane_tid.emplace(key, next_tid++).first;
-            threads.push_back({pid, {it->second, rest_of(unit_name) + (lane ? " #" + std::to_string(lane + 1) : "")}});
+            threads.push_back(
+                {pid,
+                 {it->second, rest_of(unit_name) + (lane ? " #" + std::to_string(lane + 1) : "")}});
         }
         out.push_back({s, pid, it->second});
     };
@@ -247,12 +258,15 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
     }
     std::vector<span_rec> wqe_spans;
     wqe_spans.reserve(wqe_extent.size());
-    for (const auto& [id, ext] : wqe_extent) wqe_spans.push_back({0, "wqe", id, ext.first, ext.second, 0});
-    std::stable_sort(wqe_spans.begin(), wqe_spans.end(), [](const span_rec& a, const span_rec& b) { return a.start_ps < b.start_ps; });
+    for (const auto& [id, ext] : wqe_extent)
+        wqe_spans.push_back({0, "wqe", id, ext.first, ext.second, 0});
+    std::stable_sort(wqe_spans.begin(), wqe_spans.end(),
+                     [](const span_rec& a, const span_rec& b) { return a.start_ps < b.start_ps; });
     std::map<std::string, uint32_t> wqe_units;
     for (const span_rec& s : wqe_spans) {
         const std::string unit = wqe_node[s.id] + ".wqe";
-        auto [it, fresh] = wqe_units.emplace(unit, static_cast<uint32_t>(m_units.size() + wqe_units.size()));
+        auto [it, fresh] =
+            wqe_units.emplace(unit, static_cast<uint32_t>(m_units.size() + wqe_units.size()));
         (void)fresh;
         place(&s, it->second, unit);
     }
@@ -262,25 +276,32 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
         if (!m_signals[i].timeline) signals.erase(signal_name(i));
     for (const auto& sig : signals) pid_of(sig.first);
 
-    f << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"hcasim\",\"time\":\"simulated\"},\"traceEvents\":[\n";
+    f << "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"generator\":\"hcasim\",\"time\":"
+         "\"simulated\"},\"traceEvents\":[\n";
     bool first = true;
     auto event = [&](const std::string& body) {
         f << (first ? "" : ",\n") << "{" << body << "}";
         first = false;
     };
     for (const auto& [name, pid] : pids)
-        event("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) + ",\"tid\":0,\"args\":{\"name\":" + json_str(name) + "}");
+        event("\"ph\":\"M\",\"name\":\"process_name\",\"pid\":" + std::to_string(pid) +
+              ",\"tid\":0,\"args\":{\"name\":" + json_str(name) + "}");
     for (const auto& [pid, t] : threads)
-        event("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(t.first) +
-              ",\"args\":{\"name\":" + json_str(t.second) + "}");
+        event("\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":" + std::to_string(pid) + ",\"tid\":" +
+              std::to_string(t.first) + ",\"args\":{\"name\":" + json_str(t.second) + "}");
     for (const placed& p : out) {
         const span_rec& s = *p.s;
         std::string args = "\"bytes\":" + std::to_string(s.bytes);
-        if (s.id) args = "\"qpn\":" + std::to_string(s.id >> 32) + ",\"wqe\":" + std::to_string(s.id & 0xffffffffu) + "," + args;
+        if (s.id)
+            args = "\"qpn\":" + std::to_string(s.id >> 32) +
+                   ",\"wqe\":" + std::to_string(s.id & 0xffffffffu) + "," + args;
         std::string name = s.name;
-        if (name == "wqe") name = "wqe " + std::to_string(s.id >> 32) + ":" + std::to_string(s.id & 0xffffffffu);
-        event("\"ph\":\"X\",\"cat\":\"wqe\",\"name\":" + json_str(name) + ",\"pid\":" + std::to_string(p.pid) + ",\"tid\":" +
-              std::to_string(p.tid) + ",\"ts\":" + us(s.start_ps) + ",\"dur\":" + us(s.end_ps - s.start_ps) + ",\"args\":{" + args + "}");
+        if (name == "wqe")
+            name = "wqe " + std::to_string(s.id >> 32) + ":" + std::to_string(s.id & 0xffffffffu);
+        event("\"ph\":\"X\",\"cat\":\"wqe\",\"name\":" + json_str(name) +
+              ",\"pid\":" + std::to_string(p.pid) + ",\"tid\":" + std::to_string(p.tid) +
+              ",\"ts\":" + us(s.start_ps) + ",\"dur\":" + us(s.end_ps - s.start_ps) +
+              ",\"args\":{" + args + "}");
     }
     // Flow arrows through the stages of each WQE, in time order (the WQE span itself excluded).
     std::map<uint64_t, std::vector<const placed*>> flows;
@@ -288,12 +309,15 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
         if (p.s->id && std::string(p.s->name) != "wqe") flows[p.s->id].push_back(&p);
     for (auto& [id, steps] : flows) {
         if (steps.size() < 2) continue;
-        std::stable_sort(steps.begin(), steps.end(), [](const placed* a, const placed* b) { return a->s->start_ps < b->s->start_ps; });
+        std::stable_sort(steps.begin(), steps.end(), [](const placed* a, const placed* b) {
+            return a->s->start_ps < b->s->start_ps;
+        });
         for (size_t i = 0; i < steps.size(); ++i) {
             const char* ph = i == 0 ? "s" : (i + 1 == steps.size() ? "f" : "t");
-            event(std::string("\"ph\":\"") + ph + "\",\"cat\":\"wqe\",\"name\":\"wqe\",\"id\":" + std::to_string(id) +
-                  ",\"pid\":" + std::to_string(steps[i]->pid) + ",\"tid\":" + std::to_string(steps[i]->tid) + ",\"ts\":" +
-                  us(steps[i]->s->start_ps) + (i ? ",\"bp\":\"e\"" : ""));
+            event(std::string("\"ph\":\"") + ph + "\",\"cat\":\"wqe\",\"name\":\"wqe\",\"id\":" +
+                  std::to_string(id) + ",\"pid\":" + std::to_string(steps[i]->pid) +
+                  ",\"tid\":" + std::to_string(steps[i]->tid) +
+                  ",\"ts\":" + us(steps[i]->s->start_ps) + (i ? ",\"bp\":\"e\"" : ""));
         }
     }
     // Counter tracks for the signals.
@@ -309,11 +333,12 @@ bool tracer::write_trace(const std::string& path, std::string& problem) const {
             }
             if (c.ps > m_to_ps) break;
             if (!started && c.ps > m_from_ps)
-                event("\"ph\":\"C\",\"name\":" + json_str(track) + ",\"pid\":" + std::to_string(pid) + ",\"ts\":" + us(m_from_ps) +
+                event("\"ph\":\"C\",\"name\":" + json_str(track) +
+                      ",\"pid\":" + std::to_string(pid) + ",\"ts\":" + us(m_from_ps) +
                       ",\"args\":{\"value\":" + std::to_string(before) + "}");
             started = true;
-            event("\"ph\":\"C\",\"name\":" + json_str(track) + ",\"pid\":" + std::to_string(pid) + ",\"ts\":" + us(c.ps) +
-                  ",\"args\":{\"value\":" + std::to_string(c.value) + "}");
+            event("\"ph\":\"C\",\"name\":" + json_str(track) + ",\"pid\":" + std::to_string(pid) +
+                  ",\"ts\":" + us(c.ps) + ",\"args\":{\"value\":" + std::to_string(c.value) + "}");
         }
     }
     f << "\n]}\n";

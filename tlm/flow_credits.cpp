@@ -32,7 +32,8 @@ sc_core::sc_time credit_calendar::find(const sc_core::sc_time& earliest, uint64_
     return t;  // past the last step every credit is back
 }
 
-void credit_calendar::book(const sc_core::sc_time& taken, const sc_core::sc_time& returned, uint64_t n) {
+void credit_calendar::book(const sc_core::sc_time& taken, const sc_core::sc_time& returned,
+                           uint64_t n) {
     if (infinite() || n == 0 || returned <= taken) return;
     fold(sc_core::sc_time_stamp());
     const auto k = static_cast<int64_t>(n);

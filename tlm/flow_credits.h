@@ -20,7 +20,7 @@
 namespace hcasim {
 
 class credit_calendar {
-public:
+  public:
     explicit credit_calendar(uint64_t limit = 0) : m_limit(limit) {}
 
     bool infinite() const { return m_limit == 0; }
@@ -28,7 +28,8 @@ public:
     // The first time at or after `earliest` from which `n` credits stay free for `hold`. A
     // request for more credits than the limit waits for all of them (a receiver must advertise
     // at least one maximum-size TLP, §2.6.1; the configuration checks that).
-    sc_core::sc_time find(const sc_core::sc_time& earliest, uint64_t n, const sc_core::sc_time& hold) const;
+    sc_core::sc_time find(const sc_core::sc_time& earliest, uint64_t n,
+                          const sc_core::sc_time& hold) const;
     // Takes `n` credits from `taken` until `returned`.
     void book(const sc_core::sc_time& taken, const sc_core::sc_time& returned, uint64_t n);
     // Credits in use at `t` (for tests and counters).
@@ -36,11 +37,11 @@ public:
     // Number of steps kept (bounded by twice the bookings in flight).
     size_t steps() const { return m_steps.size(); }
 
-private:
+  private:
     void fold(const sc_core::sc_time& now);
 
     uint64_t m_limit;
-    int64_t m_base = 0;                          // usage before the first step
+    int64_t m_base = 0;                           // usage before the first step
     std::map<sc_core::sc_time, int64_t> m_steps;  // usage changes by this much at that time
 };
 

@@ -6,72 +6,120 @@ namespace hcasim::hca_if {
 
 const char* to_string(wc_status s) {
     switch (s) {
-        case wc_status::success: return "SUCCESS";
-        case wc_status::loc_len_err: return "LOC_LEN_ERR";
-        case wc_status::loc_qp_op_err: return "LOC_QP_OP_ERR";
-        case wc_status::loc_eec_op_err: return "LOC_EEC_OP_ERR";
-        case wc_status::loc_prot_err: return "LOC_PROT_ERR";
-        case wc_status::wr_flush_err: return "WR_FLUSH_ERR";
-        case wc_status::mw_bind_err: return "MW_BIND_ERR";
-        case wc_status::bad_resp_err: return "BAD_RESP_ERR";
-        case wc_status::loc_access_err: return "LOC_ACCESS_ERR";
-        case wc_status::rem_inv_req_err: return "REM_INV_REQ_ERR";
-        case wc_status::rem_access_err: return "REM_ACCESS_ERR";
-        case wc_status::rem_op_err: return "REM_OP_ERR";
-        case wc_status::retry_exc_err: return "RETRY_EXC_ERR";
-        case wc_status::rnr_retry_exc_err: return "RNR_RETRY_EXC_ERR";
-        case wc_status::loc_rdd_viol_err: return "LOC_RDD_VIOL_ERR";
-        case wc_status::rem_inv_rd_req_err: return "REM_INV_RD_REQ_ERR";
-        case wc_status::rem_abort_err: return "REM_ABORT_ERR";
-        case wc_status::inv_eecn_err: return "INV_EECN_ERR";
-        case wc_status::inv_eec_state_err: return "INV_EEC_STATE_ERR";
-        case wc_status::fatal_err: return "FATAL_ERR";
-        case wc_status::resp_timeout_err: return "RESP_TIMEOUT_ERR";
-        case wc_status::general_err: return "GENERAL_ERR";
+        case wc_status::success:
+            return "SUCCESS";
+        case wc_status::loc_len_err:
+            return "LOC_LEN_ERR";
+        case wc_status::loc_qp_op_err:
+            return "LOC_QP_OP_ERR";
+        case wc_status::loc_eec_op_err:
+            return "LOC_EEC_OP_ERR";
+        case wc_status::loc_prot_err:
+            return "LOC_PROT_ERR";
+        case wc_status::wr_flush_err:
+            return "WR_FLUSH_ERR";
+        case wc_status::mw_bind_err:
+            return "MW_BIND_ERR";
+        case wc_status::bad_resp_err:
+            return "BAD_RESP_ERR";
+        case wc_status::loc_access_err:
+            return "LOC_ACCESS_ERR";
+        case wc_status::rem_inv_req_err:
+            return "REM_INV_REQ_ERR";
+        case wc_status::rem_access_err:
+            return "REM_ACCESS_ERR";
+        case wc_status::rem_op_err:
+            return "REM_OP_ERR";
+        case wc_status::retry_exc_err:
+            return "RETRY_EXC_ERR";
+        case wc_status::rnr_retry_exc_err:
+            return "RNR_RETRY_EXC_ERR";
+        case wc_status::loc_rdd_viol_err:
+            return "LOC_RDD_VIOL_ERR";
+        case wc_status::rem_inv_rd_req_err:
+            return "REM_INV_RD_REQ_ERR";
+        case wc_status::rem_abort_err:
+            return "REM_ABORT_ERR";
+        case wc_status::inv_eecn_err:
+            return "INV_EECN_ERR";
+        case wc_status::inv_eec_state_err:
+            return "INV_EEC_STATE_ERR";
+        case wc_status::fatal_err:
+            return "FATAL_ERR";
+        case wc_status::resp_timeout_err:
+            return "RESP_TIMEOUT_ERR";
+        case wc_status::general_err:
+            return "GENERAL_ERR";
     }
     return "UNKNOWN";
 }
 
 const char* to_string(cqe_opcode o) {
     switch (o) {
-        case cqe_opcode::send: return "send";
-        case cqe_opcode::rdma_write: return "rdma_write";
-        case cqe_opcode::rdma_read: return "rdma_read";
-        case cqe_opcode::comp_swap: return "comp_swap";
-        case cqe_opcode::fetch_add: return "fetch_add";
-        case cqe_opcode::bind_mw: return "bind_mw";
-        case cqe_opcode::local_inv: return "local_inv";
-        case cqe_opcode::recv: return "recv";
-        case cqe_opcode::recv_rdma_with_imm: return "recv_rdma_with_imm";
+        case cqe_opcode::send:
+            return "send";
+        case cqe_opcode::rdma_write:
+            return "rdma_write";
+        case cqe_opcode::rdma_read:
+            return "rdma_read";
+        case cqe_opcode::comp_swap:
+            return "comp_swap";
+        case cqe_opcode::fetch_add:
+            return "fetch_add";
+        case cqe_opcode::bind_mw:
+            return "bind_mw";
+        case cqe_opcode::local_inv:
+            return "local_inv";
+        case cqe_opcode::recv:
+            return "recv";
+        case cqe_opcode::recv_rdma_with_imm:
+            return "recv_rdma_with_imm";
     }
     return "unknown";
 }
 
 const char* to_string(wqe_opcode o) {
     switch (o) {
-        case wqe_opcode::rdma_write: return "rdma_write";
-        case wqe_opcode::rdma_write_with_imm: return "rdma_write_with_imm";
-        case wqe_opcode::send: return "send";
-        case wqe_opcode::send_with_imm: return "send_with_imm";
-        case wqe_opcode::rdma_read: return "rdma_read";
-        case wqe_opcode::atomic_cmp_swp: return "atomic_cmp_swp";
-        case wqe_opcode::atomic_fetch_add: return "atomic_fetch_add";
-        case wqe_opcode::local_inv: return "local_inv";
-        case wqe_opcode::bind_mw: return "bind_mw";
-        case wqe_opcode::send_with_inv: return "send_with_inv";
+        case wqe_opcode::rdma_write:
+            return "rdma_write";
+        case wqe_opcode::rdma_write_with_imm:
+            return "rdma_write_with_imm";
+        case wqe_opcode::send:
+            return "send";
+        case wqe_opcode::send_with_imm:
+            return "send_with_imm";
+        case wqe_opcode::rdma_read:
+            return "rdma_read";
+        case wqe_opcode::atomic_cmp_swp:
+            return "atomic_cmp_swp";
+        case wqe_opcode::atomic_fetch_add:
+            return "atomic_fetch_add";
+        case wqe_opcode::local_inv:
+            return "local_inv";
+        case wqe_opcode::bind_mw:
+            return "bind_mw";
+        case wqe_opcode::send_with_inv:
+            return "send_with_inv";
     }
     return "unknown";
 }
 
 const char* to_string(qp_state s) {
     switch (s) {
-        case qp_state::reset: return "RESET";
-        case qp_state::init: return "INIT";
-        case qp_state::rtr: return "RTR";
-        case qp_state::rts: return "RTS";
-        case qp_state::sqd: return "SQD";
-        case qp_state::sqe: return "SQE";
-        case qp_state::err: return "ERR";
+        case qp_state::reset:
+            return "RESET";
+        case qp_state::init:
+            return "INIT";
+        case qp_state::rtr:
+            return "RTR";
+        case qp_state::rts:
+            return "RTS";
+        case qp_state::sqd:
+            return "SQD";
+        case qp_state::sqe:
+            return "SQE";
+        case qp_state::err:
+            return "ERR";
     }
     return "UNKNOWN";
 }
@@ -304,9 +352,11 @@ void send_wqe::encode(uint8_t* p, bool ud) const {
         put<uint64_t>(p + 40, swap);
     }
     if (flags & wqe_flags::inline_data) {
-        put<uint32_t>(p + send_wqe_header, static_cast<uint32_t>(inline_bytes.size()) | inline_seg_bit);
+        put<uint32_t>(p + send_wqe_header,
+                      static_cast<uint32_t>(inline_bytes.size()) | inline_seg_bit);
         if (!inline_bytes.empty())
-            std::memcpy(p + send_wqe_header + inline_header, inline_bytes.data(), inline_bytes.size());
+            std::memcpy(p + send_wqe_header + inline_header, inline_bytes.data(),
+                        inline_bytes.size());
         return;
     }
     for (unsigned i = 0; i < num_sge; ++i) put_sge(p + send_wqe_header + sge_size * i, sges[i]);
@@ -337,7 +387,8 @@ send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
         w.inline_bytes.assign(d, d + n);
         return w;
     }
-    for (unsigned i = 0; i < w.num_sge; ++i) w.sges[i] = get_sge(p + send_wqe_header + sge_size * i);
+    for (unsigned i = 0; i < w.num_sge; ++i)
+        w.sges[i] = get_sge(p + send_wqe_header + sge_size * i);
     return w;
 }
 

@@ -17,7 +17,8 @@ namespace hcasim::hca_if {
 // ---- little-endian field access --------------------------------------------------------------
 template <class T>
 inline void put(uint8_t* p, T v) {
-    for (size_t i = 0; i < sizeof(T); ++i) p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+    for (size_t i = 0; i < sizeof(T); ++i)
+        p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
 }
 template <class T>
 inline T get(const uint8_t* p) {
@@ -36,21 +37,21 @@ constexpr uint64_t qpc_base = 0x008;         // RW: DMA address of the QP contex
 constexpr uint64_t qpc_log_entries = 0x010;  // RW: log2 of the table's entries
 constexpr uint64_t cqc_base = 0x018;         // RW: DMA address of the CQ context table
 constexpr uint64_t cqc_log_entries = 0x020;
-constexpr uint64_t mpt_base = 0x028;         // RW: region/window entry table (handle index)
+constexpr uint64_t mpt_base = 0x028;  // RW: region/window entry table (handle index)
 constexpr uint64_t mpt_log_entries = 0x030;
-constexpr uint64_t mtt_base = 0x038;         // RW: translation entry table
+constexpr uint64_t mtt_base = 0x038;  // RW: translation entry table
 constexpr uint64_t mtt_log_entries = 0x040;
-constexpr uint64_t port_lid = 0x048;         // RW: this port's local identifier
-constexpr uint64_t eq_base = 0x050;          // RW: DMA address of the event queue ring (EQEs)
-constexpr uint64_t eq_log_entries = 0x058;   // RW: log2 of the event queue's entries
-constexpr uint64_t msi_addr = 0x060;         // RW: MSI-X message address (0 = interrupts off)
-constexpr uint64_t msi_data = 0x068;         // RW: MSI-X message data
-constexpr uint64_t cmd_in0 = 0x100;          // RW: command argument 0
-constexpr uint64_t cmd_in1 = 0x108;          // RW: command argument 1
-constexpr uint64_t cmd_out = 0x110;          // RW: DMA address of the command's completion record
-constexpr uint64_t cmd_op = 0x118;           // WO: writing starts the command (see cmd_word)
-constexpr uint64_t sq_doorbell = 0x1000;     // WO: send queue doorbell (see doorbell_word)
-constexpr uint64_t rq_doorbell = 0x1008;     // WO: receive queue doorbell
+constexpr uint64_t port_lid = 0x048;        // RW: this port's local identifier
+constexpr uint64_t eq_base = 0x050;         // RW: DMA address of the event queue ring (EQEs)
+constexpr uint64_t eq_log_entries = 0x058;  // RW: log2 of the event queue's entries
+constexpr uint64_t msi_addr = 0x060;        // RW: MSI-X message address (0 = interrupts off)
+constexpr uint64_t msi_data = 0x068;        // RW: MSI-X message data
+constexpr uint64_t cmd_in0 = 0x100;         // RW: command argument 0
+constexpr uint64_t cmd_in1 = 0x108;         // RW: command argument 1
+constexpr uint64_t cmd_out = 0x110;         // RW: DMA address of the command's completion record
+constexpr uint64_t cmd_op = 0x118;          // WO: writing starts the command (see cmd_word)
+constexpr uint64_t sq_doorbell = 0x1000;    // WO: send queue doorbell (see doorbell_word)
+constexpr uint64_t rq_doorbell = 0x1008;    // WO: receive queue doorbell
 // BlueFlame buffers (WO, write-combining): `bf_buffers` buffers of `bf_size` bytes from bf_base.
 // The driver copies a whole small send WQE into one with 64-byte stores (one posted TLP each, in
 // order): chunk k of a block at bf_base + buffer * bf_size + 64 * k. The block is a BlueFlame
@@ -74,7 +75,8 @@ struct doorbell_word {
     uint32_t producer_index = 0;
     uint8_t ds = 0;
     uint64_t encode() const {
-        return (static_cast<uint64_t>(producer_index) << 32) | (static_cast<uint64_t>(ds) << 24) | (qpn & 0xffffff);
+        return (static_cast<uint64_t>(producer_index) << 32) | (static_cast<uint64_t>(ds) << 24) |
+               (qpn & 0xffffff);
     }
     static bool decode(uint64_t v, doorbell_word& out) {
         if ((v >> 24) & 0xff) return false;
@@ -93,7 +95,8 @@ struct doorbell_word {
     static size_t blueflame_bytes(size_t wqe_bytes) {
         return (8 + wqe_bytes + reg::bf_chunk - 1) / reg::bf_chunk * reg::bf_chunk;
     }
-    static constexpr uint8_t send_wqe_header_units = 3;  // a send WQE is at least its 48-byte header
+    static constexpr uint8_t send_wqe_header_units =
+        3;  // a send WQE is at least its 48-byte header
 };
 
 // Commands: the driver writes cmd_in0/cmd_in1/cmd_out, then cmd_op = op | token << 16. When the
@@ -102,11 +105,11 @@ struct doorbell_word {
 // an entry only after a FLUSH/INVALIDATE command for it has completed.
 enum class cmd : uint8_t {
     nop = 0,
-    flush_qpc = 1,       // in0 = QPN: write back a cached QP context, drop it
-    flush_cqc = 2,       // in0 = CQN
-    invalidate_mpt = 3,  // in0 = entry index: drop it; completes after in-flight users finished
-    invalidate_mtt = 4,  // in0 = first translation entry, in1 = count; completes after in-flight
-                         // transfers that use any of them finished (seed 003's tpt_remove)
+    flush_qpc = 1,          // in0 = QPN: write back a cached QP context, drop it
+    flush_cqc = 2,          // in0 = CQN
+    invalidate_mpt = 3,     // in0 = entry index: drop it; completes after in-flight users finished
+    invalidate_mtt = 4,     // in0 = first translation entry, in1 = count; completes after in-flight
+                            // transfers that use any of them finished (seed 003's tpt_remove)
     page_fault_resume = 5,  // in0 = token of the page-fault event, in1 = 0 resolved / 1 failed
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
@@ -116,9 +119,9 @@ constexpr size_t cmd_record_size = 8;
 // The HCA reports asynchronous events by writing a 32-byte EQE into the event queue ring and
 // then the MSI-X message (a posted write of msi_data to msi_addr). The owner bit works as in CQEs.
 enum class event_type : uint8_t {
-    page_fault = 1,       // an on-demand region's translation was not present; the access waits
-                          // until the driver answers with page_fault_resume
-    qp_error = 2,         // a QP went to the error state
+    page_fault = 1,  // an on-demand region's translation was not present; the access waits
+                     // until the driver answers with page_fault_resume
+    qp_error = 2,    // a QP went to the error state
 };
 namespace eqe_flags {
 constexpr uint8_t write = 1;  // the access needs write permission
@@ -128,17 +131,18 @@ struct eqe {
     event_type type = event_type::page_fault;
     uint8_t flags = 0;
     uint8_t owner = 0;
-    uint32_t token = 0;       // names the fault in page_fault_resume
-    uint32_t mpt_index = 0;   // region whose translation is missing
+    uint32_t token = 0;      // names the fault in page_fault_resume
+    uint32_t mpt_index = 0;  // region whose translation is missing
     uint32_t qpn = 0;
-    uint64_t addr = 0;        // first missing address, as the region names it (VA or IOVA)
-    uint32_t length = 0;      // bytes of the access from addr
+    uint64_t addr = 0;    // first missing address, as the region names it (VA or IOVA)
+    uint32_t length = 0;  // bytes of the access from addr
 
     void encode(uint8_t* p) const;
     static eqe decode(const uint8_t* p);
 };
 
-// ---- verbs enumerations --------------------------------------------------------------------------
+// ---- verbs enumerations
+// --------------------------------------------------------------------------
 namespace access {
 constexpr uint8_t local_write = 1, remote_write = 2, remote_read = 4, remote_atomic = 8,
                   mw_bind = 16, zero_based = 32, on_demand = 64;
@@ -161,17 +165,40 @@ enum class wqe_opcode : uint8_t {
 
 // ibv_wc_opcode
 enum class cqe_opcode : uint8_t {
-    send = 0, rdma_write = 1, rdma_read = 2, comp_swap = 3, fetch_add = 4, bind_mw = 5,
-    local_inv = 6, recv = 128, recv_rdma_with_imm = 129,
+    send = 0,
+    rdma_write = 1,
+    rdma_read = 2,
+    comp_swap = 3,
+    fetch_add = 4,
+    bind_mw = 5,
+    local_inv = 6,
+    recv = 128,
+    recv_rdma_with_imm = 129,
 };
 
 // ibv_wc_status
 enum class wc_status : uint8_t {
-    success = 0, loc_len_err = 1, loc_qp_op_err = 2, loc_eec_op_err = 3, loc_prot_err = 4,
-    wr_flush_err = 5, mw_bind_err = 6, bad_resp_err = 7, loc_access_err = 8,
-    rem_inv_req_err = 9, rem_access_err = 10, rem_op_err = 11, retry_exc_err = 12,
-    rnr_retry_exc_err = 13, loc_rdd_viol_err = 14, rem_inv_rd_req_err = 15, rem_abort_err = 16,
-    inv_eecn_err = 17, inv_eec_state_err = 18, fatal_err = 19, resp_timeout_err = 20,
+    success = 0,
+    loc_len_err = 1,
+    loc_qp_op_err = 2,
+    loc_eec_op_err = 3,
+    loc_prot_err = 4,
+    wr_flush_err = 5,
+    mw_bind_err = 6,
+    bad_resp_err = 7,
+    loc_access_err = 8,
+    rem_inv_req_err = 9,
+    rem_access_err = 10,
+    rem_op_err = 11,
+    retry_exc_err = 12,
+    rnr_retry_exc_err = 13,
+    loc_rdd_viol_err = 14,
+    rem_inv_rd_req_err = 15,
+    rem_abort_err = 16,
+    inv_eecn_err = 17,
+    inv_eec_state_err = 18,
+    fatal_err = 19,
+    resp_timeout_err = 20,
     general_err = 21,
 };
 
@@ -182,9 +209,15 @@ const char* to_string(qp_state s);
 
 // ---- keys --------------------------------------------------------------------------------------
 // key = index << 8 | key_byte; the index selects the entry of the region/window table directly.
-inline uint32_t make_key(uint32_t index, uint8_t key_byte) { return (index << 8) | key_byte; }
-inline uint32_t key_index(uint32_t key) { return key >> 8; }
-inline uint8_t key_byte(uint32_t key) { return static_cast<uint8_t>(key & 0xff); }
+inline uint32_t make_key(uint32_t index, uint8_t key_byte) {
+    return (index << 8) | key_byte;
+}
+inline uint32_t key_index(uint32_t key) {
+    return key >> 8;
+}
+inline uint8_t key_byte(uint32_t key) {
+    return static_cast<uint8_t>(key & 0xff);
+}
 
 // ---- QP context (one entry of the QPC table) ----------------------------------------------------
 // Driver-owned fields are written at create/modify time; HCA-owned fields (marked) are kept in the
@@ -193,8 +226,8 @@ struct qp_context {
     static constexpr size_t size = 128;
     qp_state state = qp_state::reset;
     qp_type type = qp_type::rc;
-    uint8_t access = 0;          // remote rights granted to incoming requests on this QP
-    uint8_t page_shift = 12;     // page size of the queue buffers' buffer tables
+    uint8_t access = 0;       // remote rights granted to incoming requests on this QP
+    uint8_t page_shift = 12;  // page size of the queue buffers' buffer tables
     uint32_t pd = 0;
     uint32_t send_cqn = 0;
     uint32_t recv_cqn = 0;
@@ -202,19 +235,19 @@ struct qp_context {
     uint16_t remote_lid = 0;
     uint8_t sq_log_depth = 0;
     uint8_t rq_log_depth = 0;
-    uint8_t sq_wqe_shift = 6;    // log2 of the send WQE stride
+    uint8_t sq_wqe_shift = 6;  // log2 of the send WQE stride
     uint8_t rq_wqe_shift = 5;
-    uint64_t sq_buf_table = 0;   // DMA address of the SQ buffer table (u64 page addresses)
+    uint64_t sq_buf_table = 0;  // DMA address of the SQ buffer table (u64 page addresses)
     uint64_t rq_buf_table = 0;
-    uint32_t sq_ci = 0;          // HCA-owned: next send WQE to execute
-    uint32_t rq_ci = 0;          // HCA-owned: next receive WQE to consume
-    uint32_t sq_pi = 0;          // HCA-owned: latest send doorbell
-    uint32_t rq_pi = 0;          // HCA-owned: latest receive doorbell
-    uint32_t next_psn = 0;       // HCA-owned
-    uint32_t expected_psn = 0;   // HCA-owned
-    uint32_t ptag = 0;           // owning process (seed 003's Ptag)
+    uint32_t sq_ci = 0;         // HCA-owned: next send WQE to execute
+    uint32_t rq_ci = 0;         // HCA-owned: next receive WQE to consume
+    uint32_t sq_pi = 0;         // HCA-owned: latest send doorbell
+    uint32_t rq_pi = 0;         // HCA-owned: latest receive doorbell
+    uint32_t next_psn = 0;      // HCA-owned
+    uint32_t expected_psn = 0;  // HCA-owned
+    uint32_t ptag = 0;          // owning process (seed 003's Ptag)
     uint32_t qpn = 0;
-    uint32_t qkey = 0;           // UD: incoming datagrams must carry this Q_Key
+    uint32_t qkey = 0;  // UD: incoming datagrams must carry this Q_Key
     // RC: RDMA READs and atomics this QP may have outstanding as requester (initiator depth,
     // ORD) and as responder (responder resources, IRD); ibv_qp_attr max_rd_atomic and
     // max_dest_rd_atomic.
@@ -239,8 +272,8 @@ struct cq_context {
     uint8_t log_depth = 0;
     uint8_t page_shift = 12;
     uint8_t valid = 0;
-    uint64_t buf_table = 0;      // DMA address of the CQ buffer table
-    uint32_t producer_index = 0; // HCA-owned: CQEs written so far
+    uint64_t buf_table = 0;       // DMA address of the CQ buffer table
+    uint32_t producer_index = 0;  // HCA-owned: CQEs written so far
     uint32_t cqn = 0;
 
     void encode(uint8_t* p) const;
@@ -257,9 +290,9 @@ struct mpt_entry {
     uint8_t access = 0;
     uint8_t page_shift = 12;
     uint32_t pd = 0;
-    uint64_t start = 0;          // first byte's address as requests name it (VA or IOVA)
+    uint64_t start = 0;  // first byte's address as requests name it (VA or IOVA)
     uint64_t length = 0;
-    uint64_t mtt_index = 0;      // first translation entry
+    uint64_t mtt_index = 0;  // first translation entry
     uint32_t mtt_count = 0;
     uint32_t ptag = 0;           // owning process
     uint32_t qpn = 0;            // type 2 window: the QP it is bound to
@@ -278,9 +311,15 @@ struct mpt_entry {
 
 // A translation entry: the page's DMA address with bit 0 = present.
 constexpr size_t mtt_entry_size = 8;
-inline uint64_t mtt_encode(uint64_t dma_addr, bool present) { return dma_addr | (present ? 1 : 0); }
-inline bool mtt_present(uint64_t e) { return e & 1; }
-inline uint64_t mtt_addr(uint64_t e) { return e & ~0xfffULL; }
+inline uint64_t mtt_encode(uint64_t dma_addr, bool present) {
+    return dma_addr | (present ? 1 : 0);
+}
+inline bool mtt_present(uint64_t e) {
+    return e & 1;
+}
+inline uint64_t mtt_addr(uint64_t e) {
+    return e & ~0xfffULL;
+}
 
 // ---- WQEs ---------------------------------------------------------------------------------------
 // Send WQE: ctrl (16) | remote (16) | atomic (16) | sge[n] (16 each) or one inline segment;
@@ -298,7 +337,7 @@ constexpr uint32_t inline_seg_bit = 0x80000000u;
 namespace wqe_flags {
 constexpr uint8_t signaled = 1, fence = 2, mw_type1 = 4;  // mw_type1: a bind posted by ibv_bind_mw
 constexpr uint8_t inline_data = 8;                        // the payload is in the WQE
-}
+}  // namespace wqe_flags
 struct sge {
     uint32_t length = 0;
     uint32_t lkey = 0;
@@ -318,12 +357,12 @@ namespace datagram_flags {
 constexpr uint8_t grh = 1;  // global routing: the packet carries a GRH to `dgid`
 }
 struct datagram_seg {
-    uint32_t remote_qpn = 0;     // 24 bits
+    uint32_t remote_qpn = 0;  // 24 bits
     uint8_t flags = 0;
-    uint32_t qkey = 0;           // high bit set: the sending QP's own Q_Key (IBA 10.2.5)
+    uint32_t qkey = 0;  // high bit set: the sending QP's own Q_Key (IBA 10.2.5)
     uint16_t dlid = 0;
     uint8_t sl = 0;
-    uint32_t pd = 0;             // the address handle's PD; the HCA checks it against the QP's
+    uint32_t pd = 0;  // the address handle's PD; the HCA checks it against the QP's
     gid dgid{};
 
     void encode(uint8_t* p) const;  // p: the start of the WQE
@@ -339,13 +378,13 @@ struct send_wqe {
     wqe_opcode opcode = wqe_opcode::send;
     uint8_t flags = 0;
     uint8_t num_sge = 0;
-    uint32_t imm = 0;            // immediate data, or the R_Key to invalidate
+    uint32_t imm = 0;  // immediate data, or the R_Key to invalidate
     uint64_t wr_id = 0;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
     uint64_t compare_add = 0;
     uint64_t swap = 0;
-    datagram_seg datagram;       // UD QPs, in place of remote_addr .. swap
+    datagram_seg datagram;  // UD QPs, in place of remote_addr .. swap
     std::array<sge, 16> sges{};
     std::vector<uint8_t> inline_bytes;  // flags & inline_data: the payload
 
@@ -359,7 +398,9 @@ struct send_wqe {
     // The ring stride for WQEs of up to `max_sge` SGEs or `max_inline` inline bytes.
     static size_t stride_for(unsigned max_sge, size_t max_inline = 0);
     // Bytes of a WQE carrying `n` inline bytes.
-    static size_t inline_wqe_size(size_t n) { return send_wqe_header + (inline_header + n + 15) / 16 * 16; }
+    static size_t inline_wqe_size(size_t n) {
+        return send_wqe_header + (inline_header + n + 15) / 16 * 16;
+    }
 };
 
 // Receive WQE: {u64 wr_id, u8 num_sge, pad} (16) | sge[n] (16 each).
@@ -383,16 +424,16 @@ struct cqe {
     static constexpr size_t size = 32;
     uint64_t wr_id = 0;
     uint32_t byte_len = 0;
-    uint32_t imm = 0;            // immediate data, or the invalidated R_Key
+    uint32_t imm = 0;  // immediate data, or the invalidated R_Key
     uint32_t qpn = 0;
     cqe_opcode opcode = cqe_opcode::send;
     wc_status status = wc_status::success;
     uint8_t flags = 0;
     uint8_t owner = 0;
-    uint32_t src_qp = 0;         // 24 bits: the sender's QPN (receives)
-    uint8_t sl = 0;              // receives: the service level the message came with
+    uint32_t src_qp = 0;  // 24 bits: the sender's QPN (receives)
+    uint8_t sl = 0;       // receives: the service level the message came with
     uint16_t vendor_err = 0;
-    uint16_t slid = 0;           // receives: the sender's LID
+    uint16_t slid = 0;  // receives: the sender's LID
 
     void encode(uint8_t* p) const;
     static cqe decode(const uint8_t* p);

@@ -37,16 +37,25 @@ uint32_t ib_link::header_bytes(ib_op op, bool first, bool last, bool datagram, b
         case ib_op::send_with_inv:
             if (last) h += k_ieth;
             break;
-        case ib_op::rdma_read_request: h += k_reth; break;
+        case ib_op::rdma_read_request:
+            h += k_reth;
+            break;
         case ib_op::rdma_read_response:
             if (first || last) h += k_aeth;
             break;
         case ib_op::atomic_cmp_swp:
-        case ib_op::atomic_fetch_add: h += k_atomic_eth; break;
-        case ib_op::atomic_response: h += k_aeth + k_atomic_ack; break;
+        case ib_op::atomic_fetch_add:
+            h += k_atomic_eth;
+            break;
+        case ib_op::atomic_response:
+            h += k_aeth + k_atomic_ack;
+            break;
         case ib_op::ack:
-        case ib_op::nak: h += k_aeth; break;
-        case ib_op::send: break;
+        case ib_op::nak:
+            h += k_aeth;
+            break;
+        case ib_op::send:
+            break;
     }
     return h;
 }
@@ -76,20 +85,28 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
       m_deliver("deliver"),
       m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
       m_packets(m_stats.counter("packets", "packets", "packets sent in both directions")),
-      m_bytes(m_stats.counter("bytes", "bytes", "bytes on the wire in both directions, headers included")),
+      m_bytes(m_stats.counter("bytes", "bytes",
+                              "bytes on the wire in both directions, headers included")),
       m_payload(m_stats.counter("payload_bytes", "bytes", "payload bytes in both directions")),
-      m_messages(m_stats.counter("messages", "messages", "messages (requests, responses, acknowledgements)")),
-      m_dropped(m_stats.counter("dropped", "packets", "packets lost to the link's faults (loss, bit errors, down windows)")),
+      m_messages(m_stats.counter("messages", "messages",
+                                 "messages (requests, responses, acknowledgements)")),
+      m_dropped(
+          m_stats.counter("dropped", "packets",
+                          "packets lost to the link's faults (loss, bit errors, down windows)")),
       m_lost(m_stats.counter("lost", "packets", "packets lost at random (faults.loss)")),
-      m_corrupted(m_stats.counter("corrupted", "packets", "packets with a bit error, dropped on the ICRC/VCRC check (faults.ber)")),
-      m_down_drops(m_stats.counter("down_drops", "packets", "packets sent while the link was down (faults.down_*)")) {
+      m_corrupted(
+          m_stats.counter("corrupted", "packets",
+                          "packets with a bit error, dropped on the ICRC/VCRC check (faults.ber)")),
+      m_down_drops(m_stats.counter("down_drops", "packets",
+                                   "packets sent while the link was down (faults.down_*)")) {
     m_stats.formula("gbps", "Gb/s", "data rate of the link", [gbps] { return json(gbps); });
     for (int d = 0; d < 2; ++d) {
-        m_stats.formula(d == 0 ? "utilization_0to1" : "utilization_1to0", "fraction",
-                        "share of the run the direction was busy", [this, d] {
-                            double now = sc_core::sc_time_stamp().to_seconds();
-                            return json(now > 0 ? std::min(1.0, m_dir[d].busy_time().to_seconds() / now) : 0.0);
-                        });
+        m_stats.formula(
+            d == 0 ? "utilization_0to1" : "utilization_1to0", "fraction",
+            "share of the run the direction was busy", [this, d] {
+                double now = sc_core::sc_time_stamp().to_seconds();
+                return json(now > 0 ? std::min(1.0, m_dir[d].busy_time().to_seconds() / now) : 0.0);
+            });
     }
 }
 
@@ -139,7 +156,8 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         sc_core::sc_time dur = wire_time(bytes);
         if (i < msg->ready.size()) ready = std::max(ready, msg->ready[i]);
         sc_core::sc_time start = m_dir[end].reserve(ready, dur);
-        HCASIM_TRACE(busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
+        HCASIM_TRACE(
+            busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
         last_sent = start + dur;
         ready = last_sent;
         msg->arrivals.push_back(last_sent + latency);
@@ -154,7 +172,8 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
         m_payload += payload;
     }
     ++m_messages;
-    HCASIM_TRACE(span(m_stats.path().c_str(), end == 0 ? "wire 0to1" : "wire 1to0", msg->trace_id, earliest, msg->arrivals.back(), msg->length));
+    HCASIM_TRACE(span(m_stats.path().c_str(), end == 0 ? "wire 0to1" : "wire 1to0", msg->trace_id,
+                      earliest, msg->arrivals.back(), msg->length));
     int far = 1 - end;
     // The far port learns of the message with its first packet that survived.
     sc_core::sc_time first = msg->arrivals.front();

@@ -40,12 +40,29 @@
 namespace hcasim {
 
 enum class ib_op : uint8_t {
-    send, send_with_imm, send_with_inv, rdma_write, rdma_write_with_imm, rdma_read_request,
-    rdma_read_response, atomic_cmp_swp, atomic_fetch_add, atomic_response, ack, nak,
+    send,
+    send_with_imm,
+    send_with_inv,
+    rdma_write,
+    rdma_write_with_imm,
+    rdma_read_request,
+    rdma_read_response,
+    atomic_cmp_swp,
+    atomic_fetch_add,
+    atomic_response,
+    ack,
+    nak,
 };
 
 // NAK codes (AETH syndrome, IBA §9.7.5.2.4).
-enum class ib_nak : uint8_t { none = 0, rnr = 0x20, psn_seq_err = 0x60, inv_request = 0x61, rem_access = 0x62, rem_op = 0x63 };
+enum class ib_nak : uint8_t {
+    none = 0,
+    rnr = 0x20,
+    psn_seq_err = 0x60,
+    inv_request = 0x61,
+    rem_access = 0x62,
+    rem_op = 0x63
+};
 
 struct ib_message {
     ib_op op = ib_op::send;
@@ -54,12 +71,12 @@ struct ib_message {
     uint32_t psn = 0;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
-    uint32_t length = 0;          // bytes the request names (read length, write/send payload)
-    uint32_t imm = 0;             // immediate data or R_Key to invalidate
+    uint32_t length = 0;  // bytes the request names (read length, write/send payload)
+    uint32_t imm = 0;     // immediate data or R_Key to invalidate
     uint64_t compare_add = 0, swap = 0;
     ib_nak nak = ib_nak::none;
-    uint8_t rnr_timer = 0;        // RNR NAK: the responder's min_rnr_timer (IBA Table 45 encoding)
-    uint64_t trace_id = 0;        // the WQE this message belongs to, for traces
+    uint8_t rnr_timer = 0;  // RNR NAK: the responder's min_rnr_timer (IBA Table 45 encoding)
+    uint64_t trace_id = 0;  // the WQE this message belongs to, for traces
     std::vector<uint8_t> payload;
     // Unreliable datagram (UD): one packet with a DETH carrying `qkey` (and src_qpn).
     bool datagram = false;
@@ -98,14 +115,18 @@ inline bool carries_payload(ib_op op) {
         case ib_op::send_with_inv:
         case ib_op::rdma_write:
         case ib_op::rdma_write_with_imm:
-        case ib_op::rdma_read_response: return true;
-        default: return false;
+        case ib_op::rdma_read_response:
+            return true;
+        default:
+            return false;
     }
 }
 // PSNs an RC/UC request consumes (IBA 9.7.1): one per request packet; an RDMA READ request one
-// per response packet it asks for. A request that sends nothing (bind, local invalidate) takes none.
+// per response packet it asks for. A request that sends nothing (bind, local invalidate) takes
+// none.
 inline uint32_t request_psns(ib_op op, uint64_t length, uint32_t mtu) {
-    const bool per_packet = op == ib_op::rdma_read_request || (carries_payload(op) && op != ib_op::rdma_read_response);
+    const bool per_packet =
+        op == ib_op::rdma_read_request || (carries_payload(op) && op != ib_op::rdma_read_response);
     return per_packet ? packets_for(length, mtu) : 1;
 }
 
@@ -119,15 +140,30 @@ struct ib_link_faults {
     bool any() const { return loss > 0 || ber > 0 || down_for.ps > 0; }
     template <class V>
     void visit(V& v) {
-        v(loss, p_real("loss", "probability", "probability that a packet is lost on the link (each packet drawn on its own)")
-                    .range(0, 1).from("fault injection: choose for the experiment (e.g. 1e-4)"));
-        v(ber, p_real("ber", "errors/bit", "bit-error rate: a packet with a flipped bit fails its ICRC/VCRC check and is dropped by the receiver")
-                   .range(0, 1e-3).from("IBTA: links are specified for BER <= 1e-12 (EDR with FEC, 1e-15); raise it to exercise recovery"));
-        v(down_at, p_time("down_at", "when the link first goes down").range(0, 1e15).from("fault injection"));
-        v(down_for, p_time("down_for", "how long the link stays down each time (0: never down); every packet sent meanwhile is lost")
-                        .range(0, 1e15).from("fault injection"));
-        v(down_every, p_time("down_every", "period of the down windows (0: down once); must be longer than down_for")
-                          .range(0, 1e15).from("fault injection"));
+        v(loss,
+          p_real("loss", "probability",
+                 "probability that a packet is lost on the link (each packet drawn on its own)")
+              .range(0, 1)
+              .from("fault injection: choose for the experiment (e.g. 1e-4)"));
+        v(ber, p_real("ber", "errors/bit",
+                      "bit-error rate: a packet with a flipped bit fails its ICRC/VCRC check and "
+                      "is dropped by the receiver")
+                   .range(0, 1e-3)
+                   .from("IBTA: links are specified for BER <= 1e-12 (EDR with FEC, 1e-15); raise "
+                         "it to exercise recovery"));
+        v(down_at, p_time("down_at", "when the link first goes down")
+                       .range(0, 1e15)
+                       .from("fault injection"));
+        v(down_for, p_time("down_for",
+                           "how long the link stays down each time (0: never down); every packet "
+                           "sent meanwhile is lost")
+                        .range(0, 1e15)
+                        .from("fault injection"));
+        v(down_every,
+          p_time("down_every",
+                 "period of the down windows (0: down once); must be longer than down_for")
+              .range(0, 1e15)
+              .from("fault injection"));
     }
 };
 
@@ -140,14 +176,18 @@ struct ib_link_config {
     void visit(V& v) {
         v(latency, p_time("latency", "one-way latency of the cable and both ports' PHY/SerDes")
                        .range(0, 1e12)
-                       .from("IBTA cable propagation ~5 ns/m plus SerDes; calibrated against ConnectX-5 back-to-back ib_write_lat (docs/calibration.md)"));
-        v(gbps, p_real("gbps", "Gb/s", "link data rate; 0 = the slower of the two ports' hca.port.gbps").range(0, 1600));
-        v.group("faults", faults, "packet loss, bit errors and down windows, to exercise the transport's recovery");
+                       .from("IBTA cable propagation ~5 ns/m plus SerDes; calibrated against "
+                             "ConnectX-5 back-to-back ib_write_lat (docs/calibration.md)"));
+        v(gbps,
+          p_real("gbps", "Gb/s", "link data rate; 0 = the slower of the two ports' hca.port.gbps")
+              .range(0, 1600));
+        v.group("faults", faults,
+                "packet loss, bit errors and down windows, to exercise the transport's recovery");
     }
 };
 
 class ib_link : public sc_core::sc_module {
-public:
+  public:
     using receiver = std::function<void(ib_message_ptr)>;
 
     // `stats_path` names the counters (default: the module's name).
@@ -174,7 +214,7 @@ public:
                                          const std::array<uint8_t, 16>& dgid);
     sc_core::sc_time wire_time(uint64_t bytes) const;
 
-private:
+  private:
     // Whether a packet of `bytes` sent at `start` is lost, and why (counted).
     bool lost(uint32_t bytes, const sc_core::sc_time& start);
 

@@ -10,8 +10,9 @@
 namespace hcasim {
 
 namespace {
-constexpr uint64_t k_framing_lcrc = 8;  // STP/seq (4) + LCRC (4) for Gen3+; STP+seq+LCRC+END for Gen1/2
-constexpr uint64_t k_cpl_header = 12;   // completions always use a 3DW header
+constexpr uint64_t k_framing_lcrc =
+    8;  // STP/seq (4) + LCRC (4) for Gen3+; STP+seq+LCRC+END for Gen1/2
+constexpr uint64_t k_cpl_header = 12;  // completions always use a 3DW header
 }  // namespace
 
 namespace {
@@ -58,7 +59,8 @@ double pcie_config::bytes_per_second() const {
     return gts[std::clamp<uint64_t>(gen, 1, 5)] * encoding / 8.0 * static_cast<double>(lanes);
 }
 
-pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const std::string& stats_path)
+pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
+                     const std::string& stats_path)
     : sc_core::sc_module(name),
       dma_in("dma_in"),
       dma_out("dma_out"),
@@ -71,31 +73,48 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const
       m_pd(cfg.credits.posted_data),
       m_nph(cfg.credits.non_posted_headers),
       m_stats(stats_path.empty() ? std::string(this->name()) : stats_path),
-      m_up_bytes(m_stats.counter("up_bytes", "bytes", "bytes sent HCA->host on the link, TLP overhead included")),
-      m_down_bytes(m_stats.counter("down_bytes", "bytes", "bytes sent host->HCA on the link, TLP overhead included")),
-      m_up_payload(m_stats.counter("up_payload_bytes", "bytes", "data payload HCA->host (DMA write data, read requests carry none)")),
-      m_down_payload(m_stats.counter("down_payload_bytes", "bytes", "data payload host->HCA (read completions, MMIO data)")),
+      m_up_bytes(m_stats.counter("up_bytes", "bytes",
+                                 "bytes sent HCA->host on the link, TLP overhead included")),
+      m_down_bytes(m_stats.counter("down_bytes", "bytes",
+                                   "bytes sent host->HCA on the link, TLP overhead included")),
+      m_up_payload(
+          m_stats.counter("up_payload_bytes", "bytes",
+                          "data payload HCA->host (DMA write data, read requests carry none)")),
+      m_down_payload(m_stats.counter("down_payload_bytes", "bytes",
+                                     "data payload host->HCA (read completions, MMIO data)")),
       m_tlps(m_stats.counter("tlps", "TLPs", "transaction layer packets in both directions")),
-      m_mmio_writes(m_stats.counter("mmio_writes", "writes", "posted MMIO writes from the host to the HCA's BAR")),
+      m_mmio_writes(m_stats.counter("mmio_writes", "writes",
+                                    "posted MMIO writes from the host to the HCA's BAR")),
       m_dma_reads(m_stats.counter("dma_reads", "requests", "DMA read transactions from the HCA")),
-      m_dma_writes(m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
-      m_errors(m_stats.counter("errors", "transactions", "transactions answered with an error response")),
-      m_order_wait_ps(m_stats.counter("order_wait_ps", "ps", "total time DMA read requests waited behind posted writes handed to the link before them")),
-      m_credit_wait_ps(m_stats.counter("credit_wait_ps", "ps", "total time DMA request TLPs waited for the root port's flow-control credits (pcie.credits)")),
-      m_read_latency(m_stats.latency("read_latency", "DMA read: request handed to the link until its last completion arrived")) {
+      m_dma_writes(
+          m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
+      m_errors(m_stats.counter("errors", "transactions",
+                               "transactions answered with an error response")),
+      m_order_wait_ps(m_stats.counter("order_wait_ps", "ps",
+                                      "total time DMA read requests waited behind posted writes "
+                                      "handed to the link before them")),
+      m_credit_wait_ps(m_stats.counter("credit_wait_ps", "ps",
+                                       "total time DMA request TLPs waited for the root port's "
+                                       "flow-control credits (pcie.credits)")),
+      m_read_latency(m_stats.latency(
+          "read_latency",
+          "DMA read: request handed to the link until its last completion arrived")) {
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
     auto utilization = [this](const serial_resource& r) {
         double now = sc_core::sc_time_stamp().to_seconds();
         return json(now > 0 ? std::min(1.0, r.busy_time().to_seconds() / now) : 0.0);
     };
-    m_stats.formula("up_utilization", "fraction", "share of the run the HCA->host direction was busy",
+    m_stats.formula("up_utilization", "fraction",
+                    "share of the run the HCA->host direction was busy",
                     [this, utilization] { return utilization(m_up); });
-    m_stats.formula("down_utilization", "fraction", "share of the run the host->HCA direction was busy",
+    m_stats.formula("down_utilization", "fraction",
+                    "share of the run the host->HCA direction was busy",
                     [this, utilization] { return utilization(m_down); });
     m_stats.formula("gbps_raw", "Gb/s", "link payload capacity per direction after line encoding",
                     [this] { return json(m_cfg.bytes_per_second() * 8 / 1e9); });
-    m_stats.formula("dllp_share", "fraction", "share of each direction taken by Ack/UpdateFC DLLPs and SKP ordered sets",
+    m_stats.formula("dllp_share", "fraction",
+                    "share of each direction taken by Ack/UpdateFC DLLPs and SKP ordered sets",
                     [this] { return json(m_cfg.dllp_share()); });
 }
 
@@ -108,7 +127,8 @@ uint64_t pcie_link::tlp_overhead(bool request_header) const {
     return header + k_framing_lcrc + (m_cfg.ecrc ? 4 : 0);
 }
 
-sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_time t, uint64_t data_credits,
+sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_time t,
+                                         uint64_t data_credits,
                                          const sc_core::sc_time& hold) const {
     // Both types at once: move to the later of the two until they agree.
     for (;;) {
@@ -136,13 +156,16 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             if (end > addr) chunk = end - addr;
         }
         if (line_interval > sc_core::SC_ZERO_TIME)
-            ready = std::max(ready, start + line_interval * static_cast<double>((addr + chunk - 1) / 64 - first_line));
+            ready = std::max(
+                ready,
+                start + line_interval * static_cast<double>((addr + chunk - 1) / 64 - first_line));
         uint64_t bytes = chunk + overhead;
         sc_core::sc_time dur = wire_time(bytes);
         const uint64_t data_credits = (chunk + 15) / 16;
         if (credits.headers) {
             // Held from now until the TLP has crossed and the UpdateFC has crossed back.
-            const sc_core::sc_time free = credits_free(credits, ready, data_credits, dur + 2 * to_time(m_cfg.latency));
+            const sc_core::sc_time free =
+                credits_free(credits, ready, data_credits, dur + 2 * to_time(m_cfg.latency));
             m_credit_wait_ps += to_ps(free - ready);
             ready = free;
         }
@@ -153,7 +176,8 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             if (credits.data) credits.data->book(ready, back, data_credits);
             if (credits.returned) credits.returned->emplace_back(back, data_credits);
         }
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin, begin + dur));
+        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin,
+                          begin + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
         bytes_counter += bytes;
@@ -180,9 +204,9 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
             credits.data = &m_pd;
             credits.returned = &returned;
         }
-        sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
-                                             tlp_overhead(true), now + delay, &sent,
-                                             sc_core::SC_ZERO_TIME, credits);
+        sc_core::sc_time arrival =
+            send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1, tlp_overhead(true), now + delay,
+                      &sent, sc_core::SC_ZERO_TIME, credits);
         m_posted_sent = std::max(m_posted_sent, sent);
         const sc_core::sc_time offered = arrival - now;
         sc_core::sc_time host_delay = offered;
@@ -217,8 +241,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         if (!m_nph.infinite()) credits.headers = &m_nph;
         do {
             uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
-            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready,
-                                                 nullptr, sc_core::SC_ZERO_TIME, credits);
+            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true),
+                                                 ready, nullptr, sc_core::SC_ZERO_TIME, credits);
             ready = arrival - to_time(m_cfg.latency);
             requests.push_back({a, chunk, arrival});
             a += chunk;
@@ -233,8 +257,9 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         m_down_payload += len;
         sc_core::sc_time arrival = now;
         for (const request& r : requests)
-            arrival = send_tlps(m_down, m_down_bytes, r.addr, r.length, m_cpl_max, m_cfg.rcb, tlp_overhead(false),
-                                r.arrival + memory, nullptr, pacing.line_interval);
+            arrival =
+                send_tlps(m_down, m_down_bytes, r.addr, r.length, m_cpl_max, m_cfg.rcb,
+                          tlp_overhead(false), r.arrival + memory, nullptr, pacing.line_interval);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
     } else {
@@ -250,8 +275,8 @@ void pcie_link::downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
         ++m_mmio_writes;
         m_down_payload += len;
         sc_core::sc_time sent;
-        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, gp.get_address(), len,
-                                             m_cfg.mps, 1, tlp_overhead(true), now + delay, &sent);
+        sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, gp.get_address(), len, m_cfg.mps,
+                                             1, tlp_overhead(true), now + delay, &sent);
         sc_core::sc_time hca_delay = arrival - now;
         mmio_out->b_transport(gp, hca_delay);
         delay = sent - now;  // posted: the CPU is done when the TLP has left

@@ -46,10 +46,10 @@
 #include <utility>
 #include <vector>
 
-#include <systemc>
-#include <tlm>
 #include <tlm_utils/simple_initiator_socket.h>
 #include <tlm_utils/simple_target_socket.h>
+#include <systemc>
+#include <tlm>
 
 #include "sim/kernel.h"
 #include "sim/params.h"
@@ -67,18 +67,33 @@ struct pcie_credit_config {
     template <class V>
     void visit(V& v) {
         const std::string src =
-            "PCIe Base Spec 4.0 §2.6.1 (fields of 8/12 bits, up to 16x with scaled flow control). Default "
-            "0 = infinite: pcie-bench's credit-free model matches its Gen3 x8 measurements within a few % "
-            "(bench/validate.py), so the root ports measured never ran short. An Intel Xeon C5500/C3500 root "
-            "port advertises 64 / 320 / 72 (posted headers / posted data / non-posted headers) at x16 and "
-            "16 / 80 / 18 at x4 (datasheet 323103-001, table 76); the x16 values leave a Gen3 x16 link "
+            "PCIe Base Spec 4.0 §2.6.1 (fields of 8/12 bits, up to 16x with scaled flow control). "
+            "Default "
+            "0 = infinite: pcie-bench's credit-free model matches its Gen3 x8 measurements within "
+            "a few % "
+            "(bench/validate.py), so the root ports measured never ran short. An Intel Xeon "
+            "C5500/C3500 root "
+            "port advertises 64 / 320 / 72 (posted headers / posted data / non-posted headers) at "
+            "x16 and "
+            "16 / 80 / 18 at x4 (datasheet 323103-001, table 76); the x16 values leave a Gen3 x16 "
+            "link "
             "unchanged here, the x4 values bound it (scenarios/examples/pcie_credits.json)";
-        v(posted_headers, p_count("posted_headers", "credits", "posted request header credits: one per DMA write TLP in flight to the root complex; 0 = infinite")
-                              .range(0, 2032).from(src));
-        v(posted_data, p_count("posted_data", "credits", "posted request data credits of 16 B each: DMA write payload in flight to the root complex; 0 = infinite, otherwise at least MPS / 16")
-                           .range(0, 32752).from(src));
-        v(non_posted_headers, p_count("non_posted_headers", "credits", "non-posted request header credits: one per DMA read request in flight to the root complex; 0 = infinite")
-                                  .range(0, 2032).from(src));
+        v(posted_headers, p_count("posted_headers", "credits",
+                                  "posted request header credits: one per DMA write TLP in flight "
+                                  "to the root complex; 0 = infinite")
+                              .range(0, 2032)
+                              .from(src));
+        v(posted_data,
+          p_count("posted_data", "credits",
+                  "posted request data credits of 16 B each: DMA write payload in flight to the "
+                  "root complex; 0 = infinite, otherwise at least MPS / 16")
+              .range(0, 32752)
+              .from(src));
+        v(non_posted_headers, p_count("non_posted_headers", "credits",
+                                      "non-posted request header credits: one per DMA read request "
+                                      "in flight to the root complex; 0 = infinite")
+                                  .range(0, 2032)
+                                  .from(src));
     }
 };
 
@@ -96,24 +111,49 @@ struct pcie_config {
 
     template <class V>
     void visit(V& v) {
-        v(gen, p_count("gen", "generation", "PCIe generation: 1-2 use 8b/10b, 3-5 use 128b/130b encoding at 2.5/5/8/16/32 GT/s per lane")
-                   .range(1, 5).from("PCIe Base Spec 5.0 §4.2"));
-        v(lanes, p_count("lanes", "lanes", "link width").range(1, 16).from("PCIe Base Spec; ConnectX-5 is x16"));
-        v(mps, p_bytes("mps", "Max_Payload_Size: largest data payload of one TLP").range(128, 4096)
+        v(gen, p_count("gen", "generation",
+                       "PCIe generation: 1-2 use 8b/10b, 3-5 use 128b/130b encoding at "
+                       "2.5/5/8/16/32 GT/s per lane")
+                   .range(1, 5)
+                   .from("PCIe Base Spec 5.0 §4.2"));
+        v(lanes, p_count("lanes", "lanes", "link width")
+                     .range(1, 16)
+                     .from("PCIe Base Spec; ConnectX-5 is x16"));
+        v(mps, p_bytes("mps", "Max_Payload_Size: largest data payload of one TLP")
+                   .range(128, 4096)
                    .from("PCIe Base Spec §7.5.3.4; 256 B is what common server root ports grant"));
-        v(mrrs, p_bytes("mrrs", "Max_Read_Request_Size: largest read one request TLP asks for").range(128, 4096)
+        v(mrrs, p_bytes("mrrs", "Max_Read_Request_Size: largest read one request TLP asks for")
+                    .range(128, 4096)
                     .from("PCIe Base Spec §7.5.3.4; Linux default 512 B"));
-        v(rcb, p_bytes("rcb", "Read Completion Boundary: split completions end on multiples of it").range(64, 128)
+        v(rcb, p_bytes("rcb", "Read Completion Boundary: split completions end on multiples of it")
+                   .range(64, 128)
                    .from("PCIe Base Spec §2.3.1.1; root complexes use 64 B"));
-        v(addr64, p_flag("addr64", "memory requests use 4DW headers with 64-bit addresses (4 more header bytes)")
-                      .from("PCIe Base Spec §2.2.4.1"));
-        v(ecrc, p_flag("ecrc", "end-to-end CRC digest on every TLP (4 more bytes)").from("PCIe Base Spec §2.7"));
-        v(completions, p_choice("completions", {"rcb", "mps"}, "how the root complex splits read completions: one per RCB-aligned block, or the largest legal (MPS, ending on RCB boundaries)")
-                           .from("PCIe Base Spec §2.3.1.1; mps: pcie-bench (Neugebauer et al. SIGCOMM 2018, data repository, NFP-6000 on Xeon E5-2630 v4, Gen3 x8) reads 2 KiB at 55.6 Gb/s, above the ~47 Gb/s that 64 B completions would allow even without DLLPs"));
-        v(latency, p_time("latency", "one-way latency of the link: PHY and data-link pipelines of both ends plus the root complex")
-                       .range(0, 1e9)
-                       .from("Neugebauer et al. (Understanding PCIe performance for end host networking, SIGCOMM 2018) measure a 64 B DMA read at 546 ns (NFP-6000, Gen3 x8); less the NFP's DMA issue overhead (70-120 ns, same paper), the DRAM access and the wire time, ~180 ns remain per direction (scenarios/validation/nfp6000_read_latency.json reproduces the measurement)"));
-        v.group("credits", credits, "flow-control credits the root port advertises for the HCA's requests");
+        v(addr64,
+          p_flag("addr64",
+                 "memory requests use 4DW headers with 64-bit addresses (4 more header bytes)")
+              .from("PCIe Base Spec §2.2.4.1"));
+        v(ecrc, p_flag("ecrc", "end-to-end CRC digest on every TLP (4 more bytes)")
+                    .from("PCIe Base Spec §2.7"));
+        v(completions,
+          p_choice("completions", {"rcb", "mps"},
+                   "how the root complex splits read completions: one per RCB-aligned block, or "
+                   "the largest legal (MPS, ending on RCB boundaries)")
+              .from(
+                  "PCIe Base Spec §2.3.1.1; mps: pcie-bench (Neugebauer et al. SIGCOMM 2018, data "
+                  "repository, NFP-6000 on Xeon E5-2630 v4, Gen3 x8) reads 2 KiB at 55.6 Gb/s, "
+                  "above the ~47 Gb/s that 64 B completions would allow even without DLLPs"));
+        v(latency,
+          p_time("latency",
+                 "one-way latency of the link: PHY and data-link pipelines of both ends plus the "
+                 "root complex")
+              .range(0, 1e9)
+              .from("Neugebauer et al. (Understanding PCIe performance for end host networking, "
+                    "SIGCOMM 2018) measure a 64 B DMA read at 546 ns (NFP-6000, Gen3 x8); less the "
+                    "NFP's DMA issue overhead (70-120 ns, same paper), the DRAM access and the "
+                    "wire time, ~180 ns remain per direction "
+                    "(scenarios/validation/nfp6000_read_latency.json reproduces the measurement)"));
+        v.group("credits", credits,
+                "flow-control credits the root port advertises for the HCA's requests");
     }
 
     // Payload bytes per second of the whole link after line encoding.
@@ -132,7 +172,7 @@ struct pcie_credit_use {
 };
 
 class pcie_link : public sc_core::sc_module {
-public:
+  public:
     tlm_utils::simple_target_socket<pcie_link> dma_in;       // from the HCA's DMA engine
     tlm_utils::simple_initiator_socket<pcie_link> dma_out;   // to the root complex
     tlm_utils::simple_target_socket<pcie_link> mmio_in;      // from the host CPU
@@ -140,7 +180,8 @@ public:
 
     // `stats_path` names the counters (default: the module's name); a node files them under its
     // HCA ("a.hca.pcie"), the device whose link it is.
-    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg, const std::string& stats_path = "");
+    pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
+              const std::string& stats_path = "");
 
     const pcie_config& config() const { return m_cfg; }
     // Serialization time of `bytes` link bytes.
@@ -148,7 +189,7 @@ public:
     // Bytes a TLP occupies on the link besides its payload.
     uint64_t tlp_overhead(bool request_header) const;
 
-private:
+  private:
     void upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     // Books `payload` bytes starting at `addr` as TLPs of at most `max_payload` that never cross
@@ -157,7 +198,8 @@ private:
     // the data's 64 B lines become ready that far apart from `start` (the first line), and a TLP
     // leaves no earlier than its last line.
     // With `credits`, each TLP first waits for the receiver's credits and holds them until it
-    // has arrived and an UpdateFC has come back; each TLP's return time and data credits go to `credits.returned`.
+    // has arrived and an UpdateFC has come back; each TLP's return time and data credits go to
+    // `credits.returned`.
     sc_core::sc_time send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                uint64_t payload, uint64_t max_payload, uint64_t align,
                                uint64_t overhead, const sc_core::sc_time& start,
@@ -165,13 +207,14 @@ private:
                                const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
                                const pcie_credit_use& credits = {});
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.
-    sc_core::sc_time credits_free(const pcie_credit_use& c, sc_core::sc_time t, uint64_t data_credits,
-                                  const sc_core::sc_time& hold) const;
+    sc_core::sc_time credits_free(const pcie_credit_use& c, sc_core::sc_time t,
+                                  uint64_t data_credits, const sc_core::sc_time& hold) const;
 
     pcie_config m_cfg;
     double m_ps_per_byte;
     uint64_t m_cpl_max;  // largest completion payload: RCB or MPS (pcie.completions)
-    credit_calendar m_ph, m_pd, m_nph;  // the root port's posted header/data, non-posted header credits
+    credit_calendar m_ph, m_pd,
+        m_nph;  // the root port's posted header/data, non-posted header credits
     serial_resource m_up, m_down;
     stats_group m_stats;
     uint64_t& m_up_bytes;
@@ -186,7 +229,8 @@ private:
     uint64_t& m_order_wait_ps;
     uint64_t& m_credit_wait_ps;
     histogram& m_read_latency;
-    sc_core::sc_time m_posted_sent = sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
+    sc_core::sc_time m_posted_sent =
+        sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
 };
 
 }  // namespace hcasim

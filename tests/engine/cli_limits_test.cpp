@@ -11,9 +11,9 @@
 
 #include <chrono>
 #include <cstdlib>
-#include <functional>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -47,8 +47,9 @@ std::string quickstart() {
 
 // A short quickstart run (as tests/support's run_short_quickstart) with `options`.
 std::string short_run(const std::string& out, const std::string& options) {
-    return "run " + quickstart() + " --quiet --set workloads.0.iters=20 --set workloads.1.iters=5 -o '" + out +
-           "' " + options;
+    return "run " + quickstart() +
+           " --quiet --set workloads.0.iters=20 --set workloads.1.iters=5 -o '" + out + "' " +
+           options;
 }
 
 double seconds_of(const std::function<void()>& fn) {
@@ -87,19 +88,23 @@ TEST(cli_limits, nesting_beyond_the_limit_is_one_line_not_a_crash) {
     for (const std::string& f : {open, closed}) {
         auto r = run_hcasim("check '" + f + "'");
         EXPECT_EQ(r.code, 2) << r.err;
-        EXPECT_EQ(r.err, f + ": /: arrays and objects nested deeper than 256 levels at line 1, column 257 "
-                             "(expected at most 256 levels of nesting)\n");
+        EXPECT_EQ(r.err,
+                  f + ": /: arrays and objects nested deeper than 256 levels at line 1, column 257 "
+                      "(expected at most 256 levels of nesting)\n");
     }
-    auto set = run_hcasim("run --quiet " + quickstart() + " --set 'defaults.x=" + std::string(60000, '[') +
-                          std::string(60000, ']') + "'");
+    auto set =
+        run_hcasim("run --quiet " + quickstart() + " --set 'defaults.x=" + std::string(60000, '[') +
+                   std::string(60000, ']') + "'");
     EXPECT_EQ(set.code, 2) << set.err;
-    EXPECT_EQ(set.err_lines().at(0), "--set: /defaults/x: arrays and objects nested deeper than 256 levels at "
-                                     "line 1, column 257 (expected at most 256 levels of nesting)");
+    EXPECT_EQ(set.err_lines().at(0),
+              "--set: /defaults/x: arrays and objects nested deeper than 256 levels at "
+              "line 1, column 257 (expected at most 256 levels of nesting)");
     std::string path;
     for (int i = 0; i < 40000; ++i) path += "a.";
     auto long_path = run_hcasim("run --quiet " + quickstart() + " --set '" + path + "b=1'");
     EXPECT_EQ(long_path.code, 2) << long_path.err.substr(0, 300);
-    EXPECT_NE(long_path.err.find("40001 path segments (expected a path of at most 256 segments)"), std::string::npos)
+    EXPECT_NE(long_path.err.find("40001 path segments (expected a path of at most 256 segments)"),
+              std::string::npos)
         << long_path.err.substr(0, 300);
 }
 
@@ -110,7 +115,8 @@ TEST(cli_limits, a_device_without_end_and_a_folder_are_named_as_such) {
         EXPECT_EQ(r.code, 2);
         took_err = r.err;
     });
-    EXPECT_EQ(took_err, "/dev/zero: /: larger than 16 MiB (expected a JSON file of at most 16 MiB)\n");
+    EXPECT_EQ(took_err,
+              "/dev/zero: /: larger than 16 MiB (expected a JSON file of at most 16 MiB)\n");
     EXPECT_LT(took, 30.0) << "reading stops at the limit";
     const std::string dir = scratch("a_folder");
     fs::create_directories(dir);
@@ -122,8 +128,10 @@ TEST(cli_limits, a_device_without_end_and_a_folder_are_named_as_such) {
 TEST(cli_limits, bounded_parser_keeps_what_json_says) {
     json doc;
     json_problem problem;
-    ASSERT_TRUE(parse_json_bounded(R"({"b": [1, {"x": "a\"[["}], "a": 2.5, "c": 18446744073709551615})", doc, problem));
-    EXPECT_EQ(doc.dump(), R"({"b":[1,{"x":"a\"[["}],"a":2.5,"c":18446744073709551615})") << "key order is kept";
+    ASSERT_TRUE(parse_json_bounded(
+        R"({"b": [1, {"x": "a\"[["}], "a": 2.5, "c": 18446744073709551615})", doc, problem));
+    EXPECT_EQ(doc.dump(), R"({"b":[1,{"x":"a\"[["}],"a":2.5,"c":18446744073709551615})")
+        << "key order is kept";
     EXPECT_FALSE(parse_json_bounded(R"({"a": [1, 2, {"b": 1e999}]})", doc, problem));
     EXPECT_EQ(problem.pointer, "/a/2/b");
     EXPECT_FALSE(problem.syntax);
@@ -154,32 +162,47 @@ TEST(cli_limits, a_full_disk_is_an_error_and_leaves_no_half_file) {
     // A file size limit (ulimit -f) fails writes as a full disk does; SIGXFSZ ignored, so the
     // write returns its error.
     const std::string out = scratch("full");
-    auto r = run_hcasim("--version >/dev/null; sh -c \"trap '' XFSZ; ulimit -f 4; exec '" + hcasim_binary() + "' " +
-                        short_run(out, "--trace --vcd") + "\"");
+    auto r = run_hcasim("--version >/dev/null; sh -c \"trap '' XFSZ; ulimit -f 4; exec '" +
+                        hcasim_binary() + "' " + short_run(out, "--trace --vcd") + "\"");
     EXPECT_EQ(r.code, 3) << r.err;
-    EXPECT_NE(r.err.find("hcasim: cannot write " + out + "/stats.json: File too large"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("hcasim: cannot write " + out + "/trace.json: File too large"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("hcasim: cannot write " + out + "/stats.json: File too large"),
+              std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("hcasim: cannot write " + out + "/trace.json: File too large"),
+              std::string::npos)
+        << r.err;
     EXPECT_FALSE(fs::exists(out + "/stats.json")) << "no truncated stats.json";
     EXPECT_FALSE(fs::exists(out + "/stats.json.tmp"));
-    const int full = std::system(("'" + hcasim_binary() + "' schema >/dev/full 2>/dev/null").c_str());
+    const int full =
+        std::system(("'" + hcasim_binary() + "' schema >/dev/full 2>/dev/null").c_str());
     EXPECT_EQ(test::exit_code(full), 3) << "what goes to stdout is checked too";
 }
 
 TEST(cli_limits, a_run_removes_the_outputs_of_an_earlier_run_first) {
     const std::string out = scratch("stale");
     fs::create_directories(out);
-    for (const char* f : {"stats.json", "trace.json", "waves.vcd"}) write_text(out + "/" + f, "old");
+    for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
+        write_text(out + "/" + f, "old");
     // A run killed in the middle (as by Ctrl-C) leaves none of them.
-    auto r = run_hcasim("--version >/dev/null; timeout -s INT 3 '" + hcasim_binary() + "' run " + quickstart() +
-                        " --quiet --set workloads.0.iters=100000000 -o '" + out + "'");
+    auto r =
+        run_hcasim("--version >/dev/null; timeout -s INT 3 '" + hcasim_binary() + "' run " +
+                   quickstart() + " --quiet --set workloads.0.iters=100000000 -o '" + out + "'");
     EXPECT_EQ(r.code, 124) << r.err;
-    for (const char* f : {"stats.json", "trace.json", "waves.vcd"}) EXPECT_FALSE(fs::exists(out + "/" + f)) << f;
+    for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
+        EXPECT_FALSE(fs::exists(out + "/" + f)) << f;
 }
 
 TEST(cli_limits, huge_caches_cost_what_is_used) {
     // Every context and translation cache at its largest (16 M entries) took 12 GiB before.
-    std::vector<std::string> args = {"run", source_root() + "/scenarios/quickstart.json", "--quiet", "-o",
-                                     scratch("caches"), "--set", "workloads.0.iters=20", "--set", "workloads.1.iters=5"};
+    std::vector<std::string> args = {"run",
+                                     source_root() + "/scenarios/quickstart.json",
+                                     "--quiet",
+                                     "-o",
+                                     scratch("caches"),
+                                     "--set",
+                                     "workloads.0.iters=20",
+                                     "--set",
+                                     "workloads.1.iters=5"};
     for (const char* c : {"qpc_cache", "wqe_fetcher.bt_cache", "tpt.mpt_cache", "tpt.mtt_cache",
                           "completion.cqc_cache", "completion.bt_cache"})
         args.insert(args.end(), {"--set", std::string("defaults.hca.") + c + ".entries=16777216"});
@@ -196,7 +219,8 @@ TEST(cli_limits, mapping_terabytes_costs_nothing_until_touched) {
         {"node": "a", "op": "munmap", "buf": "b1"},
         {"node": "a", "op": "mmap", "name": "b2", "length": "64TiB"}]})");
     int code = -1;
-    const double took = seconds_of([&] { code = run_hcasim("run --quiet '" + f + "' -o '" + scratch("mmap") + "'").code; });
+    const double took = seconds_of(
+        [&] { code = run_hcasim("run --quiet '" + f + "' -o '" + scratch("mmap") + "'").code; });
     EXPECT_EQ(code, 0);
     EXPECT_LT(took, 20.0) << "unmapping (also at exit) visits the pages present, not every page";
 }
@@ -204,8 +228,10 @@ TEST(cli_limits, mapping_terabytes_costs_nothing_until_touched) {
 TEST(cli_limits, zero_byte_messages_run) {
     // size 0 with an mr_size divided the buffer into mr_size / 0 slots (SIGFPE).
     for (const char* type : {"ib_write_bw", "ib_read_bw", "ib_send_bw"}) {
-        auto r = run_hcasim(short_run(scratch(type), std::string("--set workloads.0.type=") + type +
-                                                         " --set workloads.0.size=0 --set workloads.0.mr_size=4096 --set expect=[]"));
+        auto r = run_hcasim(short_run(
+            scratch(type),
+            std::string("--set workloads.0.type=") + type +
+                " --set workloads.0.size=0 --set workloads.0.mr_size=4096 --set expect=[]"));
         EXPECT_EQ(r.code, 0) << type << ": " << r.err;
     }
 }
@@ -213,37 +239,52 @@ TEST(cli_limits, zero_byte_messages_run) {
 TEST(cli_limits, workload_buffers_beyond_host_memory_are_refused_before_they_are_filled) {
     auto r = run_hcasim(short_run(scratch("mr_size"), "--set workloads.0.mr_size=1TiB"));
     EXPECT_EQ(r.code, 1);
-    EXPECT_NE(r.err.find("a: buffers (qps x mr_size) of 1 x 1099511627776 bytes exceed host.memory (64GiB)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(
+            "a: buffers (qps x mr_size) of 1 x 1099511627776 bytes exceed host.memory (64GiB)"),
+        std::string::npos)
         << r.err;
     const std::string dma = scratch("dma.json");
-    write_text(dma, R"({"workloads": [{"type": "dma", "node": "a", "op": "read", "size": "1GiB", "count": 100}]})");
+    write_text(
+        dma,
+        R"({"workloads": [{"type": "dma", "node": "a", "op": "read", "size": "1GiB", "count": 100}]})");
     auto d = run_hcasim("run --quiet '" + dma + "' -o '" + scratch("dma") + "'");
     EXPECT_EQ(d.code, 1);
-    EXPECT_NE(d.err.find("a: transfers (count x size) of 100 x 1073741824 bytes exceed host.memory (64GiB)"),
-              std::string::npos)
+    EXPECT_NE(
+        d.err.find(
+            "a: transfers (count x size) of 100 x 1073741824 bytes exceed host.memory (64GiB)"),
+        std::string::npos)
         << d.err;
 }
 
 TEST(cli_limits, sweeps_refuse_grids_beyond_the_limit_before_expanding_them) {
-    auto r = run_hcasim("check '" + source_root() + "/scenarios/invalid/sweep_2_to_the_64_points.json'");
+    auto r =
+        run_hcasim("check '" + source_root() + "/scenarios/invalid/sweep_2_to_the_64_points.json'");
     EXPECT_EQ(r.code, 2);
-    EXPECT_NE(r.err.find(": /axes: a grid of 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x "
-                         "2 x 2 x ... points, more than 1000000 (expected at most 1000000 points and 64 axes; "
-                         "split the sweep)"),
-              std::string::npos)
+    EXPECT_NE(
+        r.err.find(
+            ": /axes: a grid of 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 x 2 "
+            "x 2 x "
+            "2 x 2 x ... points, more than 1000000 (expected at most 1000000 points and 64 axes; "
+            "split the sweep)"),
+        std::string::npos)
         << r.err;
     const std::string many = source_root() + "/scenarios/invalid/sweep_too_many_points.json";
     auto ten = run_hcasim("sweep '" + many + "' -o '" + scratch("many") + "'");
     EXPECT_EQ(ten.code, 2);
-    EXPECT_EQ(ten.err, many + ": /axes: a grid of 10 x 10 x 10 x 10 x 10 x 10 x 10 x ... points, more than 1000000 "
-                              "(expected at most 1000000 points and 64 axes; split the sweep)\n");
+    EXPECT_EQ(
+        ten.err,
+        many +
+            ": /axes: a grid of 10 x 10 x 10 x 10 x 10 x 10 x 10 x ... points, more than 1000000 "
+            "(expected at most 1000000 points and 64 axes; split the sweep)\n");
     const std::string missing = source_root() + "/scenarios/invalid/sweep_missing_base.json";
     auto m = run_hcasim("sweep '" + missing + "' -o '" + scratch("missing") + "'");
     EXPECT_EQ(m.code, 2);
-    EXPECT_EQ(m.err, missing + ": /base: cannot read \"" + source_root() +
-                         "/scenarios/invalid/no_such_base.json\": No such file or directory (expected the path "
-                         "of a scenario file, relative to the sweep file)\n");
+    EXPECT_EQ(
+        m.err,
+        missing + ": /base: cannot read \"" + source_root() +
+            "/scenarios/invalid/no_such_base.json\": No such file or directory (expected the path "
+            "of a scenario file, relative to the sweep file)\n");
 }
 
 TEST(cli_limits, resume_costs_time_linear_in_rows) {
@@ -255,12 +296,15 @@ TEST(cli_limits, resume_costs_time_linear_in_rows) {
         axis_a += (i > 1 ? "," : "") + std::to_string(i);
         axis_b += (i > 1 ? "," : "") + std::to_string(i * 64);
     }
-    const std::string base = fs::absolute(source_root() + "/scenarios/invalid/sweep_base.json").string();
+    const std::string base =
+        fs::absolute(source_root() + "/scenarios/invalid/sweep_base.json").string();
     write_text(dir + "/sweep.json", R"({"base": ")" + base + R"(",
-        "axes": {"workloads.0.iters": [)" + axis_a + R"(], "workloads.0.size": [)" + axis_b + "]}}");
+        "axes": {"workloads.0.iters": [)" +
+                                        axis_a + R"(], "workloads.0.size": [)" + axis_b + "]}}");
     sweep_spec spec;
     diag d;
-    ASSERT_TRUE(load_sweep(dir + "/sweep.json", spec, d)) << (d.lines().empty() ? "" : d.lines()[0]);
+    ASSERT_TRUE(load_sweep(dir + "/sweep.json", spec, d))
+        << (d.lines().empty() ? "" : d.lines()[0]);
     ASSERT_EQ(sweep_point_count(spec), 10000u);
     std::string rows;
     for (size_t k = 0; k < 10000; ++k) {
@@ -272,7 +316,8 @@ TEST(cli_limits, resume_costs_time_linear_in_rows) {
     fs::create_directories(dir + "/out");
     write_text(dir + "/out/results.jsonl", rows);
     test::cli_result r;
-    const double took = seconds_of([&] { r = run_hcasim("sweep '" + dir + "/sweep.json' --resume -o '" + dir + "/out'"); });
+    const double took = seconds_of(
+        [&] { r = run_hcasim("sweep '" + dir + "/sweep.json' --resume -o '" + dir + "/out'"); });
     EXPECT_EQ(r.code, 0) << r.err;
     EXPECT_NE(r.err.find("10000 of 10000 points already done"), std::string::npos) << r.err;
     EXPECT_LT(took, 20.0);

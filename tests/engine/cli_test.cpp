@@ -65,7 +65,8 @@ TEST_F(cli, usage_errors_exit_2) {
     EXPECT_EQ(option.err_lines().at(1), "Try 'hcasim run --help'.");
     EXPECT_EQ(run_hcasim("run").code, 2);
     EXPECT_EQ(run_hcasim("").code, 2);
-    auto debug = run_hcasim("run " + source_root() + "/scenarios/invalid/sweep_base.json --debug NOPE");
+    auto debug =
+        run_hcasim("run " + source_root() + "/scenarios/invalid/sweep_base.json --debug NOPE");
     EXPECT_EQ(debug.code, 2) << debug.err;
 }
 
@@ -96,7 +97,8 @@ const std::vector<bad_case>& bad_cases() {
          {"/program/1/op: unknown op \"reg_rm\", did you mean \"reg_mr\"? (expected one of "
           "alloc_pd, dealloc_pd, reg_mr, reg_phys_mr, reg_shared_mr, rereg_mr, query_mr, "
           "dereg_mr, alloc_mw, query_mw, dealloc_mw, bind_mw, create_cq, destroy_cq, create_qp, "
-          "destroy_qp, query_qp, query_device, query_port, connect, modify_qp, create_ah, destroy_ah, post_send, post_recv, "
+          "destroy_qp, query_qp, query_device, query_port, connect, modify_qp, create_ah, "
+          "destroy_ah, post_send, post_recv, "
           "poll_cq, mmap, munmap, write_mem, check_mem, pagemap, memory_pressure, check_stats, "
           "wait)"}},
         {"undefined_reference.json",
@@ -127,7 +129,8 @@ const std::vector<bad_case>& bad_cases() {
           "/workloads/3/connection: unknown value \"XRC\", did you mean \"RC\"? (expected one of "
           "RC, UC, UD)"}},
         {"deep_nesting.json",
-         {"/: arrays and objects nested deeper than 256 levels at line 3, column 270 (expected at most "
+         {"/: arrays and objects nested deeper than 256 levels at line 3, column 270 (expected at "
+          "most "
           "256 levels of nesting)"}},
         {"number_out_of_range.json",
          {"/seed: number 1e400 is out of range (expected a number of magnitude below 1.8e308)"}},
@@ -159,7 +162,7 @@ TEST_F(cli, check_and_run_report_every_problem_and_exit_2) {
 
 TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
     auto r = run_hcasim("run --quiet '" + invalid("sweep_base.json") +
-                 "' --set workloads.4.size=1 --set defaults.hca.qpc_cache.entries=lots");
+                        "' --set workloads.4.size=1 --set defaults.hca.qpc_cache.entries=lots");
     EXPECT_EQ(r.code, 2);
     std::vector<std::string> want = {
         "--set: /workloads/4/size: index 4 is past the end of the array of 1 at /workloads "
@@ -172,7 +175,9 @@ TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
                         "' --set workloads.4.size=1 --set defaults.hca.qpc_cache.entries=lots");
     EXPECT_EQ(c.code, 2);
     EXPECT_EQ(c.err_lines(), want);
-    EXPECT_EQ(run_hcasim("check '" + invalid("sweep_base.json") + "' --set workloads.0.size=4096").code, 0)
+    EXPECT_EQ(
+        run_hcasim("check '" + invalid("sweep_base.json") + "' --set workloads.0.size=4096").code,
+        0)
         << "a good --set checks fine";
 }
 
@@ -222,7 +227,8 @@ TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
     const std::string base = testing::TempDir() + "/cli_progress_";
     const std::string run = "run '" + source_root() +
                             "/scenarios/quickstart.json' --set workloads.0.iters=300 --set "
-                            "workloads.1.iters=20 -o '" + base;
+                            "workloads.1.iters=20 -o '" +
+                            base;
     const auto plain = run_hcasim(run + "plain'");
     const auto shown = run_hcasim(run + "shown' --progress");
     const auto quiet = run_hcasim(run + "quiet' --quiet");
@@ -237,14 +243,15 @@ TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
     const std::string last = shown.err.substr(at + 1);
     const json stats = json::parse(slurp(base + "shown/stats.json"));
     uint64_t wqes = 0;
-    for (const auto& [node, v] : stats["nodes"].items()) wqes += v["hca"]["requester"]["wqes"].get<uint64_t>();
+    for (const auto& [node, v] : stats["nodes"].items())
+        wqes += v["hca"]["requester"]["wqes"].get<uint64_t>();
     EXPECT_NE(last.find(" us, " + std::to_string(wqes) + " WQEs on the wire, "), std::string::npos)
         << "the last line counts the WQEs of every node (" << wqes << "): " << last;
     EXPECT_EQ(last.back(), '\n') << "the last progress line is left on the terminal";
-    EXPECT_EQ(machine_independent(json::parse(slurp(base + "plain/stats.json"))), machine_independent(stats))
+    EXPECT_EQ(machine_independent(json::parse(slurp(base + "plain/stats.json"))),
+              machine_independent(stats))
         << "running the kernel in slices for the progress line changes no result";
 }
 
 }  // namespace
 }  // namespace hcasim
-

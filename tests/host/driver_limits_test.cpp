@@ -46,10 +46,12 @@ struct small_bench : test::host_bench {
         EXPECT_EQ(hca.regs[reg::cqc_log_entries], 15u);
         EXPECT_EQ(hca.regs[reg::mpt_log_entries], 15u);
         EXPECT_EQ(hca.regs[reg::mtt_log_entries], 15u);
-        EXPECT_GT(h.frames_free(), h.frames_total() * 3 / 4) << "the tables leave the host its memory";
+        EXPECT_GT(h.frames_free(), h.frames_total() * 3 / 4)
+            << "the tables leave the host its memory";
         device_attr d;
         ASSERT_EQ(h.query_device(d), 0);
-        EXPECT_EQ(d.max_qp, (1u << 14) - driver::first_qpn) << "max_qp follows the QP context table";
+        EXPECT_EQ(d.max_qp, (1u << 14) - driver::first_qpn)
+            << "max_qp follows the QP context table";
         EXPECT_EQ(d.max_cq, (1u << 15) - 1);
         EXPECT_EQ(d.max_mr, (1u << 15) - 1);
         EXPECT_EQ(d.max_res_rd_atom, 16u << 14);
@@ -71,9 +73,11 @@ struct full_bench : test::host_bench {
         uint32_t pd = 0;
         EXPECT_EQ(h.alloc_pd(h.process_id("p0"), pd), ENODEV);
         EXPECT_FALSE(h.booted());
-        EXPECT_NE(h.boot_error().find("the driver did not boot: no contiguous kernel memory"), std::string::npos)
+        EXPECT_NE(h.boot_error().find("the driver did not boot: no contiguous kernel memory"),
+                  std::string::npos)
             << h.boot_error();
-        EXPECT_EQ(h.last_reason(), h.boot_error()) << "the failing verb gives the boot error as its reason";
+        EXPECT_EQ(h.last_reason(), h.boot_error())
+            << "the failing verb gives the boot error as its reason";
         finished = true;
     }
 };
@@ -203,7 +207,8 @@ void verbs_bench::run() {
     mw_info mw;
     ASSERT_EQ(h.alloc_mw(pid, pd2, 1, mw), 0);
     uint32_t rkey = 0;
-    EXPECT_EQ(h.bind_mw(mw.handle, q2.qpn, mr.handle, va, 64, access::remote_read, true, 9, rkey), EPERM)
+    EXPECT_EQ(h.bind_mw(mw.handle, q2.qpn, mr.handle, va, 64, access::remote_read, true, 9, rkey),
+              EPERM)
         << "window and region in different PDs";
     ASSERT_EQ(h.dealloc_mw(mw.handle), 0);
     EXPECT_EQ(h.dealloc_pd(pd2), 0) << "nothing stray is left in the PD";
@@ -216,7 +221,8 @@ void verbs_bench::run() {
             ADD_FAILURE() << "command " << i << " failed: " << h.last_reason();
             break;
         }
-        if (hca.commands.size() > 16) hca.commands.erase(hca.commands.begin(), hca.commands.end() - 2);
+        if (hca.commands.size() > 16)
+            hca.commands.erase(hca.commands.begin(), hca.commands.end() - 2);
     }
     const json host = test::group_stats("verbs.host");
     EXPECT_EQ(host["command_errors"].get<uint64_t>(), 0u) << "no command timed out";

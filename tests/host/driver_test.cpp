@@ -48,7 +48,9 @@ struct bench : host_bench {
         auto bytes = hca.dma_read(page_pa + (off & ((1ULL << ctx.page_shift) - 1)), stride);
         return send_wqe::decode(bytes.data(), stride);
     }
-    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) { hca.post_cqe(cqn, index, c, delay); }
+    void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) {
+        hca.post_cqe(cqn, index, c, delay);
+    }
 
     void run() override;
 };
@@ -77,7 +79,8 @@ void bench::run() {
     const uint64_t kernel_pages = host_stats()["pinned_kernel_pages"].get<uint64_t>();
     // 256x128 B + 64x64 B + 1024x64 B + 4096x8 B = 8+1+16+8 pages, plus the command record,
     // the event queue (1024 x 32 B = 8 pages) and the MSI-X message page.
-    EXPECT_EQ(kernel_pages, 8u + 1 + 16 + 8 + 1 + 8 + 1) << "context tables are pinned kernel memory";
+    EXPECT_EQ(kernel_pages, 8u + 1 + 16 + 8 + 1 + 8 + 1)
+        << "context tables are pinned kernel memory";
 
     // ---- reg_mr: seed 000's worked example ----
     uint64_t va = 0;
@@ -258,8 +261,10 @@ void bench::run() {
     // ---- READ/atomic depths (ORD, IRD): mlx5's 16 unless set, at most max_qp_rd_atom ----
     EXPECT_EQ(ctx.max_rd_atomic, 16u);
     EXPECT_EQ(ctx.max_dest_rd_atomic, 16u);
-    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, 17u), EINVAL) << "ORD above max_qp_rd_atom";
-    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, 17u), EINVAL) << "IRD above max_qp_rd_atom";
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, 17u), EINVAL)
+        << "ORD above max_qp_rd_atom";
+    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, 17u), EINVAL)
+        << "IRD above max_qp_rd_atom";
     ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, 4u, 2u), 0);
     ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
     EXPECT_EQ(ctx.max_rd_atomic, 4u) << "written to the QP context for the HCA";
@@ -272,15 +277,20 @@ void bench::run() {
     EXPECT_EQ(ctx.min_rnr_timer, 12u);
     qp_reliability wide;
     wide.timeout = 32u;
-    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide), EINVAL)
+    EXPECT_EQ(
+        h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide),
+        EINVAL)
         << "timeout is a 5-bit field";
     wide = {};
     wide.retry_cnt = 8u;
-    EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide), EINVAL)
+    EXPECT_EQ(
+        h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, wide),
+        EINVAL)
         << "retry_cnt is a 3-bit field";
     qp_reliability rel;
     rel.timeout = 8u, rel.retry_cnt = 2u, rel.rnr_retry = 1u, rel.min_rnr_timer = 3u;
-    ASSERT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, rel), 0);
+    ASSERT_EQ(
+        h.modify_qp(qp.qpn, qp_state::rts, 0, 0, std::nullopt, std::nullopt, std::nullopt, rel), 0);
     ctx = qp_context::decode(hca.dma_read(hca.regs[reg::qpc_base] + qp.qpn * 128, 128).data());
     EXPECT_EQ(ctx.timeout, 8u) << "written to the QP context for the HCA";
     EXPECT_EQ(ctx.retry_cnt, 2u);
@@ -362,13 +372,16 @@ void bench::run() {
         ia.sq_depth = 64;
         ia.max_inline_data = 5000;
         qp_info iq;
-        EXPECT_EQ(h.create_qp(pid, ia, iq), EINVAL) << "more inline than the largest send WQE holds";
+        EXPECT_EQ(h.create_qp(pid, ia, iq), EINVAL)
+            << "more inline than the largest send WQE holds";
         ia.max_inline_data = 100;
         ASSERT_EQ(h.create_qp(pid, ia, iq), 0);
-        EXPECT_EQ(iq.max_inline_data, 204u) << "48 + 4 + 100 (padded to 160) rounds the stride up to 256 B: 204 inline bytes fit";
+        EXPECT_EQ(iq.max_inline_data, 204u)
+            << "48 + 4 + 100 (padded to 160) rounds the stride up to 256 B: 204 inline bytes fit";
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
             ASSERT_EQ(h.modify_qp(iq.qpn, st, 0x99, 7), 0);
-        const std::vector<uint8_t> payload = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
+        const std::vector<uint8_t> payload = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10,
+                                              11, 12, 13, 14, 15, 16, 17, 18, 19, 20};
         ASSERT_EQ(h.write_mem(pid, 0x141200, payload), 0);
         send_wr iw;
         iw.opcode = wqe_opcode::rdma_write;
@@ -377,8 +390,10 @@ void bench::run() {
         iw.sges = {sge{12, 0xdead, 0x141200}, sge{8, 0, 0x141200 + 12}};  // keys are not used
         const size_t db0 = hca.sq_doorbells.size(), chunks0 = hca.bf_chunks;
         ASSERT_EQ(h.post_send(iq.qpn, iw), 0);
-        EXPECT_EQ(hca.sq_doorbells.size(), db0) << "an inline single WR goes by BlueFlame, not the doorbell";
-        EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "8 + 80-byte WQE: two 64-byte write-combined stores";
+        EXPECT_EQ(hca.sq_doorbells.size(), db0)
+            << "an inline single WR goes by BlueFlame, not the doorbell";
+        EXPECT_EQ(hca.bf_chunks - chunks0, 2u)
+            << "8 + 80-byte WQE: two 64-byte write-combined stores";
         ASSERT_FALSE(hca.bf_blocks.empty());
         const auto& block = hca.bf_blocks.begin()->second;
         doorbell_word dw;
@@ -391,13 +406,15 @@ void bench::run() {
         EXPECT_TRUE(bw.flags & wqe_flags::inline_data);
         EXPECT_EQ(bw.inline_bytes, payload) << "the CPU gathered both SGEs into the WQE";
         send_wqe ring = fetch_send_wqe(iq.qpn, 0);
-        EXPECT_EQ(ring.inline_bytes, payload) << "the WQE is in the ring too (the HCA may re-read it)";
+        EXPECT_EQ(ring.inline_bytes, payload)
+            << "the WQE is in the ring too (the HCA may re-read it)";
         EXPECT_EQ(ring.num_sge, 0u);
         iw.sges = {sge{205, 0, 0x141200}};
         EXPECT_EQ(h.post_send(iq.qpn, iw), EINVAL) << "205 bytes exceed max_inline_data 204";
         iw.sges = {sge{8, 0, 0x141200}};
         iw.opcode = wqe_opcode::rdma_read;
-        EXPECT_EQ(h.post_send(iq.qpn, iw), EINVAL) << "IBV_SEND_INLINE is for sends and RDMA writes";
+        EXPECT_EQ(h.post_send(iq.qpn, iw), EINVAL)
+            << "IBV_SEND_INLINE is for sends and RDMA writes";
         iw.opcode = wqe_opcode::send;
         iw.sges = {sge{8, 0, 0x900000}};
         EXPECT_EQ(h.post_send(iq.qpn, iw), EFAULT) << "the CPU cannot copy from unmapped memory";
@@ -417,7 +434,8 @@ void bench::run() {
         EXPECT_EQ(hca.sq_doorbells.size(), db0 + 2) << "one doorbell for the list";
         EXPECT_EQ(hca.sq_doorbells.back().producer_index, 6u) << "naming the last WQE";
         EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "nreq > 1: no BlueFlame";
-        EXPECT_GE(sc_core::sc_time_stamp() - t0, to_time(cpu.post_wr) * 4.0) << "each WR costs its post_wr";
+        EXPECT_GE(sc_core::sc_time_stamp() - t0, to_time(cpu.post_wr) * 4.0)
+            << "each WR costs its post_wr";
         EXPECT_EQ(fetch_send_wqe(iq.qpn, 4).inline_bytes.size(), 8u);
         // A list stops at its first bad WR; the ones before it are posted and rung.
         list[1].sges = {sge{1, 0, 0}, sge{1, 0, 0}, sge{1, 0, 0}};
@@ -436,7 +454,8 @@ void bench::run() {
     EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0), EINVAL)
         << "UD RESET -> INIT needs a Q_Key";
     EXPECT_EQ(h.modify_qp(qp.qpn, qp_state::rts, 0, 0, 0x42u), EINVAL) << "an RC QP has no Q_Key";
-    EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u, 4u), EINVAL) << "a UD QP has no READ depth";
+    EXPECT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u, 4u), EINVAL)
+        << "a UD QP has no READ depth";
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::init, 0, 0, 0x11111111u), 0);
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rtr, 0x99, 7), 0);
     ASSERT_EQ(h.modify_qp(ud.qpn, qp_state::rts, 0, 0), 0);
@@ -549,4 +568,3 @@ TEST(driver, bench_without_hca) {
     sc_core::sc_start(sc_time(10, sc_core::SC_MS));
     EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
 }
-

@@ -83,14 +83,16 @@ void bench::run() {
     ASSERT_EQ(rd->arrivals.size(), spec_requests) << "one arrival per read request";
     for (size_t i = 0; i < rd->arrivals.size(); ++i) {
         const auto& logged = mem.log[log0 + i];
-        EXPECT_EQ(rd->arrivals[i].when, logged.end) << "request " << i << " arrival is when its data arrived";
+        EXPECT_EQ(rd->arrivals[i].when, logged.end)
+            << "request " << i << " arrival is when its data arrived";
         if (i > 0) {
             EXPECT_GT(rd->arrivals[i].offset, rd->arrivals[i - 1].offset) << "in offset order";
         }
         EXPECT_LE(rd->arrivals[i].when, rd->done_at);
     }
     EXPECT_EQ(rd->arrivals.front().offset, 0u);
-    EXPECT_LT(rd->arrivals.front().when, rd->done_at) << "the first bytes are in before the whole read";
+    EXPECT_LT(rd->arrivals.front().when, rd->done_at)
+        << "the first bytes are in before the whole read";
 
     // ---- a multi-segment write lands exactly ----
     auto wr = make_op(dma_op::direction::write, {{0x40FF0, 100}, {0x50000, 9000}, {0x41000, 3}});

@@ -58,7 +58,8 @@ struct stub_hca : sc_core::sc_module {
 
     void store(tlm::tlm_generic_payload& gp, sc_time& delay) {
         const uint64_t off = gp.get_address();
-        if (gp.is_write() && off >= reg::bf_base && off < reg::bf_base + reg::bf_size * reg::bf_buffers &&
+        if (gp.is_write() && off >= reg::bf_base &&
+            off < reg::bf_base + reg::bf_size * reg::bf_buffers &&
             gp.get_data_length() == reg::bf_chunk && off % reg::bf_chunk == 0) {
             const uint64_t buf = (off - reg::bf_base) / reg::bf_size;
             auto& b = bf_blocks[buf];
@@ -118,7 +119,8 @@ struct stub_hca : sc_core::sc_module {
     uint64_t dma_u64(uint64_t addr) { return get<uint64_t>(dma_read(addr, 8).data()); }
     // Writes a CQE to slot `index` of a CQ the way the HCA does, visible after `delay`.
     void post_cqe(uint32_t cqn, uint32_t index, cqe c, sc_time delay) {
-        auto ctx = cq_context::decode(dma_read(regs[reg::cqc_base] + cqn * cq_context::size, cq_context::size).data());
+        auto ctx = cq_context::decode(
+            dma_read(regs[reg::cqc_base] + cqn * cq_context::size, cq_context::size).data());
         const uint64_t off = uint64_t{index & ((1u << ctx.log_depth) - 1)} * cqe::size;
         const uint64_t page_pa = dma_u64(ctx.buf_table + (off >> ctx.page_shift) * 8);
         c.owner = cqe::owner_for(index, ctx.log_depth);

@@ -29,8 +29,8 @@ uint64_t usage(const std::vector<booking>& b, const sc_time& t) {
 }
 
 // The first candidate start >= earliest such that usage + n <= limit over [t, t + hold).
-sc_time reference_find(const std::vector<booking>& b, uint64_t limit, const sc_time& earliest, uint64_t n,
-                       const sc_time& hold) {
+sc_time reference_find(const std::vector<booking>& b, uint64_t limit, const sc_time& earliest,
+                       uint64_t n, const sc_time& hold) {
     n = std::min(n, limit);
     std::vector<sc_time> candidates{earliest};
     for (const auto& x : b)
@@ -69,7 +69,8 @@ TEST(flow_credits, a_tlp_waits_for_the_first_return_that_frees_enough) {
         << "more than the limit waits for all of them";
     // A booking ahead of time blocks a window that would overlap it.
     c.book(sc_time(200, SC_NS), sc_time(300, SC_NS), 4);
-    EXPECT_EQ(c.find(sc_time(150, SC_NS), 1, sc_time(30, SC_NS)), sc_time(150, SC_NS)) << "fits before 200";
+    EXPECT_EQ(c.find(sc_time(150, SC_NS), 1, sc_time(30, SC_NS)), sc_time(150, SC_NS))
+        << "fits before 200";
     EXPECT_EQ(c.find(sc_time(150, SC_NS), 1, sc_time(80, SC_NS)), sc_time(300, SC_NS))
         << "a hold reaching into the full interval starts after it";
 }
@@ -85,11 +86,13 @@ TEST(flow_credits, random_out_of_order_bookings_match_the_reference) {
             const sc_time hold(static_cast<double>(1 + rng() % 300), SC_NS);
             const sc_time t = c.find(earliest, n, hold);
             ASSERT_EQ(t, reference_find(all, limit, earliest, n, hold))
-                << "limit " << limit << " booking " << i << ": " << n << " credits from " << earliest << " for " << hold;
+                << "limit " << limit << " booking " << i << ": " << n << " credits from "
+                << earliest << " for " << hold;
             const uint64_t k = std::min(n, limit);
             c.book(t, t + hold, k);
             all.push_back({t, t + hold, k});
-            for (const auto& x : all) ASSERT_LE(usage(all, x.from), limit) << "never over the limit";
+            for (const auto& x : all)
+                ASSERT_LE(usage(all, x.from), limit) << "never over the limit";
         }
         EXPECT_LE(c.steps(), 2 * all.size());
     }

@@ -64,27 +64,33 @@ struct bench : sc_core::sc_module {
             lost_same += !twin->intact();
             EXPECT_EQ(m->first_lost, twin->first_lost) << "the same seed draws the same losses";
             if (!m->intact() && m->after_gap != sc_core::SC_ZERO_TIME) {
-                EXPECT_GT(m->after_gap, m->arrivals[m->first_lost]) << "the gap shows after the lost packet";
+                EXPECT_GT(m->after_gap, m->arrivals[m->first_lost])
+                    << "the gap shows after the lost packet";
                 EXPECT_LT(m->first_lost + 1, m->packets());
             }
             wait(sc_time(10, SC_US));
         }
         const auto dropped = test_counter("bench.lossy", "dropped");
-        EXPECT_NEAR(static_cast<double>(dropped), 160.0, 4 * std::sqrt(160.0)) << "1 % of 16,000 packets";
+        EXPECT_NEAR(static_cast<double>(dropped), 160.0, 4 * std::sqrt(160.0))
+            << "1 % of 16,000 packets";
         EXPECT_EQ(dropped, test_counter("bench.lossy", "lost"));
-        EXPECT_NEAR(static_cast<double>(lost_msgs), 1000 * (1 - std::pow(0.99, 16)), 4 * std::sqrt(149.0));
+        EXPECT_NEAR(static_cast<double>(lost_msgs), 1000 * (1 - std::pow(0.99, 16)),
+                    4 * std::sqrt(149.0));
         EXPECT_EQ(lost_msgs, lost_same);
 
-        // ---- bit errors: a 4 KiB packet (33,000 bits) fails 3.3 % at 1e-6, a 30 B ACK 0.024 % ----
+        // ---- bit errors: a 4 KiB packet (33,000 bits) fails 3.3 % at 1e-6, a 30 B ACK 0.024 %
+        // ----
         for (int i = 0; i < 3000; ++i) {
             noisy.send(0, write(4096), sc_core::sc_time_stamp());
             wait(sc_time(1, SC_US));
         }
         const double p = 1 - std::pow(1 - 1e-6, 8.0 * (4096 + 42));
-        EXPECT_NEAR(static_cast<double>(test_counter("bench.noisy", "corrupted")), 3000 * p, 4 * std::sqrt(3000 * p));
+        EXPECT_NEAR(static_cast<double>(test_counter("bench.noisy", "corrupted")), 3000 * p,
+                    4 * std::sqrt(3000 * p));
 
         // ---- down windows: from 10 us for 2 us, every 20 us ----
-        wait(sc_time(10, SC_US) - sc_core::sc_time_stamp() % sc_time(20, SC_US) + sc_time(20, SC_US));
+        wait(sc_time(10, SC_US) - sc_core::sc_time_stamp() % sc_time(20, SC_US) +
+             sc_time(20, SC_US));
         // Now at 10 us + k x 20 us: the link is down for 2 us.
         const size_t before = delivered.size();
         auto inside = write(256);
@@ -94,11 +100,13 @@ struct bench : sc_core::sc_module {
         flaky.send(0, after, sc_core::sc_time_stamp() + sc_time(3, SC_US));
         EXPECT_TRUE(after->intact()) << "the link is up again after 2 us";
         auto straddle = write(3 * 4096);
-        flaky.send(0, straddle, sc_core::sc_time_stamp() + sc_time(20, SC_US) - sc_time(200, SC_NS));
+        flaky.send(0, straddle,
+                   sc_core::sc_time_stamp() + sc_time(20, SC_US) - sc_time(200, SC_NS));
         EXPECT_EQ(straddle->first_lost, 1u) << "the second packet leaves inside the next window";
         wait(sc_time(30, SC_US));
         EXPECT_EQ(delivered.size(), before + 2) << "the all-lost message is never delivered";
-        EXPECT_EQ(test_counter("bench.flaky", "down_drops"), test_counter("bench.flaky", "dropped"));
+        EXPECT_EQ(test_counter("bench.flaky", "down_drops"),
+                  test_counter("bench.flaky", "dropped"));
         finished = true;
     }
 

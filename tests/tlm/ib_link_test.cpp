@@ -100,14 +100,16 @@ struct bench : sc_core::sc_module {
         const sc_time now = sc_core::sc_time_stamp();
         const sc_time last_left = l.send(0, m, now);
         const uint32_t mtu = l.mtu();
-        const uint32_t packets = reference_carries_payload(op) && length > mtu ? (length + mtu - 1) / mtu : 1;
+        const uint32_t packets =
+            reference_carries_payload(op) && length > mtu ? (length + mtu - 1) / mtu : 1;
         EXPECT_EQ(m->packets(), packets) << to_string(op) << " of " << length << " B, MTU " << mtu;
         uint64_t bytes = 0, payload = 0;
         sc_time ready = now;
         const sc_time latency(100, SC_NS);
         for (uint32_t i = 0; i < m->packets(); ++i) {
-            const uint32_t p =
-                reference_carries_payload(op) ? std::min(mtu, length - std::min(length, i * mtu)) : 0;
+            const uint32_t p = reference_carries_payload(op)
+                                   ? std::min(mtu, length - std::min(length, i * mtu))
+                                   : 0;
             EXPECT_EQ(m->packet_payload(i), p) << "packet " << i << " carries up to one MTU";
             const uint32_t h = iba_header(op, i == 0, i + 1 == packets);
             EXPECT_EQ(ib_link::header_bytes(op, i == 0, i + 1 == packets), h)

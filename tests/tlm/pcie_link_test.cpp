@@ -288,7 +288,8 @@ void bench::run() {
         sc_time rd = sc_core::SC_ZERO_TIME;
         const uint64_t wait0 = a.stat("order_wait_ps");
         test::transact(a.dma, false, 0x60000, buf.data(), 64, rd);
-        EXPECT_EQ(buf, std::vector<uint8_t>(data.begin(), data.begin() + 64)) << "the read sees the write";
+        EXPECT_EQ(buf, std::vector<uint8_t>(data.begin(), data.begin() + 64))
+            << "the read sees the write";
         EXPECT_GE(rd, wd + a.wire(a.overhead(true)) + 2 * a.latency())
             << "the request leaves after the write's last TLP, then crosses and comes back";
         EXPECT_GT(a.stat("order_wait_ps"), wait0) << "the wait is counted";
@@ -341,7 +342,8 @@ void bench::run() {
             last = rd;
         }
         EXPECT_GE(last, 2 * (cr.wire(cr.overhead(true)) + 2 * cr.latency()) + 2 * cr.latency())
-            << "the 6th request leaves after 2 rounds of the non-posted loop, then crosses and returns";
+            << "the 6th request leaves after 2 rounds of the non-posted loop, then crosses and "
+               "returns";
         // The same writes on a link with infinite credits (the default) never wait.
         wait(sc_time(10, SC_US));
         for (int i = 0; i < 40; ++i) {
@@ -388,5 +390,6 @@ TEST(pcie_link, bytes_tlps_delays_and_errors_follow_the_pcie_rules) {
 TEST(pcie_link, unaligned_reads_spanning_requests_complete_per_request) {
     std::string all;
     for (const auto& d : sim().deviations) all += "\n  " + d;
-    EXPECT_TRUE(sim().deviations.empty()) << "each read request gets its own completions (PCIe 3.0 §2.3.1.1):" << all;
+    EXPECT_TRUE(sim().deviations.empty())
+        << "each read request gets its own completions (PCIe 3.0 §2.3.1.1):" << all;
 }
