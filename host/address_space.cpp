@@ -20,10 +20,26 @@ address_space::address_space(uint32_t pid, frame_allocator& frames, phys_mem& me
       m_frames(frames),
       m_mem(mem),
       m_memlock_limit(memlock_limit),
-      m_base_shift(frames.page_shift()) {}
+      m_base_shift(frames.page_shift()) {
+    m_frames.add_mapper(this);
+}
 
+// A process lives as long as its host, so its end is the simulation's: nothing is unmapped page by
+// page (the frame allocator and physical memory go with it), only the tables' own memory is freed.
 address_space::~address_space() {
-    while (!m_vmas.empty()) munmap(m_vmas.begin()->first, m_vmas.begin()->second.length);
+    m_frames.remove_mapper(this);
+}
+
+std::optional<uint64_t> address_space::vpn_of(uint64_t pfn) const {
+    pte p;
+    for (uint64_t v = m_pt.next(0); v != page_table::npos; v = m_pt.next(v + 1)) {
+        if (m_pt.get(v, p) && !p.swapped && p.pfn <= pfn) {
+            const auto* area = find_vma(v << m_base_shift);
+            const uint64_t pages = area ? 1ULL << (area->second.page_shift - m_base_shift) : 1;
+            if (pfn < p.pfn + pages) return v + (pfn - p.pfn);
+        }
+    }
+    return std::nullopt;
 }
 
 const std::pair<const uint64_t, address_space::vma>* address_space::find_vma(uint64_t va) const {
@@ -105,21 +121,21 @@ int address_space::populate(uint64_t va, uint64_t npages, unsigned page_shift,
             return err;
         }
         m_mem.zero(frames[i] << m_base_shift, 1ULL << page_shift);
-        m_ptes[page_va] = pte{frames[i], false, true, 0};
+        m_pt.put(vpn(page_va), pte{frames[i], false, true, 0});
     }
     return 0;
 }
 
 void address_space::unmap_page(uint64_t page_va, unsigned page_shift) {
-    auto it = m_ptes.find(page_va);
-    if (it != m_ptes.end()) {
-        if (it->second.swapped) {
-            if (m_hooks.swap) m_hooks.swap->discard(it->second.slot);
+    pte p;
+    if (find_pte(page_va, p)) {
+        if (p.swapped) {
+            if (m_hooks.swap) m_hooks.swap->discard(p.slot);
             --m_swapped;
         } else {
-            m_frames.release(it->second.pfn);
+            m_frames.release(p.pfn);
         }
-        m_ptes.erase(it);
+        m_pt.erase(vpn(page_va));
     } else if (page_shift != m_base_shift) {
         m_frames.pool_unreserve(page_shift, 1);
     }
@@ -145,9 +161,9 @@ int address_space::munmap(uint64_t va, uint64_t length) {
         // the length (a 100 TiB mapping is unmapped as fast as it was mapped). The huge pages
         // never faulted in give back their reservation at once.
         uint64_t present = 0;
-        for (auto it = m_ptes.lower_bound(lo); it != m_ptes.end() && it->first < hi;) {
-            const uint64_t page_va = (it++)->first;
-            unmap_page(page_va, v.page_shift);
+        for (uint64_t p = m_pt.next(vpn(lo)); p != page_table::npos && p < vpn(hi);
+             p = m_pt.next(p + 1)) {
+            unmap_page(p << m_base_shift, v.page_shift);
             ++present;
         }
         const uint64_t pages = (hi - lo) >> v.page_shift;
@@ -198,19 +214,19 @@ int address_space::fault(uint64_t page_va, unsigned page_shift, bool reserved) {
     frame_owner owner{frame_use::user, m_pid, page_va >> m_base_shift};
     auto pfn = alloc_frame(page_shift, owner, reserved);
     if (!pfn) return ENOMEM;
-    auto it = m_ptes.find(page_va);
-    if (it != m_ptes.end() && it->second.swapped) {
+    pte p;
+    if (find_pte(page_va, p) && p.swapped) {
         const sc_core::sc_time now = sc_core::sc_time_stamp();
         sc_core::sc_time when = now + m_io_lag;
-        m_hooks.swap->load(it->second.slot, m_mem, *pfn << m_base_shift, when);
+        m_hooks.swap->load(p.slot, m_mem, *pfn << m_base_shift, when);
         m_io_lag = when - now;
         --m_swapped;
         ++m_swap_ins;
-        it->second = pte{*pfn, false, true, 0};
+        m_pt.put(vpn(page_va), pte{*pfn, false, true, 0});
         return 0;
     }
     m_mem.zero(*pfn << m_base_shift, 1ULL << page_shift);
-    m_ptes[page_va] = pte{*pfn, false, true, 0};
+    m_pt.put(vpn(page_va), pte{*pfn, false, true, 0});
     return 0;
 }
 
@@ -222,12 +238,12 @@ int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
         const auto* v = find_vma(at);
         const unsigned shift = v->second.page_shift;
         const uint64_t page_va = align_down(at, 1ULL << shift);
-        auto it = m_ptes.find(page_va);
-        if (it == m_ptes.end() || it->second.swapped) {
+        pte p;
+        if (!find_pte(page_va, p) || p.swapped) {
             if (int err = fault(page_va, shift, shift != m_base_shift)) return err;
             ++faults;
-        } else {
-            it->second.referenced = true;
+        } else if (!p.referenced) {
+            m_pt.exchange_referenced(vpn(page_va), true);
         }
         at = page_va + (1ULL << shift);
     }
@@ -235,35 +251,33 @@ int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
 }
 
 bool address_space::evictable(uint64_t page_va) const {
-    auto it = m_ptes.find(page_va);
-    if (it == m_ptes.end() || it->second.swapped) return false;
+    pte p;
+    if (!find_pte(page_va, p) || p.swapped) return false;
     const auto* v = find_vma(page_va);
     if (!v || v->second.page_shift != m_base_shift) return false;
-    return m_frames.owner(it->second.pfn).use == frame_use::user &&
-           m_frames.pin_count(it->second.pfn) == 0;
+    return m_frames.use(p.pfn) == frame_use::user && m_frames.pin_count(p.pfn) == 0;
 }
 
 bool address_space::test_and_clear_referenced(uint64_t page_va) {
-    auto it = m_ptes.find(page_va);
-    if (it == m_ptes.end()) return false;
-    const bool was = it->second.referenced;
-    it->second.referenced = false;
-    return was;
+    return m_pt.exchange_referenced(vpn(page_va), false);
 }
 
 std::optional<uint64_t> address_space::next_resident(uint64_t va) const {
-    for (auto it = m_ptes.lower_bound(va); it != m_ptes.end(); ++it)
-        if (!it->second.swapped) return it->first;
+    pte p;
+    for (uint64_t v = m_pt.next(vpn(va + (1ULL << m_base_shift) - 1)); v != page_table::npos;
+         v = m_pt.next(v + 1))
+        if (m_pt.get(v, p) && !p.swapped) return v << m_base_shift;
     return std::nullopt;
 }
 
 bool address_space::swap_out(uint64_t page_va, sc_core::sc_time& when) {
     if (!m_hooks.swap || !evictable(page_va)) return false;
-    pte& p = m_ptes[page_va];
+    pte p;
+    find_pte(page_va, p);
     auto slot = m_hooks.swap->store(m_mem, p.pfn << m_base_shift, when);
     if (!slot) return false;
     m_frames.release(p.pfn);
-    p = pte{0, true, false, *slot};
+    m_pt.put(vpn(page_va), pte{0, true, false, *slot});
     ++m_swapped;
     return true;
 }
@@ -275,11 +289,11 @@ address_space::page_info address_space::lookup(uint64_t va) const {
     info.mapped = true;
     info.page_shift = v->second.page_shift;
     const uint64_t page_va = align_down(va, 1ULL << info.page_shift);
-    auto it = m_ptes.find(page_va);
-    if (it == m_ptes.end()) return info;
-    info.swapped = it->second.swapped;
-    info.present = !it->second.swapped;
-    if (info.present) info.pfn = it->second.pfn + ((va - page_va) >> m_base_shift);
+    pte p;
+    if (!find_pte(page_va, p)) return info;
+    info.swapped = p.swapped;
+    info.present = !p.swapped;
+    if (info.present) info.pfn = p.pfn + ((va - page_va) >> m_base_shift);
     return info;
 }
 
@@ -353,7 +367,9 @@ int address_space::pin(uint64_t va, uint64_t length, std::vector<uint64_t>& pfns
             pfns.resize(pinned_before);
             return err;
         }
-        const uint64_t pfn = m_ptes[page_va].pfn;
+        pte p;
+        find_pte(page_va, p);
+        const uint64_t pfn = p.pfn;
         m_locked_pages += m_frames.pin(pfn);
         pfns.push_back(pfn);
         at = page_va + (1ULL << shift);

@@ -25,12 +25,13 @@
 #include <vector>
 
 #include "host/frame_allocator.h"
+#include "host/page_table.h"
 #include "host/phys_mem.h"
 #include "host/swap_device.h"
 
 namespace hcasim {
 
-class address_space {
+class address_space : public frame_mapper {
   public:
     // Where mmap places mappings without a requested address: downward from here, like Linux's
     // top-down mmap base below the stack.
@@ -46,6 +47,7 @@ class address_space {
     };
 
     address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem, uint64_t memlock_limit);
+    // Unmaps nothing: a process ends with its host (see the definition).
     ~address_space();
     address_space(const address_space&) = delete;
     address_space& operator=(const address_space&) = delete;
@@ -85,7 +87,13 @@ class address_space {
 
     uint64_t locked_pages() const { return m_locked_pages; }
     // Mapping pages (base or huge) backed by a frame.
-    uint64_t resident_pages() const { return m_ptes.size() - m_swapped; }
+    uint64_t resident_pages() const { return m_pt.size() - m_swapped; }
+    // Table pages of the page table (4 KiB each on a real host).
+    uint64_t table_pages() const { return m_pt.table_pages(); }
+
+    // frame_mapper: the reverse lookup walks the page table (for reports, not the hot path).
+    uint32_t mapper_pid() const override { return m_pid; }
+    std::optional<uint64_t> vpn_of(uint64_t pfn) const override;
 
     // ---- swap and reclaim ----
     struct vm_hooks {
@@ -119,12 +127,9 @@ class address_space {
         uint64_t length = 0;
         unsigned page_shift = 12;
     };
-    struct pte {
-        uint64_t pfn = 0;  // first base-page frame of the mapping page (when not swapped)
-        bool swapped = false;
-        bool referenced = true;
-        uint64_t slot = 0;  // swap slot (when swapped)
-    };
+    using pte = page_table::entry;
+    uint64_t vpn(uint64_t va) const { return va >> m_base_shift; }
+    bool find_pte(uint64_t page_va, pte& out) const { return m_pt.get(vpn(page_va), out); }
 
     const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
     bool overlaps(uint64_t va, uint64_t length) const;
@@ -144,7 +149,7 @@ class address_space {
     uint64_t m_memlock_limit;
     unsigned m_base_shift;
     std::map<uint64_t, vma> m_vmas;  // by start address
-    std::map<uint64_t, pte> m_ptes;  // by mapping-page start address
+    page_table m_pt;  // by virtual page number of each mapping page's start
     uint64_t m_locked_pages = 0;
     vm_hooks m_hooks;
     uint64_t m_swapped = 0;

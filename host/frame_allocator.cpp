@@ -22,8 +22,21 @@ frame_allocator::frame_allocator(uint64_t memory, uint64_t page_size, uint64_t s
       m_max_order(shift_1g > m_page_shift ? shift_1g - m_page_shift : 0),
       m_placement(placement),
       m_rng(seed),
-      m_free(m_max_order + 1) {
+      m_user(m_nframes),
+      m_pinned(m_nframes) {
+    m_free.reserve(m_max_order + 1);
+    for (unsigned k = 0; k <= m_max_order; ++k) m_free.emplace_back((m_nframes >> k) + 1);
     free_range(0, m_nframes);
+}
+
+uint64_t frame_allocator::bitmap_bytes() const {
+    uint64_t b = m_user.memory_bytes() + m_pinned.memory_bytes();
+    for (const auto& f : m_free) b += f.memory_bytes();
+    return b;
+}
+
+void frame_allocator::remove_mapper(const frame_mapper* m) {
+    m_mappers.erase(std::remove(m_mappers.begin(), m_mappers.end(), m), m_mappers.end());
 }
 
 // ---- buddy core
@@ -32,7 +45,7 @@ frame_allocator::frame_allocator(uint64_t memory, uint64_t page_size, uint64_t s
 bool frame_allocator::find_free_block(uint64_t pfn, uint64_t& start, unsigned& order) const {
     for (unsigned k = 0; k <= m_max_order; ++k) {
         uint64_t s = pfn & ~((1ULL << k) - 1);
-        if (m_free[k].count(s)) {
+        if (m_free[k].test(s >> k)) {
             start = s;
             order = k;
             return true;
@@ -43,17 +56,17 @@ bool frame_allocator::find_free_block(uint64_t pfn, uint64_t& start, unsigned& o
 
 uint64_t frame_allocator::take_block(uint64_t start, unsigned order, unsigned want,
                                      uint64_t target) {
-    m_free[order].erase(start);
+    m_free[order].reset(start >> order);
     m_free_count -= 1ULL << order;
     while (order > want) {
         --order;
         uint64_t half = 1ULL << order;
         uint64_t upper = start + half;
         if (target >= upper) {
-            m_free[order].insert(start);
+            m_free[order].set(start >> order);
             start = upper;
         } else {
-            m_free[order].insert(upper);
+            m_free[order].set(upper >> order);
         }
         m_free_count += half;
     }
@@ -64,13 +77,11 @@ void frame_allocator::free_block(uint64_t start, unsigned order) {
     m_free_count += 1ULL << order;
     while (order < m_max_order) {
         uint64_t buddy = start ^ (1ULL << order);
-        auto it = m_free[order].find(buddy);
-        if (it == m_free[order].end()) break;
-        m_free[order].erase(it);
+        if (!m_free[order].reset(buddy >> order)) break;
         start = std::min(start, buddy);
         ++order;
     }
-    m_free[order].insert(start);
+    m_free[order].set(start >> order);
 }
 
 void frame_allocator::free_range(uint64_t start, uint64_t count) {
@@ -86,7 +97,7 @@ void frame_allocator::free_range(uint64_t start, uint64_t count) {
 std::optional<uint64_t> frame_allocator::alloc_top(unsigned order) {
     for (unsigned k = order; k <= m_max_order; ++k) {
         if (m_free[k].empty()) continue;
-        uint64_t start = *m_free[k].rbegin();
+        uint64_t start = m_free[k].last() << k;
         uint64_t top = start + (1ULL << k) - (1ULL << order);
         return take_block(start, k, order, top);
     }
@@ -103,7 +114,10 @@ uint64_t frame_allocator::scatter_target() {
 
 void frame_allocator::record(uint64_t start, uint64_t count, const frame_owner& owner, source from,
                              unsigned pool_shift) {
-    m_extents[start] = extent{count, owner, from, pool_shift};
+    if (owner.use == frame_use::user && count == 1 && from == source::buddy)
+        m_user.set(start);
+    else
+        m_extents[start] = extent{count, owner, from, pool_shift};
 }
 
 std::optional<uint64_t> frame_allocator::alloc(const frame_owner& owner) {
@@ -114,14 +128,16 @@ std::optional<uint64_t> frame_allocator::alloc(const frame_owner& owner) {
     if (!find_free_block(target, start, order)) {
         // The first free block above the target, else (wrapping) the lowest one.
         std::optional<uint64_t> above, lowest;
+        unsigned lowest_order = 0;
         for (unsigned k = 0; k <= m_max_order; ++k) {
             if (m_free[k].empty()) continue;
-            auto it = m_free[k].lower_bound(target);
-            if (it != m_free[k].end() && (!above || *it < *above)) above = *it, order = k;
-            if (!lowest || *m_free[k].begin() < *lowest) lowest = *m_free[k].begin();
+            const uint64_t i = m_free[k].next((target + (1ULL << k) - 1) >> k);
+            if (i != sparse_bitset::npos && (!above || (i << k) < *above)) above = i << k, order = k;
+            const uint64_t f = m_free[k].first() << k;
+            if (!lowest || f < *lowest) lowest = f, lowest_order = k;
         }
         start = above ? *above : *lowest;
-        if (!above) find_free_block(start, start, order);
+        if (!above) order = lowest_order;
         target = start;
     }
     uint64_t pfn = take_block(start, order, 0, target);
@@ -161,8 +177,7 @@ const frame_allocator::extent* frame_allocator::find_extent(uint64_t pfn, uint64
 }
 
 bool frame_allocator::any_pinned(uint64_t start, uint64_t count) const {
-    auto it = m_pins.lower_bound(start);
-    return it != m_pins.end() && it->first < start + count;
+    return m_pinned.any_in(start, start + count);
 }
 
 void frame_allocator::free_extent(uint64_t start) {
@@ -179,6 +194,13 @@ void frame_allocator::free_extent(uint64_t start) {
 }
 
 void frame_allocator::release(uint64_t pfn) {
+    if (m_user.reset(pfn)) {
+        if (m_pinned.test(pfn))
+            m_extents[pfn] = extent{1, frame_owner{frame_use::orphan, 0, 0}, source::buddy, 0};
+        else
+            free_range(pfn, 1);
+        return;
+    }
     uint64_t start = 0;
     const extent* e = find_extent(pfn, &start);
     if (!e) return;
@@ -253,7 +275,23 @@ int frame_allocator::alloc_huge_specific(unsigned shift, uint64_t pfn, const fra
 // ---- owners and pins
 // -----------------------------------------------------------------------------
 
+frame_use frame_allocator::use(uint64_t pfn) const {
+    if (m_user.test(pfn)) return frame_use::user;
+    if (const extent* e = find_extent(pfn)) return e->owner.use;
+    auto it = m_pool_pages.upper_bound(pfn);
+    if (it != m_pool_pages.begin()) {
+        --it;
+        if (pfn < it->first + (1ULL << pool_order(it->second))) return frame_use::hugepool;
+    }
+    return frame_use::free;
+}
+
 frame_owner frame_allocator::owner(uint64_t pfn) const {
+    if (m_user.test(pfn)) {
+        for (const frame_mapper* m : m_mappers)
+            if (auto vpn = m->vpn_of(pfn)) return frame_owner{frame_use::user, m->mapper_pid(), *vpn};
+        return frame_owner{frame_use::user, 0, 0};
+    }
     if (const extent* e = find_extent(pfn)) return e->owner;
     auto it = m_pool_pages.upper_bound(pfn);
     if (it != m_pool_pages.begin()) {
@@ -265,6 +303,7 @@ frame_owner frame_allocator::owner(uint64_t pfn) const {
 }
 
 frame_owner frame_allocator::page_owner(uint64_t pfn) const {
+    if (m_user.test(pfn)) return owner(pfn);
     uint64_t start = 0;
     if (const extent* e = find_extent(pfn, &start)) {
         frame_owner o = e->owner;
@@ -275,6 +314,7 @@ frame_owner frame_allocator::page_owner(uint64_t pfn) const {
 }
 
 std::pair<uint64_t, uint64_t> frame_allocator::pin_unit(uint64_t pfn) const {
+    if (m_user.test(pfn)) return {pfn, 1};
     uint64_t start = 0;
     const extent* e = find_extent(pfn, &start);
     if (e && e->from == source::pool) return {start, e->count};
@@ -283,16 +323,24 @@ std::pair<uint64_t, uint64_t> frame_allocator::pin_unit(uint64_t pfn) const {
 
 uint64_t frame_allocator::pin(uint64_t pfn) {
     const auto [unit, pages] = pin_unit(pfn);
-    if (++m_pins[unit] == 1) m_pinned_pages += pages;
+    if (m_pinned.set(unit)) {
+        m_pinned_pages += pages;
+    } else {
+        auto [it, fresh] = m_pin_extra.emplace(unit, 2);
+        if (!fresh) ++it->second;
+    }
     return pages;
 }
 
 uint64_t frame_allocator::unpin(uint64_t pfn) {
     const auto [unit, pages] = pin_unit(pfn);
-    auto it = m_pins.find(unit);
-    if (it == m_pins.end()) return pages;
-    if (--it->second > 0) return pages;
-    m_pins.erase(it);
+    if (!m_pinned.test(unit)) return pages;
+    auto it = m_pin_extra.find(unit);
+    if (it != m_pin_extra.end()) {
+        if (--it->second == 1) m_pin_extra.erase(it);
+        return pages;
+    }
+    m_pinned.reset(unit);
     m_pinned_pages -= pages;
     uint64_t start = 0;
     const extent* e = find_extent(unit, &start);
@@ -301,8 +349,10 @@ uint64_t frame_allocator::unpin(uint64_t pfn) {
 }
 
 uint32_t frame_allocator::pin_count(uint64_t pfn) const {
-    auto it = m_pins.find(pin_unit(pfn).first);
-    return it == m_pins.end() ? 0 : it->second;
+    const uint64_t unit = pin_unit(pfn).first;
+    if (!m_pinned.test(unit)) return 0;
+    auto it = m_pin_extra.find(unit);
+    return it == m_pin_extra.end() ? 1 : it->second;
 }
 
 }  // namespace hcasim

@@ -10,8 +10,13 @@
 // come from the top of memory, lowest sufficient order first, so low frames stay available for
 // scenarios that name them. Placement `sequential` hands out the lowest free frame instead.
 //
-// Every structure is sparse: free lists hold free blocks (a fresh 1 TiB host is 1024 blocks of
-// 1 GiB), extents record allocations, the pin map holds pinned pages only.
+// Every structure is sparse and about a bit per frame where it is dense: each order's free list is
+// a sparse_bitset of free block starts (a fresh 1 TiB host is 1024 blocks of 1 GiB), user base
+// pages are one bit each in a set of allocated user frames, and pins are a bit per pinned unit
+// with a side table for the few units pinned more than once. Like Linux, the allocator does not
+// record which virtual page a user frame backs: the page tables do (Linux's rmap), and the
+// processes answer that question when it is asked (frame_mapper). Extents record the few other
+// allocations: kernel runs, huge pages, and pinned user frames orphaned by an munmap.
 // Abstracted: zones, NUMA nodes, migrate types, per-CPU lists, compaction, huge page overcommit
 // (surplus stays 0).
 #pragma once
@@ -24,6 +29,8 @@
 #include <utility>
 #include <vector>
 
+#include "host/sparse_bitset.h"
+
 namespace hcasim {
 
 enum class frame_use : uint8_t { free, user, kernel, hugepool, orphan };
@@ -35,6 +42,18 @@ struct frame_owner {
 };
 
 enum class frame_placement { scatter, sequential };
+
+// A process's page table, asked which virtual page maps a user base frame (the reverse map).
+// Slow by design (a walk of the table): only reports of stale DMA ask it.
+class frame_mapper {
+  public:
+    virtual uint32_t mapper_pid() const = 0;
+    // The virtual page number (base-page units) whose entry holds base frame `pfn`.
+    virtual std::optional<uint64_t> vpn_of(uint64_t pfn) const = 0;
+
+  protected:
+    ~frame_mapper() = default;
+};
 
 struct huge_pool_counters {
     uint64_t nr = 0;       // pages in the pool
@@ -79,11 +98,21 @@ class frame_allocator {
     int alloc_huge_specific(unsigned shift, uint64_t pfn, const frame_owner& owner);
 
     // ---- who holds a frame ----
+    // What the frame is used for (cheap).
+    frame_use use(uint64_t pfn) const;
+    // The whole owner: for a user base page, pid and vpn come from the process that maps it.
     frame_owner owner(uint64_t pfn) const;
     // The owner of this one base page: for user frames `vpn` is this page's virtual page (the
     // allocation's first page plus the page's offset in it, e.g. inside a huge page).
     frame_owner page_owner(uint64_t pfn) const;
-    bool allocated(uint64_t pfn) const { return find_extent(pfn) != nullptr; }
+    bool allocated(uint64_t pfn) const {
+        return m_user.test(pfn) || find_extent(pfn) != nullptr;
+    }
+    // Processes register their page tables for owner().
+    void add_mapper(const frame_mapper* m) { m_mappers.push_back(m); }
+    void remove_mapper(const frame_mapper* m);
+    // Simulator memory of the bitmaps, in bytes.
+    uint64_t bitmap_bytes() const;
 
     // ---- pinning ----
     // A huge page is pinned as a whole (Linux pins the compound page): its pin count is kept
@@ -132,13 +161,17 @@ class frame_allocator {
     unsigned m_max_order;
     frame_placement m_placement;
     std::mt19937_64 m_rng;
-    std::vector<std::set<uint64_t>> m_free;  // per order: start frames of free blocks
+    // Per order k: bit s set when the block starting at frame s << k is free.
+    std::vector<sparse_bitset> m_free;
     uint64_t m_free_count = 0;
-    std::map<uint64_t, extent> m_extents;       // allocations by first frame
+    std::map<uint64_t, extent> m_extents;       // other allocations by first frame
+    sparse_bitset m_user;                       // user base pages allocated one at a time
     std::map<uint64_t, unsigned> m_pool_pages;  // every pool page (first frame -> shift)
     huge_pool m_pool_2m, m_pool_1g;
-    std::map<uint64_t, uint32_t> m_pins;  // pinned units (first frame) only
+    sparse_bitset m_pinned;                    // pinned units (first frame), count >= 1
+    std::map<uint64_t, uint32_t> m_pin_extra;  // units pinned more than once: their count
     uint64_t m_pinned_pages = 0;
+    std::vector<const frame_mapper*> m_mappers;
 };
 
 }  // namespace hcasim

@@ -60,6 +60,13 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
     m_rc->set_origin_resolver([this](const dma_origin& o, uint32_t& pid, uint64_t& va) {
         return m_driver->origin_owner(o, pid, va);
     });
+    m_rc->set_mapping_resolver([this](uint32_t pid, uint64_t va) -> std::optional<uint64_t> {
+        auto it = m_procs.find(pid);
+        if (it == m_procs.end()) return std::nullopt;
+        const address_space::page_info info = it->second->lookup(va);
+        if (!info.present) return std::nullopt;
+        return info.pfn;
+    });
     m_reclaimer.set_mirror(reclaimer::mirror_hooks{
         [this](uint32_t pid, uint64_t page_va) { return m_driver->odp_mirrored(pid, page_va); },
         [this](uint32_t pid, const std::vector<uint64_t>& pages) {

@@ -86,15 +86,20 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
     bool stale = false;
     for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
         const uint64_t offset = origin_offset + std::max(addr, pfn << shift) - addr;
-        const frame_owner owner = m_frames.page_owner(pfn);
         uint32_t pid = 0;
         uint64_t va = 0;
         dma_origin o;
         const bool resolved =
             ext && m_resolve && (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
-        const bool ok = resolved ? owner.use == frame_use::user && owner.pid == pid &&
-                                       owner.vpn == (va >> shift)
-                                 : owner.use != frame_use::free;
+        bool ok = false;
+        if (!resolved) {
+            ok = m_frames.use(pfn) != frame_use::free;
+        } else if (m_mapping) {
+            ok = m_mapping(pid, va) == pfn;
+        } else {
+            const frame_owner owner = m_frames.page_owner(pfn);
+            ok = owner.use == frame_use::user && owner.pid == pid && owner.vpn == (va >> shift);
+        }
         if (!ok) {
             report_stale(pfn, write, ext ? o : dma_origin{}, resolved, pid, va);
             stale = true;

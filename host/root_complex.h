@@ -82,6 +82,10 @@ class root_complex : public sc_core::sc_module {
     // The (process, virtual address) a translation entry was written for; false if unknown.
     using origin_resolver = std::function<bool(const dma_origin&, uint32_t& pid, uint64_t& va)>;
     void set_origin_resolver(origin_resolver fn) { m_resolve = std::move(fn); }
+    // The base frame process `pid` maps at `va` now, if present (its page table, walked forward:
+    // the frame allocator keeps no reverse map). Without it the frame's owner is asked instead.
+    using mapping_resolver = std::function<std::optional<uint64_t>(uint32_t pid, uint64_t va)>;
+    void set_mapping_resolver(mapping_resolver fn) { m_mapping = std::move(fn); }
     // DMA writes to [addr, addr + 8) are MSI-X messages: `fn` runs when one arrives.
     void set_interrupt(uint64_t addr, std::function<void()> fn);
     // DMA addresses are translated by `mmu` when it is enabled (nullptr: physical addresses).
@@ -133,6 +137,7 @@ class root_complex : public sc_core::sc_module {
     std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
     watch_id m_next_id = 1;
     origin_resolver m_resolve;
+    mapping_resolver m_mapping;
     iommu* m_iommu = nullptr;
     std::vector<piece> m_pieces;  // of the request being served (reused: no allocation per DMA)
     // IOMMU on: writes not yet visible, arrival -> when visible (nondecreasing with arrival: a

