@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <iterator>
 
 namespace hcasim {
 
@@ -21,6 +22,7 @@ address_space::address_space(uint32_t pid, frame_allocator& frames, phys_mem& me
       m_mem(mem),
       m_memlock_limit(memlock_limit),
       m_base_shift(frames.page_shift()) {
+    m_gaps[0] = mmap_top;
     m_frames.add_mapper(this);
 }
 
@@ -56,17 +58,49 @@ bool address_space::overlaps(uint64_t va, uint64_t length) const {
     return it->first + it->second.length > va;
 }
 
+// Top-down first fit, as Linux's mmap: the highest free range below mmap_top that holds the
+// aligned length. The free ranges are kept (m_gaps), so a search skips only the gaps too small
+// for the request, never the mappings packed between them.
 std::optional<uint64_t> address_space::pick_va(uint64_t length, uint64_t align) const {
     if (length > mmap_top) return std::nullopt;
-    uint64_t candidate = align_down(mmap_top - length, align);
-    for (;;) {
-        auto it = m_vmas.lower_bound(candidate + length);
-        if (it == m_vmas.begin()) return candidate;
-        --it;
-        if (it->first + it->second.length <= candidate) return candidate;
-        if (it->first < length) return std::nullopt;
-        candidate = align_down(it->first - length, align);
+    for (auto it = m_gaps.rbegin(); it != m_gaps.rend(); ++it) {
+        const uint64_t start = it->first, end = it->second;
+        if (end < length) return std::nullopt;
+        const uint64_t candidate = align_down(end - length, align);
+        if (candidate >= start) return candidate;
     }
+    return std::nullopt;
+}
+
+void address_space::add_vma(uint64_t start, uint64_t length, unsigned page_shift) {
+    m_vmas[start] = vma{length, page_shift};
+    // Below mmap_top the range lies inside one free range: split it.
+    const uint64_t end = std::min(start + length, mmap_top);
+    if (start >= end) return;
+    auto it = std::prev(m_gaps.upper_bound(start));
+    const uint64_t gs = it->first, ge = it->second;
+    m_gaps.erase(it);
+    if (gs < start) m_gaps[gs] = start;
+    if (end < ge) m_gaps[end] = ge;
+}
+
+void address_space::remove_vmas(uint64_t start, uint64_t length) {
+    // The caller has already erased or trimmed the mappings in [start, start + length).
+    uint64_t lo = start, hi = std::min(start + length, mmap_top);
+    if (lo >= hi) return;
+    auto next = m_gaps.lower_bound(lo);
+    if (next != m_gaps.end() && next->first == hi) {
+        hi = next->second;
+        next = m_gaps.erase(next);
+    }
+    if (next != m_gaps.begin()) {
+        auto prev = std::prev(next);
+        if (prev->second == lo) {
+            lo = prev->first;
+            m_gaps.erase(prev);
+        }
+    }
+    m_gaps[lo] = hi;
 }
 
 int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
@@ -97,10 +131,11 @@ int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hu
     }
     const bool huge = shift != m_base_shift;
     if (huge && frames.empty() && !m_frames.pool_reserve(shift, npages)) return ENOMEM;
-    m_vmas[start] = vma{len, shift};
+    add_vma(start, len, shift);
     if (!frames.empty()) {
         if (int err = populate(start, npages, shift, frames)) {
             m_vmas.erase(start);
+            remove_vmas(start, len);
             return err;
         }
     }
@@ -146,8 +181,10 @@ int address_space::munmap(uint64_t va, uint64_t length) {
     if (va % base || length == 0 || length > va_limit) return EINVAL;
     const uint64_t end = va + align_up(length, base);
     std::vector<std::pair<uint64_t, vma>> hit;
-    for (auto it = m_vmas.begin(); it != m_vmas.end(); ++it) {
-        if (it->first < end && it->first + it->second.length > va) hit.push_back(*it);
+    auto first = m_vmas.upper_bound(va);
+    if (first != m_vmas.begin()) --first;
+    for (auto it = first; it != m_vmas.end() && it->first < end; ++it) {
+        if (it->first + it->second.length > va) hit.push_back(*it);
     }
     for (const auto& [start, v] : hit) {
         const uint64_t page = 1ULL << v.page_shift;
@@ -172,6 +209,7 @@ int address_space::munmap(uint64_t va, uint64_t length) {
         m_vmas.erase(start);
         if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift};
         if (hi < start + v.length) m_vmas[hi] = vma{start + v.length - hi, v.page_shift};
+        remove_vmas(lo, hi - lo);
     }
     return 0;
 }

@@ -134,6 +134,9 @@ class address_space : public frame_mapper {
     const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
     bool overlaps(uint64_t va, uint64_t length) const;
     std::optional<uint64_t> pick_va(uint64_t length, uint64_t align) const;
+    // Record a new mapping / mappings gone from a range, keeping m_gaps the complement.
+    void add_vma(uint64_t start, uint64_t length, unsigned page_shift);
+    void remove_vmas(uint64_t start, uint64_t length);
     int fault(uint64_t page_va, unsigned page_shift, bool reserved);
     std::optional<uint64_t> alloc_frame(unsigned page_shift, const frame_owner& owner,
                                         bool reserved);
@@ -149,6 +152,7 @@ class address_space : public frame_mapper {
     uint64_t m_memlock_limit;
     unsigned m_base_shift;
     std::map<uint64_t, vma> m_vmas;  // by start address
+    std::map<uint64_t, uint64_t> m_gaps;  // free ranges below mmap_top: start -> end
     page_table m_pt;  // by virtual page number of each mapping page's start
     uint64_t m_locked_pages = 0;
     vm_hooks m_hooks;

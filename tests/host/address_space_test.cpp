@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
+#include <iterator>
+#include <optional>
 #include <map>
 #include <random>
 #include <set>
@@ -192,3 +194,66 @@ TEST(address_space, memlock_limit_and_pinned_unmap) {
     EXPECT_EQ(frames.owner(pfn).use, frame_use::free) << "and is freed by the unpin";
 }
 
+
+// mmap without an address is Linux's top-down first fit: the highest free range below mmap_top
+// that holds the aligned length. Checked against a brute-force search over the mappings a
+// reference keeps, under random mmaps (some at fixed addresses)
+// and munmaps of whole mappings and of pieces.
+TEST(address_space, placement_matches_top_down_first_fit) {
+    bench b;
+    std::map<uint64_t, uint64_t> ref;  // start -> end of every mapped range
+    auto brute = [&](uint64_t len, uint64_t align) -> std::optional<uint64_t> {
+        uint64_t c = (address_space::mmap_top - len) & ~(align - 1);
+        for (;;) {
+            auto it = ref.lower_bound(c + len);
+            if (it == ref.begin()) return c;
+            --it;
+            if (it->second <= c) return c;
+            if (it->first < len) return std::nullopt;
+            c = (it->first - len) & ~(align - 1);
+        }
+    };
+    auto ref_unmap = [&](uint64_t lo, uint64_t hi) {
+        std::map<uint64_t, uint64_t> next;
+        for (auto [s, e] : ref) {
+            if (e <= lo || s >= hi) {
+                next[s] = e;
+                continue;
+            }
+            if (s < lo) next[s] = lo;
+            if (hi < e) next[hi] = e;
+        }
+        ref = next;
+    };
+    std::mt19937_64 rng(5);
+    for (int k = 0; k < 3000; ++k) {
+        const unsigned op = rng() % 10;
+        if (op < 6 || ref.empty()) {
+            const uint64_t len = (1 + rng() % 64) * page;
+            auto want = brute(len, page);
+            uint64_t va = 0;
+            ASSERT_EQ(b.as.mmap(len, std::nullopt, 0, {}, va), 0);
+            ASSERT_EQ(va, *want) << "mmap " << len << " at step " << k;
+            ref[va] = va + len;
+        } else if (op < 7) {
+            // A fixed address somewhere below the packed mappings.
+            const uint64_t va = address_space::mmap_top - ((rng() % 4096) + 1) * 64 * page;
+            uint64_t got = 0;
+            const int err = b.as.mmap(page, va, 0, {}, got);
+            auto it = ref.upper_bound(va);
+            const bool busy = it != ref.begin() && std::prev(it)->second > va;
+            ASSERT_EQ(err, busy ? EEXIST : 0);
+            if (!err) ref[va] = va + page;
+        } else {
+            auto it = ref.begin();
+            std::advance(it, static_cast<long>(rng() % ref.size()));
+            const uint64_t s = it->first, e = it->second;
+            // The whole mapping, or one page of it.
+            const uint64_t lo = rng() % 2 ? s : s + ((rng() % ((e - s) / page)) * page);
+            const uint64_t hi = lo == s && rng() % 2 ? e : lo + page;
+            ASSERT_EQ(b.as.munmap(lo, hi - lo), 0);
+            ref_unmap(lo, hi);
+        }
+    }
+    EXPECT_GT(b.as.mappings(), 100u);
+}
