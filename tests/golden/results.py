@@ -3,7 +3,7 @@
 
 Each scenario test (`scenario.*` in ctest) leaves its stats.json under TEST_OUT/<scenario path>.
 This script reduces each to what the simulation computed - everything except the run's own
-costs (wall time, kernel events, the version string) and the echoed configuration - and compares
+costs (wall time, kernel events, simulator memory, the version string) and the echoed configuration - and compares
 a SHA-256 of its canonical JSON with tests/golden/results.json. A change to the simulator's
 speed or structure must leave every digest as it was; a change that moves simulated results on
 purpose updates the file (--update) and says in its commit what moved and why.
@@ -35,6 +35,10 @@ def scenarios(src):
 
 def reduce(stats):
     out = {k: v for k, v in stats.items() if k not in RUN_KEYS}
+    # The simulator's own memory for simulated bytes is a cost of the run, too.
+    out["nodes"] = {n: {**node, "host": {k: v for k, v in node.get("host", {}).items()
+                                          if k != "sim_memory_bytes"}}
+                    for n, node in stats.get("nodes", {}).items()}
     out["workloads"] = [{k: v for k, v in w.items() if k not in WORKLOAD_RUN_KEYS}
                         for w in stats.get("workloads", [])]
     return out
