@@ -7,44 +7,66 @@
 
 namespace hcasim {
 
+// Splits [addr, addr + len) at granule boundaries: fn(frame number, granule index, offset in the
+// granule, bytes, bytes done before).
 template <class Fn>
 void phys_mem::for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn) {
     uint64_t done = 0;
     while (done < len) {
-        uint64_t a = addr + done;
-        uint64_t in_frame = a % frame_bytes;
-        uint64_t chunk = std::min(len - done, frame_bytes - in_frame);
-        fn(a / frame_bytes, in_frame, chunk, done);
+        const uint64_t a = addr + done;
+        const uint64_t in_granule = a % granule_bytes;
+        const uint64_t chunk = std::min(len - done, granule_bytes - in_granule);
+        fn(a / frame_bytes, static_cast<unsigned>(a % frame_bytes / granule_bytes), in_granule,
+           chunk, done);
         done += chunk;
     }
 }
 
 void phys_mem::read(uint64_t addr, uint8_t* out, uint64_t len) const {
-    for_each_chunk(addr, len, [&](uint64_t fn, uint64_t off, uint64_t n, uint64_t done) {
-        auto it = m_frames.find(fn);
-        if (it == m_frames.end())
-            std::memset(out + done, 0, n);
+    const frame* f = nullptr;
+    uint64_t f_number = ~uint64_t{0};
+    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
+        if (fn != f_number) {
+            auto it = m_frames.find(fn);
+            f = it == m_frames.end() ? nullptr : &it->second;
+            f_number = fn;
+        }
+        if (f && f->g[gi])
+            std::memcpy(out + done, f->g[gi]->data() + off, n);
         else
-            std::memcpy(out + done, it->second->data() + off, n);
+            std::memset(out + done, 0, n);
     });
 }
 
 void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
-    for_each_chunk(addr, len, [&](uint64_t fn, uint64_t off, uint64_t n, uint64_t done) {
-        auto& f = m_frames[fn];
-        if (!f) f = std::make_unique<frame>(frame{});
-        std::memcpy(f->data() + off, data + done, n);
+    frame* f = nullptr;
+    uint64_t f_number = ~uint64_t{0};
+    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
+        if (fn != f_number) {
+            f = &m_frames[fn];
+            f_number = fn;
+        }
+        auto& g = f->g[gi];
+        if (!g) {
+            g = std::make_unique<granule>(granule{});
+            ++f->held;
+            ++m_granules;
+        }
+        std::memcpy(g->data() + off, data + done, n);
     });
 }
 
 void phys_mem::zero(uint64_t addr, uint64_t len) {
-    for_each_chunk(addr, len, [&](uint64_t fn, uint64_t off, uint64_t n, uint64_t) {
+    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t) {
         auto it = m_frames.find(fn);
-        if (it == m_frames.end()) return;
-        if (n == frame_bytes)
-            m_frames.erase(it);
-        else
-            std::memset(it->second->data() + off, 0, n);
+        if (it == m_frames.end() || !it->second.g[gi]) return;
+        if (n < granule_bytes) {
+            std::memset(it->second.g[gi]->data() + off, 0, n);
+            return;
+        }
+        it->second.g[gi].reset();
+        --m_granules;
+        if (--it->second.held == 0) m_frames.erase(it);
     });
 }
 

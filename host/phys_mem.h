@@ -1,7 +1,9 @@
-// Physical memory of one host: a flat byte-addressed store of `size` bytes. Only frames that were
-// ever written hold bytes (a hash map of 4 KiB frame number -> byte array); reading a frame never
-// written returns zeros, as freshly zeroed DRAM would. Simulator memory therefore grows with the
-// touched frames, not with the simulated size, so a 1 TiB host costs nothing until used.
+// Physical memory of one host: a flat byte-addressed store of `size` bytes. Only what was ever
+// written holds bytes: a hash map of 4 KiB frame number -> frame, and in each frame only the
+// 256-byte granules written since they were last zeroed; reading anything else returns zeros, as
+// freshly zeroed DRAM would. Simulator memory therefore grows with the touched bytes, not with the
+// simulated size: a 1 TiB host costs nothing until used, and a frame holding one 8-byte
+// doorbell record or a two-entry buffer table costs one granule, not 4 KiB.
 // Abstracted: DRAM timing (the root complex adds one latency per access), ECC, NUMA.
 #pragma once
 
@@ -15,6 +17,7 @@ namespace hcasim {
 class phys_mem {
   public:
     static constexpr uint64_t frame_bytes = 4096;
+    static constexpr uint64_t granule_bytes = 256;
 
     explicit phys_mem(uint64_t size) : m_size(size) {}
 
@@ -31,17 +34,23 @@ class phys_mem {
     uint64_t read_u64(uint64_t addr) const;
     void write_u64(uint64_t addr, uint64_t value);
 
-    // Frames that hold bytes, and the simulator memory they take.
+    // Frames that hold bytes, and the bytes of the granules they hold.
     uint64_t stored_frames() const { return m_frames.size(); }
-    uint64_t stored_bytes() const { return m_frames.size() * frame_bytes; }
+    uint64_t stored_bytes() const { return m_granules * granule_bytes; }
 
   private:
-    using frame = std::array<uint8_t, frame_bytes>;
+    static constexpr unsigned granules = frame_bytes / granule_bytes;
+    using granule = std::array<uint8_t, granule_bytes>;
+    struct frame {
+        std::array<std::unique_ptr<granule>, granules> g;
+        unsigned held = 0;
+    };
     template <class Fn>
     static void for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn);
 
     uint64_t m_size;
-    std::unordered_map<uint64_t, std::unique_ptr<frame>> m_frames;
+    std::unordered_map<uint64_t, frame> m_frames;
+    uint64_t m_granules = 0;
 };
 
 }  // namespace hcasim

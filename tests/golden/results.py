@@ -39,6 +39,9 @@ def reduce(stats):
     out["nodes"] = {n: {**node, "host": {k: v for k, v in node.get("host", {}).items()
                                           if k != "sim_memory_bytes"}}
                     for n, node in stats.get("nodes", {}).items()}
+    out["expect"] = [{k: v for k, v in e.items()
+                      if not (k == "value" and str(e.get("stat", "")).endswith("sim_memory_bytes"))}
+                     for e in stats.get("expect", [])]
     out["workloads"] = [{k: v for k, v in w.items() if k not in WORKLOAD_RUN_KEYS}
                         for w in stats.get("workloads", [])]
     return out

@@ -35,7 +35,8 @@ TEST(phys_mem, matches_byte_map_reference_on_a_1tib_memory) {
     }
     EXPECT_LE(mem.stored_frames(), 16u)
         << "only the frames touched by writes hold storage, however large the memory";
-    EXPECT_EQ(mem.stored_bytes(), mem.stored_frames() * phys_mem::frame_bytes);
+    EXPECT_LE(mem.stored_bytes(), mem.stored_frames() * phys_mem::frame_bytes);
+    EXPECT_EQ(mem.stored_bytes() % phys_mem::granule_bytes, 0u);
 }
 
 TEST(phys_mem, untouched_memory_reads_zero_and_costs_nothing) {
@@ -58,5 +59,22 @@ TEST(phys_mem, zero_clears_bytes_and_drops_whole_frames) {
     EXPECT_EQ(mem.stored_frames(), 1u) << "a frame zeroed entirely gives back its storage";
     mem.zero(0x2ffc, 4);
     EXPECT_EQ(mem.read_u64(0x2ff8), 0xdeadbeefULL) << "a partial zero keeps the bytes before it";
+}
+
+TEST(phys_mem, a_few_bytes_cost_a_granule_not_a_frame) {
+    phys_mem mem(1ULL << 30);
+    mem.write_u64(0x5008, 42);
+    EXPECT_EQ(mem.stored_bytes(), phys_mem::granule_bytes) << "one 8-byte word: one granule";
+    std::vector<uint8_t> page(phys_mem::frame_bytes, 0x77);
+    mem.write(0x7080, page.data(), page.size());
+    EXPECT_EQ(mem.stored_bytes(), phys_mem::granule_bytes * 18)
+        << "4 KiB across two frames at offset 0x80: 16 granules and one partial at each end";
+    std::vector<uint8_t> got(phys_mem::frame_bytes + 0x100);
+    mem.read(0x7000, got.data(), got.size());
+    for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_EQ(got[k], k >= 0x80 && k < 0x1080 ? 0x77 : 0) << "byte " << k;
+    mem.zero(0x7000, 0x100);
+    EXPECT_EQ(mem.stored_bytes(), phys_mem::granule_bytes * 17) << "a zeroed granule is dropped";
+    EXPECT_EQ(mem.read_u64(0x5008), 42u);
 }
 
