@@ -39,6 +39,14 @@ void require(int err, const std::string& what) {
     if (err) throw workload_error{what + " failed with " + errno_name(err)};
 }
 
+// The same for a verb of host `h`, with the driver's reason when it gave one.
+void require(host& h, int err, const std::string& what) {
+    if (!err) return;
+    const std::string why = h.last_reason();
+    h.clear_reason();
+    throw workload_error{what + " failed with " + errno_name(err) + (why.empty() ? "" : ": " + why)};
+}
+
 // One end of a perftest connection.
 struct side {
     std::string node;
@@ -101,10 +109,11 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
-    require(s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
+    s.h->clear_reason();
+    require(*s.h, s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
     s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
     const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
-    require(s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
+    require(*s.h, s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
             node + ": mmap of " + format_size(s.length));
     require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)),
             node + ": filling the buffer");
@@ -114,11 +123,11 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     attr.length = s.length;
     attr.access =
         access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
-    require(s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
+    require(*s.h, s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
     for (uint64_t t = 0; t < threads; ++t) {
         uint32_t cq = 0;
-        require(s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
+        require(*s.h, s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
                 node + ": create_cq");
         s.cqs.push_back(cq);
     }
@@ -137,7 +146,7 @@ void setup(world& w, const std::string& node, const std::string& process, const 
                     : p.conn == qp_type::uc ? access::remote_write
                                             : 0;
         qp_info info;
-        require(s.h->create_qp(s.pid, qa, info), node + ": create_qp");
+        require(*s.h, s.h->create_qp(s.pid, qa, info), node + ": create_qp");
         s.qps.push_back(info);
     }
 }
@@ -147,14 +156,14 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 void bring_up_ud(side& s, const side& peer) {
     for (const auto& qp : s.qps)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
-            require(s.h->modify_qp(
+            require(*s.h, s.h->modify_qp(
                         qp.qpn, st, 0, 0,
                         st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
                     s.node + ": modify_qp");
     ah_attr attr;
     attr.pd = s.pd;
     attr.dlid = peer.h->lid();
-    require(s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
+    require(*s.h, s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
 }
 
 void connect(const params& p, side& a, side& b) {
@@ -171,7 +180,7 @@ void connect(const params& p, side& a, side& b) {
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
             for (side* s : {&a, &b}) {
                 const side& peer = s == &a ? b : a;
-                require(s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
+                require(*s->h, s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
                                         std::nullopt, st == qp_state::rts ? outs : std::nullopt,
                                         st == qp_state::rtr ? outs : std::nullopt),
                         s->node + ": modify_qp");

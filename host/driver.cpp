@@ -416,7 +416,10 @@ int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
                                              (depth ? "> max_cqe " + std::to_string(dev.max_cqe)
                                                     : "(at least 1)")));
     auto id = m_cqns->alloc();
-    if (!id) return leave(cpu, ENOMEM);
+    if (!id)
+        return leave(cpu, refuse(ENOMEM, "create_cq: every CQ context is in use (2^" +
+                                             std::to_string(m_cfg.driver.log_cqs) +
+                                             " entries; host.driver.log_cqs)"));
     cq_state cq;
     if (int err = make_ring(pid, depth, cqe::size, cq.buf, cpu)) {
         m_cqns->free(*id);
@@ -484,7 +487,10 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
                                              std::to_string(dev.max_inline_data) +
                                              " (the device's largest send WQE)"));
     auto id = m_qpns->alloc();
-    if (!id) return leave(cpu, ENOMEM);
+    if (!id)
+        return leave(cpu, refuse(ENOMEM, "create_qp: every QP context is in use (2^" +
+                                             std::to_string(m_cfg.driver.log_qps) +
+                                             " entries, QPNs from 0x40; host.driver.log_qps)"));
     qp_state_t qp;
     qp.attr = attr;
     qp.pid = pid;
