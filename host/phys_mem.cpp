@@ -57,17 +57,33 @@ void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
 }
 
 void phys_mem::zero(uint64_t addr, uint64_t len) {
-    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t) {
+    // Frame by frame: one lookup each, and nothing to do for frames that hold no bytes (a page
+    // fault zeroes a whole frame that was usually never written).
+    uint64_t done = 0;
+    while (done < len) {
+        const uint64_t a = addr + done;
+        const uint64_t fn = a / frame_bytes, in_frame = a % frame_bytes;
+        const uint64_t n = std::min(len - done, frame_bytes - in_frame);
+        done += n;
         auto it = m_frames.find(fn);
-        if (it == m_frames.end() || !it->second.g[gi]) return;
-        if (n < granule_bytes) {
-            std::memset(it->second.g[gi]->data() + off, 0, n);
-            return;
+        if (it == m_frames.end()) continue;
+        frame& f = it->second;
+        for (uint64_t at = in_frame; at < in_frame + n;) {
+            const unsigned gi = static_cast<unsigned>(at / granule_bytes);
+            const uint64_t off = at % granule_bytes;
+            const uint64_t k = std::min(in_frame + n - at, granule_bytes - off);
+            at += k;
+            if (!f.g[gi]) continue;
+            if (k < granule_bytes) {
+                std::memset(f.g[gi]->data() + off, 0, k);
+                continue;
+            }
+            f.g[gi].reset();
+            --m_granules;
+            --f.held;
         }
-        it->second.g[gi].reset();
-        --m_granules;
-        if (--it->second.held == 0) m_frames.erase(it);
-    });
+        if (f.held == 0) m_frames.erase(it);
+    }
 }
 
 uint64_t phys_mem::read_u64(uint64_t addr) const {

@@ -81,19 +81,28 @@ class clock_domain {
 public:
     explicit clock_domain(double hz = 1e9) { set_frequency(hz); }
     void set_frequency(double hz);
-    sc_core::sc_time cycles(uint64_t n) const { return m_period * static_cast<double>(n); }
+    // Integer arithmetic on the kernel's time value (no sc_time built from a double).
+    sc_core::sc_time cycles(uint64_t n) const {
+        return sc_core::sc_time::from_value(m_period.value() * n);
+    }
     const sc_core::sc_time& period() const { return m_period; }
 
 private:
     sc_core::sc_time m_period;
 };
 
+// Kernel time values per picosecond (1 at SystemC's default resolution), read once.
+inline uint64_t ticks_per_ps() {
+    static const uint64_t ticks = sc_core::sc_time(1, sc_core::SC_PS).value();
+    return ticks;
+}
+// Integer picoseconds to and from sc_time without going through double.
 inline sc_core::sc_time ps_time(uint64_t ps) {
-    return sc_core::sc_time(static_cast<double>(ps), sc_core::SC_PS);
+    return sc_core::sc_time::from_value(ps * ticks_per_ps());
 }
 inline sc_core::sc_time to_time(const time_ps& t) { return ps_time(t.ps); }
 inline uint64_t to_ps(const sc_core::sc_time& t) {
-    return static_cast<uint64_t>(t.value() / sc_core::sc_time(1, sc_core::SC_PS).value());
+    return t.value() / ticks_per_ps();
 }
 
 }  // namespace hcasim

@@ -111,7 +111,7 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
 }
 
 sc_core::sc_time ib_link::wire_time(uint64_t bytes) const {
-    return sc_core::sc_time(std::ceil(static_cast<double>(bytes) * m_ps_per_byte), sc_core::SC_PS);
+    return ps_time(static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte)));
 }
 
 bool ib_link::lost(uint32_t bytes, const sc_core::sc_time& start) {

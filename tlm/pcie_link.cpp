@@ -119,7 +119,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
 }
 
 sc_core::sc_time pcie_link::wire_time(uint64_t bytes) const {
-    return sc_core::sc_time(std::ceil(static_cast<double>(bytes) * m_ps_per_byte), sc_core::SC_PS);
+    return ps_time(static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte)));
 }
 
 uint64_t pcie_link::tlp_overhead(bool request_header) const {
