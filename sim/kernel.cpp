@@ -1,5 +1,6 @@
 #include "sim/kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -24,8 +25,18 @@ callback_queue::callback_queue(sc_core::sc_module_name name) : sc_core::sc_modul
 void callback_queue::at(const sc_core::sc_time& when, callback fn) {
     sc_core::sc_time now = sc_core::sc_time_stamp();
     sc_core::sc_time t = when < now ? now : when;
-    bool earliest = m_heap.empty() || t < m_heap.top().when;
-    m_heap.push(item{t, m_seq++, std::move(fn)});
+    bool earliest = m_heap.empty() || t < m_heap.front().when;
+    uint32_t slot;
+    if (m_free_slots.empty()) {
+        slot = static_cast<uint32_t>(m_slots.size());
+        m_slots.push_back(std::move(fn));
+    } else {
+        slot = m_free_slots.back();
+        m_free_slots.pop_back();
+        m_slots[slot] = std::move(fn);
+    }
+    m_heap.push_back(item{t, m_seq++, slot});
+    std::push_heap(m_heap.begin(), m_heap.end(), later{});
     // While dispatching, callbacks due now run in the same activation.
     if (earliest && !(m_dispatching && t == now)) m_wake.notify(t - now);
 }
@@ -34,13 +45,17 @@ void callback_queue::dispatch() {
     ++kernel_events();
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     m_dispatching = true;
-    while (!m_heap.empty() && m_heap.top().when <= now) {
-        callback fn = std::move(const_cast<item&>(m_heap.top()).fn);
-        m_heap.pop();
+    while (!m_heap.empty() && m_heap.front().when <= now) {
+        const uint32_t slot = m_heap.front().slot;
+        std::pop_heap(m_heap.begin(), m_heap.end(), later{});
+        m_heap.pop_back();
+        // Out of its slot first: the callback may schedule more and grow m_slots.
+        callback fn = std::move(m_slots[slot]);
+        m_free_slots.push_back(slot);
         fn();
     }
     m_dispatching = false;
-    if (!m_heap.empty()) m_wake.notify(m_heap.top().when - now);
+    if (!m_heap.empty()) m_wake.notify(m_heap.front().when - now);
 }
 
 void serial_resource::prune(const sc_core::sc_time& now) {

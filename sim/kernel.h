@@ -2,7 +2,8 @@
 //
 // `callback_queue`: a unit schedules work as callbacks at absolute simulated times; the queue
 // holds one sc_event and wakes once per distinct time, so a WQE stage costs one kernel event,
-// whatever the number of TLPs or cycles it spans.
+// whatever the number of TLPs or cycles it spans. Callbacks live in reused slots and keep small
+// captures inline (inline_callback), so scheduling allocates nothing in the steady state.
 // `serial_resource`: something that serves one transfer at a time (a link direction, a cache
 // port). Reserving it returns when the transfer starts; no events are needed to model occupancy.
 // `clock_domain`: converts a unit's cycle counts to sc_time in one place.
@@ -16,6 +17,7 @@
 
 #include <systemc>
 
+#include "sim/inline_callback.h"
 #include "sim/params.h"
 
 namespace hcasim {
@@ -28,7 +30,7 @@ uint64_t& wqes_on_wire();
 
 class callback_queue : public sc_core::sc_module {
 public:
-    using callback = std::function<void()>;
+    using callback = inline_callback;
 
     SC_HAS_PROCESS(callback_queue);
     explicit callback_queue(sc_core::sc_module_name name);
@@ -42,7 +44,7 @@ private:
     struct item {
         sc_core::sc_time when;
         uint64_t seq;
-        callback fn;
+        uint32_t slot;  // in m_slots
     };
     struct later {
         bool operator()(const item& a, const item& b) const {
@@ -51,7 +53,9 @@ private:
     };
     void dispatch();
 
-    std::priority_queue<item, std::vector<item>, later> m_heap;
+    std::vector<item> m_heap;  // a binary heap under `later`: earliest first, then FIFO
+    std::vector<callback> m_slots;
+    std::vector<uint32_t> m_free_slots;
     sc_core::sc_event m_wake;
     uint64_t m_seq = 0;
     bool m_dispatching = false;
