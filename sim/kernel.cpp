@@ -71,6 +71,16 @@ sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
                                           const sc_core::sc_time& duration) {
     prune(sc_core::sc_time_stamp());
     m_busy += duration;
+    // The common case: at or after the end of everything booked (back-to-back TLPs of one
+    // transfer, a link that keeps up). Appended without searching the calendar.
+    if (m_busy_until.empty() || earliest >= m_busy_until.rbegin()->second) {
+        if (duration == sc_core::SC_ZERO_TIME) return earliest;
+        if (!m_busy_until.empty() && m_busy_until.rbegin()->second == earliest)
+            m_busy_until.rbegin()->second = earliest + duration;
+        else
+            m_busy_until.emplace_hint(m_busy_until.end(), earliest, earliest + duration);
+        return earliest;
+    }
     sc_core::sc_time start = earliest;
     // Find the first interval that may overlap [start, start + duration).
     auto it = m_busy_until.upper_bound(start);
