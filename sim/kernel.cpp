@@ -59,12 +59,11 @@ void callback_queue::dispatch() {
 }
 
 void serial_resource::prune(const sc_core::sc_time& now) {
-    while (!m_busy_until.empty() && m_busy_until.begin()->second <= now)
-        m_busy_until.erase(m_busy_until.begin());
+    while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
 }
 
 sc_core::sc_time serial_resource::free_at() const {
-    return m_busy_until.empty() ? sc_core::SC_ZERO_TIME : m_busy_until.rbegin()->second;
+    return m_calendar.empty() ? sc_core::SC_ZERO_TIME : m_calendar.back().end;
 }
 
 sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
@@ -73,41 +72,44 @@ sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
     m_busy += duration;
     // The common case: at or after the end of everything booked (back-to-back TLPs of one
     // transfer, a link that keeps up). Appended without searching the calendar.
-    if (m_busy_until.empty() || earliest >= m_busy_until.rbegin()->second) {
+    if (m_calendar.empty() || earliest >= m_calendar.back().end) {
         if (duration == sc_core::SC_ZERO_TIME) return earliest;
-        if (!m_busy_until.empty() && m_busy_until.rbegin()->second == earliest)
-            m_busy_until.rbegin()->second = earliest + duration;
+        if (!m_calendar.empty() && m_calendar.back().end == earliest)
+            m_calendar.back().end = earliest + duration;
         else
-            m_busy_until.emplace_hint(m_busy_until.end(), earliest, earliest + duration);
+            m_calendar.push_back(interval{earliest, earliest + duration});
         return earliest;
     }
+    auto by_start = [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; };
     sc_core::sc_time start = earliest;
     // Find the first interval that may overlap [start, start + duration).
-    auto it = m_busy_until.upper_bound(start);
-    if (it != m_busy_until.begin()) {
+    auto it = std::upper_bound(m_calendar.begin(), m_calendar.end(), start, by_start);
+    if (it != m_calendar.begin()) {
         auto prev = std::prev(it);
-        if (prev->second > start) start = prev->second;
+        if (prev->end > start) start = prev->end;
     }
-    while (it != m_busy_until.end() && it->first < start + duration) {
-        if (it->second > start) start = it->second;
+    while (it != m_calendar.end() && it->start < start + duration) {
+        if (it->end > start) start = it->end;
         ++it;
     }
     sc_core::sc_time end = start + duration;
     if (duration == sc_core::SC_ZERO_TIME) return start;
     // Insert [start, end), merging with touching neighbours to keep the calendar short.
-    auto next = m_busy_until.lower_bound(start);
-    if (next != m_busy_until.end() && next->first == end) {
-        end = next->second;
-        next = m_busy_until.erase(next);
+    auto next = std::lower_bound(
+        m_calendar.begin(), m_calendar.end(), start,
+        [](const interval& iv, const sc_core::sc_time& t) { return iv.start < t; });
+    if (next != m_calendar.end() && next->start == end) {
+        end = next->end;
+        next = m_calendar.erase(next);
     }
-    if (next != m_busy_until.begin()) {
+    if (next != m_calendar.begin()) {
         auto prev = std::prev(next);
-        if (prev->second == start) {
-            prev->second = end;
+        if (prev->end == start) {
+            prev->end = end;
             return start;
         }
     }
-    m_busy_until.emplace(start, end);
+    m_calendar.insert(next, interval{start, end});
     return start;
 }
 

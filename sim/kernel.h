@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <queue>
@@ -64,7 +65,9 @@ private:
 // A resource that serves one transfer at a time (a link direction, a cache port). Reservations
 // are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or
 // after its earliest start, so a transfer booked for later does not hold up an earlier one. No
-// events are needed to model occupancy; intervals that ended before now are pruned.
+// events are needed to model occupancy; intervals that ended before now are pruned. The calendar
+// is a deque sorted by start: bookings mostly append at the end and pruning takes from the front,
+// so booking allocates nothing in the steady state.
 class serial_resource {
 public:
     // Occupies the resource for `duration` from the first free gap at or after `earliest`;
@@ -73,11 +76,14 @@ public:
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;
-    size_t booked_intervals() const { return m_busy_until.size(); }
+    size_t booked_intervals() const { return m_calendar.size(); }
 
 private:
+    struct interval {
+        sc_core::sc_time start, end;
+    };
     void prune(const sc_core::sc_time& now);
-    std::map<sc_core::sc_time, sc_core::sc_time> m_busy_until;  // start -> end, disjoint
+    std::deque<interval> m_calendar;  // disjoint, by start
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
 };
 
