@@ -136,6 +136,7 @@ class driver : public sc_core::sc_module {
     int post_send(uint32_t qpn, const send_wr& wr);
     // A post list: one doorbell for the list (driver_post.cpp); `bad` gets the failing WR's index.
     int post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad = nullptr);
+    int post_send(uint32_t qpn, const send_wr* wrs, size_t count, size_t* bad);
     int post_recv(uint32_t qpn, const recv_wr& wr);
     int poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out);
     std::vector<work_completion> wait_cq(uint32_t cqn, int count, const sc_core::sc_time& timeout);

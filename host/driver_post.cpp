@@ -5,6 +5,7 @@
 // doorbell word in 64-byte write-combined stores instead of the 8-byte doorbell: the HCA then has
 // the WQE without reading the ring.
 #include <algorithm>
+#include <array>
 #include <cerrno>
 
 #include "host/driver.h"
@@ -100,30 +101,37 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu,
 
 void driver::blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe,
                        cpu_clock& cpu) {
-    std::vector<uint8_t> block(doorbell_word::blueflame_bytes(wqe.size()), 0);
+    // At most one BlueFlame buffer (post_send checks), so it lives on the stack.
+    std::array<uint8_t, reg::bf_size> storage{};
+    const size_t block_bytes = doorbell_word::blueflame_bytes(wqe.size());
+    uint8_t* block = storage.data();
     doorbell_word dw{qpn, qp.sq.pi, static_cast<uint8_t>(wqe.size() / 16)};
-    put<uint64_t>(block.data(), dw.encode());
-    std::copy(wqe.begin(), wqe.end(), block.begin() + 8);
+    put<uint64_t>(block, dw.encode());
+    std::copy(wqe.begin(), wqe.end(), block + 8);
     // Two buffers per QP, used in turn (mlx5: bf->offset ^= bf->buf_size); QPs spread over pairs.
     const uint64_t pair = qpn % (reg::bf_buffers / 2);
     const uint64_t base = reg::bf_base + (pair * 2 + qp.bf_toggle) * reg::bf_size;
     qp.bf_toggle ^= 1;
     sc_core::sc_time at = cpu.take();
-    for (size_t off = 0; off < block.size(); off += reg::bf_chunk) {
+    for (size_t off = 0; off < block_bytes; off += reg::bf_chunk) {
         at += to_time(m_cfg.cpu.wc_line);
         sc_core::sc_time delay = at;
         ++m_mmio_writes;
-        m_mmio(base + off, block.data() + off, reg::bf_chunk, delay);
+        m_mmio(base + off, block + off, reg::bf_chunk, delay);
     }
     cpu.add(at);
     ++m_bf_posts;
 }
 
 int driver::post_send(uint32_t qpn, const send_wr& wr) {
-    return post_send(qpn, std::vector<send_wr>{wr}, nullptr);
+    return post_send(qpn, &wr, 1, nullptr);
 }
 
 int driver::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad) {
+    return post_send(qpn, wrs.data(), wrs.size(), bad);
+}
+
+int driver::post_send(uint32_t qpn, const send_wr* wrs, size_t count, size_t* bad) {
     auto it = m_qps.find(qpn);
     if (it == m_qps.end()) return EINVAL;
     qp_state_t& qp = it->second;
@@ -139,7 +147,7 @@ int driver::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad
     size_t posted = 0;
     std::vector<uint8_t> wqe;
     bool inl = false;
-    for (; posted < wrs.size(); ++posted) {
+    for (; posted < count; ++posted) {
         if ((err = build_send(qp, wrs[posted], cpu, wqe))) break;
         inl = wrs[posted].inline_data;
     }
