@@ -265,7 +265,8 @@ void tpt::release(const tpt_result& r) {
 }
 
 void tpt::finish_waiters(uint32_t index) {
-    m_in_flight.erase(index);
+    // The entry's count is 0 now; it stays in the map (every reader checks the count), so the
+    // next translation through this region allocates no node.
     auto it = m_waiting_invalidate.find(index);
     if (it == m_waiting_invalidate.end()) return;
     auto waiters = std::move(it->second);
