@@ -7,10 +7,13 @@
 # `events_per_op` of the workload, and the process's CPU time (user + system, from bash's `time`),
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
 #
-# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE]
+# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i]
 #   -n REPEATS  runs per scenario; the fastest is reported (default 3)
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
+#   -i          also count instructions per WQE with valgrind's callgrind (exact and unaffected
+#               by other load): 2,000 WQEs and 1 WQE per QP of each case, the difference over
+#               the WQEs in between, so setup is not counted (needs valgrind; ~1 min)
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
@@ -18,11 +21,13 @@ cd "$(dirname "$0")/.."
 
 repeats=3
 scale=1
-while getopts "n:s:h" opt; do
+instructions=0
+while getopts "n:s:ih" opt; do
     case "$opt" in
         n) repeats="$OPTARG" ;;
         s) scale="$OPTARG" ;;
-        *) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        i) instructions=1 ;;
+        *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 
@@ -79,3 +84,25 @@ EOF
 done
 echo "wqes/s, wqes/cpu_s: simulated WQEs per wall-clock / CPU second of the whole run (setup included);"
 echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's own (stats.json events_per_op)."
+
+[ "$instructions" = 1 ] || exit 0
+command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i needs valgrind (apt-get install valgrind)" >&2; exit 2; }
+echo
+printf '%-20s %10s %14s\n' scenario wqes instr/wqe
+for c in "${cases[@]}"; do
+    read -r name size qps iters <<<"$c"
+    counts=()
+    wqes=()
+    for n in 2000 1; do
+        per_qp=$(( (n + qps - 1) / qps ))
+        sed -e "s/\"iters\": [0-9]*/\"iters\": $per_qp/" "$tmp/$name.json" >"$tmp/$name.i$n.json"
+        valgrind --tool=callgrind --callgrind-out-file="$tmp/$name.i$n.cg" \
+            "$hcasim" run "$tmp/$name.i$n.json" -o "$tmp/$name.i$n" --quiet >/dev/null 2>&1
+        counts+=("$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/$name.i$n.cg" | head -1)")
+        wqes+=("$((per_qp * qps))")
+    done
+    python3 -c "import sys; a,b,wa,wb=map(int,sys.argv[1:]); print('%-20s %10d %14.0f' % ('$name', wa-wb, (a-b)/(wa-wb)))" \
+        "${counts[0]}" "${counts[1]}" "${wqes[-2]}" "${wqes[-1]}"
+done
+echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs less that of one per QP)."
+
