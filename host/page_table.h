@@ -29,7 +29,6 @@ class page_table {
 
     // False when `vpn` has no entry.
     bool get(uint64_t vpn, entry& out) const;
-    bool contains(uint64_t vpn) const { return slot(vpn) != nullptr; }
     void put(uint64_t vpn, const entry& e);
     bool erase(uint64_t vpn);
     // The entry's referenced bit: returns the old value and stores `value` (no-op without entry).

@@ -89,17 +89,10 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         uint32_t pid = 0;
         uint64_t va = 0;
         dma_origin o;
-        const bool resolved =
-            ext && m_resolve && (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
-        bool ok = false;
-        if (!resolved) {
-            ok = m_frames.use(pfn) != frame_use::free;
-        } else if (m_mapping) {
-            ok = m_mapping(pid, va) == pfn;
-        } else {
-            const frame_owner owner = m_frames.page_owner(pfn);
-            ok = owner.use == frame_use::user && owner.pid == pid && owner.vpn == (va >> shift);
-        }
+        const bool resolved = ext && m_resolve && m_mapping &&
+                              (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
+        const bool ok =
+            resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
         if (!ok) {
             report_stale(pfn, write, ext ? o : dma_origin{}, resolved, pid, va);
             stale = true;

@@ -83,7 +83,8 @@ class root_complex : public sc_core::sc_module {
     using origin_resolver = std::function<bool(const dma_origin&, uint32_t& pid, uint64_t& va)>;
     void set_origin_resolver(origin_resolver fn) { m_resolve = std::move(fn); }
     // The base frame process `pid` maps at `va` now, if present (its page table, walked forward:
-    // the frame allocator keeps no reverse map). Without it the frame's owner is asked instead.
+    // the frame allocator keeps no reverse map). Without both resolvers a DMA only needs an
+    // allocated frame.
     using mapping_resolver = std::function<std::optional<uint64_t>(uint32_t pid, uint64_t va)>;
     void set_mapping_resolver(mapping_resolver fn) { m_mapping = std::move(fn); }
     // DMA writes to [addr, addr + 8) are MSI-X messages: `fn` runs when one arrives.

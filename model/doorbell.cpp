@@ -74,15 +74,6 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
         [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) { return blueflame_chunk(at, data, delay); };
 }
 
-namespace {
-// Ends the block in progress; the buffer keeps its capacity for the next one.
-template <class A>
-void reset(A& a) {
-    a.bytes.clear();
-    a.expected = 0;
-}
-}  // namespace
-
 bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
     m_bf_bytes += reg::bf_chunk;
     bf_assembly& a = m_bf[at / reg::bf_size];
@@ -91,14 +82,14 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
         doorbell_word w;
         if (a.expected != 0 || !doorbell_word::decode_blueflame(get<uint64_t>(data), w)) {
             ++m_malformed;  // a block left unfinished is dropped with it
-            reset(a);
+            a.reset();
             return false;
         }
         a.expected = doorbell_word::blueflame_bytes(w.ds * 16u);
         a.bytes.clear();
     } else if (a.expected == 0 || offset != a.bytes.size()) {
         ++m_malformed;
-        reset(a);
+        a.reset();
         return false;
     }
     a.bytes.insert(a.bytes.end(), data, data + reg::bf_chunk);
@@ -106,7 +97,7 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
     doorbell_word w;
     doorbell_word::decode_blueflame(get<uint64_t>(a.bytes.data()), w);
     std::vector<uint8_t> wqe(a.bytes.begin() + 8, a.bytes.begin() + 8 + w.ds * 16u);
-    reset(a);
+    a.reset();
     if (w.qpn >= m_tables.qpc_entries) {
         ++m_malformed;
         return false;

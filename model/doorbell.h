@@ -78,6 +78,11 @@ private:
     struct bf_assembly {
         std::vector<uint8_t> bytes;  // chunks received so far
         size_t expected = 0;         // block bytes (0: no block in progress)
+        // Ends the block in progress; the buffer keeps its capacity for the next one.
+        void reset() {
+            bytes.clear();
+            expected = 0;
+        }
     };
     std::vector<bf_assembly> m_bf;
     void table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries);

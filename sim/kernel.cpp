@@ -70,46 +70,38 @@ sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
                                           const sc_core::sc_time& duration) {
     prune(sc_core::sc_time_stamp());
     m_busy += duration;
-    // The common case: at or after the end of everything booked (back-to-back TLPs of one
-    // transfer, a link that keeps up). Appended without searching the calendar.
-    if (m_calendar.empty() || earliest >= m_calendar.back().end) {
-        if (duration == sc_core::SC_ZERO_TIME) return earliest;
-        if (!m_calendar.empty() && m_calendar.back().end == earliest)
-            m_calendar.back().end = earliest + duration;
-        else
-            m_calendar.push_back(interval{earliest, earliest + duration});
-        return earliest;
-    }
-    auto by_start = [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; };
     sc_core::sc_time start = earliest;
-    // Find the first interval that may overlap [start, start + duration).
-    auto it = std::upper_bound(m_calendar.begin(), m_calendar.end(), start, by_start);
-    if (it != m_calendar.begin()) {
-        auto prev = std::prev(it);
-        if (prev->end > start) start = prev->end;
+    // Only a booking that starts before the end of the calendar searches it for a gap; the
+    // common case (back-to-back TLPs of one transfer, a link that keeps up) starts after it.
+    if (!m_calendar.empty() && start < m_calendar.back().end) {
+        auto it = std::upper_bound(
+            m_calendar.begin(), m_calendar.end(), start,
+            [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; });
+        if (it != m_calendar.begin() && std::prev(it)->end > start) start = std::prev(it)->end;
+        for (; it != m_calendar.end() && it->start < start + duration; ++it)
+            if (it->end > start) start = it->end;
     }
-    while (it != m_calendar.end() && it->start < start + duration) {
-        if (it->end > start) start = it->end;
-        ++it;
-    }
-    sc_core::sc_time end = start + duration;
     if (duration == sc_core::SC_ZERO_TIME) return start;
-    // Insert [start, end), merging with touching neighbours to keep the calendar short.
-    auto next = std::lower_bound(
-        m_calendar.begin(), m_calendar.end(), start,
-        [](const interval& iv, const sc_core::sc_time& t) { return iv.start < t; });
+    sc_core::sc_time end = start + duration;
+    // Insert [start, end), merging with touching neighbours to keep the calendar short; a
+    // booking after the last interval goes at the back without a search.
+    auto next = m_calendar.empty() || start >= m_calendar.back().end
+                    ? m_calendar.end()
+                    : std::lower_bound(m_calendar.begin(), m_calendar.end(), start,
+                                       [](const interval& iv, const sc_core::sc_time& t) {
+                                           return iv.start < t;
+                                       });
     if (next != m_calendar.end() && next->start == end) {
         end = next->end;
         next = m_calendar.erase(next);
     }
-    if (next != m_calendar.begin()) {
-        auto prev = std::prev(next);
-        if (prev->end == start) {
-            prev->end = end;
-            return start;
-        }
+    if (next != m_calendar.begin() && std::prev(next)->end == start) {
+        std::prev(next)->end = end;
+    } else if (next == m_calendar.end()) {
+        m_calendar.push_back(interval{start, end});
+    } else {
+        m_calendar.insert(next, interval{start, end});
     }
-    m_calendar.insert(next, interval{start, end});
     return start;
 }
 
