@@ -229,25 +229,20 @@ void host_impl::kswapd() {
 }
 
 bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay) {
-    // One payload and buffer reused for every store (a payload's construction allocates its
-    // extension array); a store made while another is in flight gets its own.
-    const bool reuse = !m_mmio_busy;
-    tlm::tlm_generic_payload local;
-    std::vector<uint8_t> local_bytes;
-    tlm::tlm_generic_payload& gp = reuse ? m_mmio_gp : local;
-    std::vector<uint8_t>& bytes = reuse ? m_mmio_bytes : local_bytes;
-    bytes.assign(data, data + length);
-    m_mmio_busy = true;
+    // One payload and buffer serve every store (a payload's construction allocates its extension
+    // array): the link and the HCA's registers take a store without waiting, so a store is over
+    // before the next one can be made.
+    tlm::tlm_generic_payload& gp = m_mmio_gp;
+    m_mmio_bytes.assign(data, data + length);
     gp.set_command(tlm::TLM_WRITE_COMMAND);
     gp.set_address(offset);
-    gp.set_data_ptr(bytes.data());
+    gp.set_data_ptr(m_mmio_bytes.data());
     gp.set_data_length(static_cast<unsigned>(length));
     gp.set_streaming_width(static_cast<unsigned>(length));
     gp.set_byte_enable_ptr(nullptr);
     gp.set_dmi_allowed(false);
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     m_host.mmio_out->b_transport(gp, delay);
-    if (reuse) m_mmio_busy = false;
     if (!gp.is_response_ok())
         HCASIM_LOG(
             m_host.name(), host,

@@ -56,7 +56,6 @@ class host_impl {
     std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
     tlm::tlm_generic_payload m_mmio_gp;  // reused by mmio_store
     std::vector<uint8_t> m_mmio_bytes;
-    bool m_mmio_busy = false;
     reclaimer m_reclaimer;
     sc_core::sc_event m_kswapd_wake;
     bool m_kswapd_busy = false;
