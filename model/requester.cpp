@@ -459,11 +459,19 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     s->msg = std::move(m);
 }
 
+void requester::schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when) {
+    // One scheduled drain per QP: an earlier time replaces a later one, a later one waits for it.
+    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    if (sq.drain_at > now && sq.drain_at <= when) return;
+    sq.drain_at = when;
+    m_queue.at(when, [this, qpn] { drain(qpn); });
+}
+
 void requester::drain(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     if (sq.resend_after > now) {
-        m_queue.at(sq.resend_after, [this, qpn] { drain(qpn); });
+        schedule_drain(qpn, sq, sq.resend_after);
         return;
     }
     // RDMA READs and atomics awaiting their response: at most the QP's initiator depth (ORD,
@@ -486,11 +494,7 @@ void requester::drain(uint32_t qpn) {
         const sc_core::sc_time port_free = m_port.tx_free_at();
         if (port_free > now + m_port.tx_lookahead()) {
             // The port has enough to send: hand it more when it is that close to done.
-            const sc_core::sc_time when = port_free - m_port.tx_lookahead();
-            if (sq.drain_at <= now || when < sq.drain_at) {
-                sq.drain_at = when;
-                m_queue.at(when, [this, qpn] { drain(qpn); });
-            }
+            schedule_drain(qpn, sq, port_free - m_port.tx_lookahead());
             break;
         }
         if (s->resend) {

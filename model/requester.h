@@ -127,7 +127,7 @@ class requester : public sc_core::sc_module {
         bool timer_armed = false;
         bool retrying =
             false;  // went back without progress since: later answers of the first try are ignored
-        sc_core::sc_time drain_at;  // a drain is scheduled then (waiting for the port)
+        sc_core::sc_time drain_at;  // a drain is scheduled then (waiting for the port or an RNR wait)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
@@ -149,6 +149,7 @@ class requester : public sc_core::sc_module {
                          bool scatter_target);
     void build_message(const hca_if::qp_context& ctx, slot_ptr s);
     void drain(uint32_t qpn);
+    void schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when);
     // Completes the sent messages whose last PSN is before `psn` (or at it, `inclusive`); a READ
     // or atomic among them has lost its response and is resent instead.
     // False when it stopped at such a READ or atomic (the answer naming `psn` is out of order).
