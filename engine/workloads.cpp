@@ -44,7 +44,8 @@ void require(host& h, int err, const std::string& what) {
     if (!err) return;
     const std::string why = h.last_reason();
     h.clear_reason();
-    throw workload_error{what + " failed with " + errno_name(err) + (why.empty() ? "" : ": " + why)};
+    throw workload_error{what + " failed with " + errno_name(err) +
+                         (why.empty() ? "" : ": " + why)};
 }
 
 // One end of a perftest connection.
@@ -127,7 +128,8 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
     for (uint64_t t = 0; t < threads; ++t) {
         uint32_t cq = 0;
-        require(*s.h, s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
+        require(*s.h,
+                s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
                 node + ": create_cq");
         s.cqs.push_back(cq);
     }
@@ -156,7 +158,8 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 void bring_up_ud(side& s, const side& peer) {
     for (const auto& qp : s.qps)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
-            require(*s.h, s.h->modify_qp(
+            require(*s.h,
+                    s.h->modify_qp(
                         qp.qpn, st, 0, 0,
                         st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
                     s.node + ": modify_qp");
@@ -180,7 +183,8 @@ void connect(const params& p, side& a, side& b) {
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
             for (side* s : {&a, &b}) {
                 const side& peer = s == &a ? b : a;
-                require(*s->h, s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
+                require(*s->h,
+                        s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
                                         std::nullopt, st == qp_state::rts ? outs : std::nullopt,
                                         st == qp_state::rtr ? outs : std::nullopt),
                         s->node + ": modify_qp");

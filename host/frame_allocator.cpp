@@ -132,7 +132,8 @@ std::optional<uint64_t> frame_allocator::alloc(const frame_owner& owner) {
         for (unsigned k = 0; k <= m_max_order; ++k) {
             if (m_free[k].empty()) continue;
             const uint64_t i = m_free[k].next((target + (1ULL << k) - 1) >> k);
-            if (i != sparse_bitset::npos && (!above || (i << k) < *above)) above = i << k, order = k;
+            if (i != sparse_bitset::npos && (!above || (i << k) < *above))
+                above = i << k, order = k;
             const uint64_t f = m_free[k].first() << k;
             if (!lowest || f < *lowest) lowest = f, lowest_order = k;
         }
@@ -289,7 +290,8 @@ frame_use frame_allocator::use(uint64_t pfn) const {
 frame_owner frame_allocator::owner(uint64_t pfn) const {
     if (m_user.test(pfn)) {
         for (const frame_mapper* m : m_mappers)
-            if (auto vpn = m->vpn_of(pfn)) return frame_owner{frame_use::user, m->mapper_pid(), *vpn};
+            if (auto vpn = m->vpn_of(pfn))
+                return frame_owner{frame_use::user, m->mapper_pid(), *vpn};
         return frame_owner{frame_use::user, 0, 0};
     }
     if (const extent* e = find_extent(pfn)) return e->owner;

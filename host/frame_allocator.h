@@ -105,9 +105,7 @@ class frame_allocator {
     // The owner of this one base page: for user frames `vpn` is this page's virtual page (the
     // allocation's first page plus the page's offset in it, e.g. inside a huge page).
     frame_owner page_owner(uint64_t pfn) const;
-    bool allocated(uint64_t pfn) const {
-        return m_user.test(pfn) || find_extent(pfn) != nullptr;
-    }
+    bool allocated(uint64_t pfn) const { return m_user.test(pfn) || find_extent(pfn) != nullptr; }
     // Processes register their page tables for owner().
     void add_mapper(const frame_mapper* m) { m_mappers.push_back(m); }
     void remove_mapper(const frame_mapper* m);

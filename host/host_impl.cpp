@@ -45,10 +45,9 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
 
     m_iommu = std::make_unique<iommu>(cfg.iommu, to_time(cfg.cpu.mem_latency),
                                       std::string(owner.name()) + ".iommu");
-    m_rc = std::make_unique<root_complex>("root_complex", m_mem, m_frames,
-                                          to_time(cfg.cpu.mem_latency), m_stats,
-                                          to_time(cfg.root_complex.write_commit),
-                                          to_time(cfg.root_complex.line_interval));
+    m_rc = std::make_unique<root_complex>(
+        "root_complex", m_mem, m_frames, to_time(cfg.cpu.mem_latency), m_stats,
+        to_time(cfg.root_complex.write_commit), to_time(cfg.root_complex.line_interval));
     m_rc->set_iommu(m_iommu.get());
     m_driver = std::make_unique<driver>(
         "driver", cfg, seed, lid, m_mem, m_frames, *m_rc, *m_iommu,
@@ -228,7 +227,8 @@ void host_impl::kswapd() {
     }
 }
 
-bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay) {
+bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length,
+                           sc_core::sc_time& delay) {
     // One payload and buffer serve every store (a payload's construction allocates its extension
     // array): the link and the HCA's registers take a store without waiting, so a store is over
     // before the next one can be made.

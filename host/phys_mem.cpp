@@ -25,35 +25,37 @@ void phys_mem::for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn) {
 void phys_mem::read(uint64_t addr, uint8_t* out, uint64_t len) const {
     const frame* f = nullptr;
     uint64_t f_number = ~uint64_t{0};
-    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
-        if (fn != f_number) {
-            auto it = m_frames.find(fn);
-            f = it == m_frames.end() ? nullptr : &it->second;
-            f_number = fn;
-        }
-        if (f && f->g[gi])
-            std::memcpy(out + done, f->g[gi]->data() + off, n);
-        else
-            std::memset(out + done, 0, n);
-    });
+    for_each_chunk(addr, len,
+                   [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
+                       if (fn != f_number) {
+                           auto it = m_frames.find(fn);
+                           f = it == m_frames.end() ? nullptr : &it->second;
+                           f_number = fn;
+                       }
+                       if (f && f->g[gi])
+                           std::memcpy(out + done, f->g[gi]->data() + off, n);
+                       else
+                           std::memset(out + done, 0, n);
+                   });
 }
 
 void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
     frame* f = nullptr;
     uint64_t f_number = ~uint64_t{0};
-    for_each_chunk(addr, len, [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
-        if (fn != f_number) {
-            f = &m_frames[fn];
-            f_number = fn;
-        }
-        auto& g = f->g[gi];
-        if (!g) {
-            g = std::make_unique<granule>(granule{});
-            ++f->held;
-            ++m_granules;
-        }
-        std::memcpy(g->data() + off, data + done, n);
-    });
+    for_each_chunk(addr, len,
+                   [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
+                       if (fn != f_number) {
+                           f = &m_frames[fn];
+                           f_number = fn;
+                       }
+                       auto& g = f->g[gi];
+                       if (!g) {
+                           g = std::make_unique<granule>(granule{});
+                           ++f->held;
+                           ++m_granules;
+                       }
+                       std::memcpy(g->data() + off, data + done, n);
+                   });
 }
 
 void phys_mem::zero(uint64_t addr, uint64_t len) {

@@ -31,8 +31,7 @@ root_complex::root_complex(sc_core::sc_module_name name, phys_mem& mem,
                                 "its translation entry was written for, or a free frame")),
       m_wakeups(stats.counter("watch_wakeups", "wakeups",
                               "watchers fired by a DMA write (software noticing DMA)")),
-      m_interrupts(
-          stats.counter("interrupts", "messages", "MSI-X messages received from the HCA")),
+      m_interrupts(stats.counter("interrupts", "messages", "MSI-X messages received from the HCA")),
       m_commit_wait_ps(stats.counter("dma_commit_wait_ps", "ps",
                                      "total time DMA reads waited for earlier posted writes to "
                                      "commit (host.root_complex.write_commit)")) {
@@ -91,8 +90,7 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         dma_origin o;
         const bool resolved = ext && m_resolve && m_mapping &&
                               (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
-        const bool ok =
-            resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
+        const bool ok = resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
         if (!ok) {
             report_stale(pfn, write, ext ? o : dma_origin{}, resolved, pid, va);
             stale = true;
@@ -136,7 +134,7 @@ bool root_complex::resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_
 }
 
 sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arrival,
-                                                  sc_core::sc_time at) {
+                                                   sc_core::sc_time at) {
     if (!translating()) return at;
     // Writes visible by now cannot hold anything back any more.
     const sc_core::sc_time now = sc_core::sc_time_stamp();
@@ -148,7 +146,7 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
 }
 
 sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arrival,
-                                                   sc_core::sc_time at) {
+                                                    sc_core::sc_time at) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     while (!m_commits.empty() && m_commits.begin()->second <= now)
         m_commits.erase(m_commits.begin());
@@ -238,7 +236,8 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         const sc_core::sc_time start = after_commits_before(arrival, ready);
         m_commit_wait_ps += to_ps(start - ready);
         delay = start - now + m_mem_latency;
-        if (auto* pacing = gp.get_extension<completer_pacing_ext>()) pacing->line_interval = m_line_interval;
+        if (auto* pacing = gp.get_extension<completer_pacing_ext>())
+            pacing->line_interval = m_line_interval;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else {
         ++m_writes;

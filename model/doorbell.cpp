@@ -9,7 +9,8 @@ namespace hcasim {
 
 using namespace hca_if;
 
-doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk)
+doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
+                   const clock_domain& clk)
     : sc_core::sc_module(name),
       bar_in("bar_in"),
       m_cfg(cfg),
@@ -20,11 +21,19 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
       m_send(m_stats.counter("send", "doorbells", "send queue doorbells")),
       m_recv(m_stats.counter("recv", "doorbells", "receive queue doorbells")),
       m_commands(m_stats.counter("commands", "commands", "commands started through cmd_op")),
-      m_malformed(m_stats.counter("malformed", "writes", "writes with a bad width, alignment or doorbell format (answered with an error response)")),
-      m_unmapped(m_stats.counter("unmapped", "accesses", "accesses to offsets where no register is declared (answered with an error response)")),
-      m_config_writes(m_stats.counter("config_writes", "writes", "writes to configuration and command argument registers")),
-      m_blueflame(m_stats.counter("blueflame", "doorbells", "send doorbells that came as BlueFlame blocks with their WQE (counted in send and count too)")),
-      m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes", "bytes written into the BlueFlame buffers (64-byte chunks)")) {
+      m_malformed(m_stats.counter("malformed", "writes",
+                                  "writes with a bad width, alignment or doorbell format (answered "
+                                  "with an error response)")),
+      m_unmapped(m_stats.counter(
+          "unmapped", "accesses",
+          "accesses to offsets where no register is declared (answered with an error response)")),
+      m_config_writes(m_stats.counter("config_writes", "writes",
+                                      "writes to configuration and command argument registers")),
+      m_blueflame(m_stats.counter("blueflame", "doorbells",
+                                  "send doorbells that came as BlueFlame blocks with their WQE "
+                                  "(counted in send and count too)")),
+      m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes",
+                                 "bytes written into the BlueFlame buffers (64-byte chunks)")) {
     m_bf.resize(reg::bf_buffers);
     bar_in.register_b_transport(this, &doorbell::b_transport);
     m_regs.add("device_id", reg::device_id, register_bank::access::ro, reg::device_id_value);
@@ -47,8 +56,10 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
             m_tables.lid = static_cast<uint16_t>(v);
             return true;
         };
-    for (auto [n, off] : {std::pair{"cmd_in0", reg::cmd_in0}, {"cmd_in1", reg::cmd_in1}, {"cmd_out", reg::cmd_out}})
-        m_regs.add(n, off, register_bank::access::rw).on_write = [this](uint64_t, const sc_core::sc_time&) {
+    for (auto [n, off] :
+         {std::pair{"cmd_in0", reg::cmd_in0}, {"cmd_in1", reg::cmd_in1}, {"cmd_out", reg::cmd_out}})
+        m_regs.add(n, off, register_bank::access::rw).on_write = [this](uint64_t,
+                                                                        const sc_core::sc_time&) {
             ++m_config_writes;
             return true;
         };
@@ -70,8 +81,10 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, con
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(true, v, delay); };
     m_regs.add("rq_doorbell", reg::rq_doorbell, register_bank::access::wo).on_write =
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(false, v, delay); };
-    m_regs.add_window("blueflame", reg::bf_base, reg::bf_size * reg::bf_buffers, reg::bf_chunk).on_write =
-        [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) { return blueflame_chunk(at, data, delay); };
+    m_regs.add_window("blueflame", reg::bf_base, reg::bf_size * reg::bf_buffers, reg::bf_chunk)
+        .on_write = [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
+        return blueflame_chunk(at, data, delay);
+    };
 }
 
 bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
@@ -107,7 +120,8 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
     return true;
 }
 
-void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base, uint64_t* entries) {
+void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base,
+                              uint64_t* entries) {
     m_regs.add(std::string(name) + "_base", offset, register_bank::access::rw).on_write =
         [this, base](uint64_t v, const sc_core::sc_time&) {
             ++m_config_writes;
@@ -125,10 +139,16 @@ void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base,
 
 void doorbell::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
     switch (m_regs.transport(gp, delay)) {
-        case register_bank::outcome::ok: break;
-        case register_bank::outcome::unmapped: ++m_unmapped; break;
-        case register_bank::outcome::rejected: break;  // counted where it was rejected
-        default: ++m_malformed; break;
+        case register_bank::outcome::ok:
+            break;
+        case register_bank::outcome::unmapped:
+            ++m_unmapped;
+            break;
+        case register_bank::outcome::rejected:
+            break;  // counted where it was rejected
+        default:
+            ++m_malformed;
+            break;
     }
 }
 
@@ -148,13 +168,17 @@ void doorbell::dispatch(bool send_queue, const doorbell_word& w, const sc_core::
     HCASIM_TRACE(pulse(&m_count, arrival, false));
     ++(send_queue ? m_send : m_recv);
     const sc_core::sc_time start = m_decoder.reserve(arrival, m_clk.cycles(m_cfg.decode_cycles));
-    m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles), [this, send_queue, w, wqe = std::move(wqe)]() mutable {
-        HCASIM_LOG(name(), qp, (send_queue ? "send" : "recv") << (wqe.empty() ? " doorbell" : " BlueFlame doorbell") << " qpn "
-                                                              << hex(w.qpn) << " pi " << w.producer_index);
-        if (!wqe.empty() && on_blueflame) return on_blueflame(w.qpn, w.producer_index, std::move(wqe));
-        auto& handler = send_queue ? on_send : on_recv;
-        if (handler) handler(w.qpn, w.producer_index);
-    });
+    m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles),
+               [this, send_queue, w, wqe = std::move(wqe)]() mutable {
+                   HCASIM_LOG(name(), qp,
+                              (send_queue ? "send" : "recv")
+                                  << (wqe.empty() ? " doorbell" : " BlueFlame doorbell") << " qpn "
+                                  << hex(w.qpn) << " pi " << w.producer_index);
+                   if (!wqe.empty() && on_blueflame)
+                       return on_blueflame(w.qpn, w.producer_index, std::move(wqe));
+                   auto& handler = send_queue ? on_send : on_recv;
+                   if (handler) handler(w.qpn, w.producer_index);
+               });
 }
 
 }  // namespace hcasim

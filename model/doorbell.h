@@ -17,9 +17,9 @@
 #include <functional>
 #include <vector>
 
+#include <tlm_utils/simple_target_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_target_socket.h>
 
 #include "sim/kernel.h"
 #include "sim/params.h"
@@ -49,26 +49,30 @@ struct doorbell_config {
 
     template <class V>
     void visit(V& v) {
-        v(decode_cycles, p_count("decode_cycles", "cycles", "cycles to decode one doorbell write and hand it to the requester or responder")
-                             .range(0, 1000).from("design estimate; one pipelined decode stage of a few cycles"));
+        v(decode_cycles,
+          p_count("decode_cycles", "cycles",
+                  "cycles to decode one doorbell write and hand it to the requester or responder")
+              .range(0, 1000)
+              .from("design estimate; one pipelined decode stage of a few cycles"));
     }
 };
 
 class doorbell : public sc_core::sc_module {
-public:
+  public:
     tlm_utils::simple_target_socket<doorbell> bar_in;
 
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
     // A BlueFlame block: the send doorbell plus the bytes of WQE producer_index - 1.
-    std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)> on_blueflame;
+    std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)>
+        on_blueflame;
     std::function<void(const command_request&)> on_command;
 
     doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk);
 
     const device_tables& tables() const { return m_tables; }
 
-private:
+  private:
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     bool ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay);
     bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);

@@ -127,7 +127,8 @@ class requester : public sc_core::sc_module {
         bool timer_armed = false;
         bool retrying =
             false;  // went back without progress since: later answers of the first try are ignored
-        sc_core::sc_time drain_at;  // a drain is scheduled then (waiting for the port or an RNR wait)
+        sc_core::sc_time
+            drain_at;  // a drain is scheduled then (waiting for the port or an RNR wait)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;

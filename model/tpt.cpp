@@ -8,23 +8,36 @@ using namespace hca_if;
 
 const char* to_string(tpt_fault f) {
     switch (f) {
-        case tpt_fault::none: return "none";
-        case tpt_fault::bad_index: return "bad_index";
-        case tpt_fault::invalid_entry: return "invalid_entry";
-        case tpt_fault::key_mismatch: return "key_mismatch";
-        case tpt_fault::wrong_type: return "wrong_type";
-        case tpt_fault::pd_mismatch: return "pd_mismatch";
-        case tpt_fault::qp_mismatch: return "qp_mismatch";
-        case tpt_fault::rights: return "rights";
-        case tpt_fault::bounds: return "bounds";
-        case tpt_fault::alignment: return "alignment";
-        case tpt_fault::not_present: return "not_present";
-        case tpt_fault::dma_error: return "dma_error";
+        case tpt_fault::none:
+            return "none";
+        case tpt_fault::bad_index:
+            return "bad_index";
+        case tpt_fault::invalid_entry:
+            return "invalid_entry";
+        case tpt_fault::key_mismatch:
+            return "key_mismatch";
+        case tpt_fault::wrong_type:
+            return "wrong_type";
+        case tpt_fault::pd_mismatch:
+            return "pd_mismatch";
+        case tpt_fault::qp_mismatch:
+            return "qp_mismatch";
+        case tpt_fault::rights:
+            return "rights";
+        case tpt_fault::bounds:
+            return "bounds";
+        case tpt_fault::alignment:
+            return "alignment";
+        case tpt_fault::not_present:
+            return "not_present";
+        case tpt_fault::dma_error:
+            return "dma_error";
     }
     return "unknown";
 }
 
-tpt::tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk, dma_engine& dma)
+tpt::tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk,
+         dma_engine& dma)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -32,17 +45,27 @@ tpt::tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain
       m_stats(this->name()),
       m_mpt("mpt_", m_stats, cfg.mpt_cache, clk, dma, m_queue),
       m_mtt("mtt_", m_stats, cfg.mtt_cache, clk, dma, m_queue),
-      m_lookups(m_stats.counter("lookups", "lookups", "translations asked for (local and remote keys)")),
-      m_faults(m_stats.counter("faults", "lookups", "translations that found a page without a present translation (NIC page faults)")),
-      m_protection_errors(m_stats.counter("protection_errors", "lookups", "translations refused by a key, PD, type, rights or bounds check")),
-      m_invalidate_waits(m_stats.counter("invalidate_waits", "commands", "entry invalidations that had to wait for in-flight transfers")) {
-    for (int f = static_cast<int>(tpt_fault::bad_index); f <= static_cast<int>(tpt_fault::dma_error); ++f) {
+      m_lookups(
+          m_stats.counter("lookups", "lookups", "translations asked for (local and remote keys)")),
+      m_faults(m_stats.counter(
+          "faults", "lookups",
+          "translations that found a page without a present translation (NIC page faults)")),
+      m_protection_errors(
+          m_stats.counter("protection_errors", "lookups",
+                          "translations refused by a key, PD, type, rights or bounds check")),
+      m_invalidate_waits(
+          m_stats.counter("invalidate_waits", "commands",
+                          "entry invalidations that had to wait for in-flight transfers")) {
+    for (int f = static_cast<int>(tpt_fault::bad_index);
+         f <= static_cast<int>(tpt_fault::dma_error); ++f) {
         std::string n = std::string("fault_") + to_string(static_cast<tpt_fault>(f));
-        m_fault_counts.push_back(&m_stats.counter(n, "lookups", "translations refused for this reason"));
+        m_fault_counts.push_back(
+            &m_stats.counter(n, "lookups", "translations refused for this reason"));
     }
 }
 
-void tpt::set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base, uint64_t mtt_entries) {
+void tpt::set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base,
+                     uint64_t mtt_entries) {
     m_mpt.set_table(mpt_base, mpt_entries);
     m_mtt_base = mtt_base;
     m_mtt_entries = mtt_entries;
@@ -67,7 +90,8 @@ void tpt::translate(const tpt_request& req, callback fn) {
     }
     const uint32_t index = key_index(req.key);
     if (index == 0 || index >= m_mpt.table_entries()) {
-        m_queue.after(m_clk.cycles(m_cfg.check_cycles), [this, fn] { fail(tpt_fault::bad_index, fn); });
+        m_queue.after(m_clk.cycles(m_cfg.check_cycles),
+                      [this, fn] { fail(tpt_fault::bad_index, fn); });
         return;
     }
     m_mpt.lookup(index, [this, req, fn](mpt_entry* e) { check(req, e, fn); });
@@ -81,14 +105,17 @@ void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
     if (window && !req.remote) return fail(tpt_fault::wrong_type, fn);
     if (e->pd != req.pd) return fail(tpt_fault::pd_mismatch, fn);
     if (e->type == mpt_type::mw2 && e->qpn != req.qpn) return fail(tpt_fault::qp_mismatch, fn);
-    const uint8_t needed = req.rights & (access::local_write | access::remote_read | access::remote_write | access::remote_atomic);
+    const uint8_t needed = req.rights & (access::local_write | access::remote_read |
+                                         access::remote_write | access::remote_atomic);
     if ((e->access & needed) != needed) return fail(tpt_fault::rights, fn);
-    if (req.remote && !window && !(e->access & (access::remote_read | access::remote_write | access::remote_atomic)))
+    if (req.remote && !window &&
+        !(e->access & (access::remote_read | access::remote_write | access::remote_atomic)))
         return fail(tpt_fault::rights, fn);
     const uint64_t last = req.addr + req.length - 1;
     if (last < req.addr || req.addr < e->start || last > e->start + e->length - 1 || e->length == 0)
         return fail(tpt_fault::bounds, fn);
-    if ((req.rights & access::remote_atomic) && (req.addr % 8 != 0)) return fail(tpt_fault::alignment, fn);
+    if ((req.rights & access::remote_atomic) && (req.addr % 8 != 0))
+        return fail(tpt_fault::alignment, fn);
 
     const uint32_t index = key_index(req.key);
     const uint32_t ptag = e->ptag;
@@ -111,59 +138,62 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
     const uint64_t first_page = (req.addr - region.page_base) >> shift;
     const uint64_t last_page = (req.addr + req.length - 1 - region.page_base) >> shift;
     const uint64_t count = last_page - first_page + 1;
-    if (region.mtt_index + first_page + count > m_mtt_entries || first_page + count > region.mtt_count)
+    if (region.mtt_index + first_page + count > m_mtt_entries ||
+        first_page + count > region.mtt_count)
         return fail(tpt_fault::bounds, fn);
     // Held from now on so an invalidation cannot overtake the fetch.
     ++m_in_flight[hold];
     const uint64_t mtt_first = region.mtt_index + first_page;
     hold_mtt(mtt_first, count);
     const bool on_demand = region.access & access::on_demand;
-    m_mtt.fetch(m_mtt_base + 8 * mtt_first, count,
-                [this, req, shift, region_index, hold, ptag, base = region.page_base, first_page,
-                 mtt_first, count, on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
-                    auto drop = [this, hold, mtt_first, count] {
-                        release_mtt(mtt_first, count);
-                        if (--m_in_flight[hold] == 0) finish_waiters(hold);
-                    };
-                    if (!ok) {
-                        drop();
-                        return fail(tpt_fault::dma_error, fn);
-                    }
-                    tpt_result r;
-                    r.mpt_index = hold;
-                    r.ptag = ptag;
-                    r.mtt_first = mtt_first;
-                    r.mtt_count = count;
-                    const uint64_t page = 1ULL << shift;
-                    uint64_t addr = req.addr, left = req.length;
-                    for (size_t i = 0; i < words.size(); ++i) {
-                        const uint64_t page_va = base + ((first_page + i) << shift);
-                        if (!mtt_present(words[i])) {
-                            drop();
-                            if (on_demand)
-                                return park(req, region_index, mtt_first + i, std::max(addr, page_va), fn);
-                            return fail(tpt_fault::not_present, fn);
-                        }
-                        const uint64_t in_page = addr - page_va;
-                        const uint64_t n = std::min(left, page - in_page);
-                        const uint64_t dma = (words[i] & ~(page - 1)) + in_page;
-                        if (!r.segments.empty() && r.segments.back().addr + r.segments.back().length == dma) {
-                            r.segments.back().length += n;
-                        } else {
-                            dma_segment seg{dma, n, {}};
-                            seg.origin.key = req.key;
-                            seg.origin.ptag = ptag;
-                            seg.origin.mtt_index = mtt_first + i;
-                            seg.origin.page_offset = in_page;
-                            seg.origin.page_shift = static_cast<uint8_t>(shift);
-                            r.segments.push_back(seg);
-                        }
-                        addr += n;
-                        left -= n;
-                    }
-                    fn(std::move(r));
-                },
-                m_clk.cycles(m_cfg.check_cycles));
+    m_mtt.fetch(
+        m_mtt_base + 8 * mtt_first, count,
+        [this, req, shift, region_index, hold, ptag, base = region.page_base, first_page, mtt_first,
+         count, on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
+            auto drop = [this, hold, mtt_first, count] {
+                release_mtt(mtt_first, count);
+                if (--m_in_flight[hold] == 0) finish_waiters(hold);
+            };
+            if (!ok) {
+                drop();
+                return fail(tpt_fault::dma_error, fn);
+            }
+            tpt_result r;
+            r.mpt_index = hold;
+            r.ptag = ptag;
+            r.mtt_first = mtt_first;
+            r.mtt_count = count;
+            const uint64_t page = 1ULL << shift;
+            uint64_t addr = req.addr, left = req.length;
+            for (size_t i = 0; i < words.size(); ++i) {
+                const uint64_t page_va = base + ((first_page + i) << shift);
+                if (!mtt_present(words[i])) {
+                    drop();
+                    if (on_demand)
+                        return park(req, region_index, mtt_first + i, std::max(addr, page_va), fn);
+                    return fail(tpt_fault::not_present, fn);
+                }
+                const uint64_t in_page = addr - page_va;
+                const uint64_t n = std::min(left, page - in_page);
+                const uint64_t dma = (words[i] & ~(page - 1)) + in_page;
+                if (!r.segments.empty() &&
+                    r.segments.back().addr + r.segments.back().length == dma) {
+                    r.segments.back().length += n;
+                } else {
+                    dma_segment seg{dma, n, {}};
+                    seg.origin.key = req.key;
+                    seg.origin.ptag = ptag;
+                    seg.origin.mtt_index = mtt_first + i;
+                    seg.origin.page_offset = in_page;
+                    seg.origin.page_shift = static_cast<uint8_t>(shift);
+                    r.segments.push_back(seg);
+                }
+                addr += n;
+                left -= n;
+            }
+            fn(std::move(r));
+        },
+        m_clk.cycles(m_cfg.check_cycles));
 }
 
 // ---- on-demand paging ----
@@ -188,13 +218,17 @@ void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missi
     m_fault_by_mtt[mtt_missing] = token;
     eqe e;
     e.type = event_type::page_fault;
-    e.flags = (req.rights & (access::local_write | access::remote_write | access::remote_atomic)) ? eqe_flags::write : 0;
+    e.flags = (req.rights & (access::local_write | access::remote_write | access::remote_atomic))
+                  ? eqe_flags::write
+                  : 0;
     e.token = token;
     e.mpt_index = region_index;
     e.qpn = req.qpn;
     e.addr = missing_addr;
     e.length = static_cast<uint32_t>(req.addr + req.length - missing_addr);
-    HCASIM_LOG(name(), tpt, "page fault token " << token << " region " << region_index << " addr " << hex(missing_addr));
+    HCASIM_LOG(name(), tpt,
+               "page fault token " << token << " region " << region_index << " addr "
+                                   << hex(missing_addr));
     if (on_page_fault) on_page_fault(e);
 }
 

@@ -65,13 +65,12 @@ class inline_callback {
                std::is_nothrow_move_constructible<D>::value;
     }
     template <class D>
-    static constexpr ops inline_ops = {
-        [](void* p) { (*static_cast<D*>(p))(); },
-        [](void* dst, void* src) noexcept {
-            ::new (dst) D(std::move(*static_cast<D*>(src)));
-            static_cast<D*>(src)->~D();
-        },
-        [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
+    static constexpr ops inline_ops = {[](void* p) { (*static_cast<D*>(p))(); },
+                                       [](void* dst, void* src) noexcept {
+                                           ::new (dst) D(std::move(*static_cast<D*>(src)));
+                                           static_cast<D*>(src)->~D();
+                                       },
+                                       [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
     template <class D>
     static constexpr ops heap_ops = {
         [](void* p) { (**static_cast<D**>(p))(); },

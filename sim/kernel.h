@@ -30,7 +30,7 @@ uint64_t& kernel_events();
 uint64_t& wqes_on_wire();
 
 class callback_queue : public sc_core::sc_module {
-public:
+  public:
     using callback = inline_callback;
 
     SC_HAS_PROCESS(callback_queue);
@@ -41,7 +41,7 @@ public:
     }
     size_t pending() const { return m_heap.size(); }
 
-private:
+  private:
     struct item {
         sc_core::sc_time when;
         uint64_t seq;
@@ -69,7 +69,7 @@ private:
 // is a deque sorted by start: bookings mostly append at the end and pruning takes from the front,
 // so booking allocates nothing in the steady state.
 class serial_resource {
-public:
+  public:
     // Occupies the resource for `duration` from the first free gap at or after `earliest`;
     // returns the start time.
     sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
@@ -78,7 +78,7 @@ public:
     sc_core::sc_time free_at() const;
     size_t booked_intervals() const { return m_calendar.size(); }
 
-private:
+  private:
     struct interval {
         sc_core::sc_time start, end;
     };
@@ -88,7 +88,7 @@ private:
 };
 
 class clock_domain {
-public:
+  public:
     explicit clock_domain(double hz = 1e9) { set_frequency(hz); }
     void set_frequency(double hz);
     // Integer arithmetic on the kernel's time value (no sc_time built from a double).
@@ -97,7 +97,7 @@ public:
     }
     const sc_core::sc_time& period() const { return m_period; }
 
-private:
+  private:
     sc_core::sc_time m_period;
 };
 
@@ -110,7 +110,9 @@ inline uint64_t ticks_per_ps() {
 inline sc_core::sc_time ps_time(uint64_t ps) {
     return sc_core::sc_time::from_value(ps * ticks_per_ps());
 }
-inline sc_core::sc_time to_time(const time_ps& t) { return ps_time(t.ps); }
+inline sc_core::sc_time to_time(const time_ps& t) {
+    return ps_time(t.ps);
+}
 inline uint64_t to_ps(const sc_core::sc_time& t) {
     return t.value() / ticks_per_ps();
 }

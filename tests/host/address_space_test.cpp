@@ -6,8 +6,8 @@
 
 #include <cerrno>
 #include <iterator>
-#include <optional>
 #include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -193,7 +193,6 @@ TEST(address_space, memlock_limit_and_pinned_unmap) {
     as.unpin(pins);
     EXPECT_EQ(frames.owner(pfn).use, frame_use::free) << "and is freed by the unpin";
 }
-
 
 // mmap without an address is Linux's top-down first fit: the highest free range below mmap_top
 // that holds the aligned length. Checked against a brute-force search over the mappings a

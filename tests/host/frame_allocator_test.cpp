@@ -168,4 +168,3 @@ TEST(frame_allocator, one_tib_host_is_cheap) {
     EXPECT_EQ(fa.frames_free(), (1ULL << 28) - 1000);
     EXPECT_EQ(fa.fill_pool(frame_allocator::shift_1g, 16), 16u) << "1 GiB pages from a TiB host";
 }
-

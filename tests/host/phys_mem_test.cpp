@@ -77,4 +77,3 @@ TEST(phys_mem, a_few_bytes_cost_a_granule_not_a_frame) {
     EXPECT_EQ(mem.stored_bytes(), phys_mem::granule_bytes * 17) << "a zeroed granule is dropped";
     EXPECT_EQ(mem.read_u64(0x5008), 42u);
 }
-

@@ -38,7 +38,8 @@ TEST(scale, base_pages_cost_tens_of_bytes_each) {
     EXPECT_EQ(as.resident_pages(), 4 * gib / page);
     EXPECT_EQ(as.table_pages(), 1u + 1 + 4 + 2048) << "one leaf table page per 2 MiB mapped";
 
-    const double per_page = static_cast<double>(max_rss() - before) / static_cast<double>(pins.size());
+    const double per_page =
+        static_cast<double>(max_rss() - before) / static_cast<double>(pins.size());
     RecordProperty("rss_bytes_per_page", std::to_string(per_page));
     EXPECT_LT(per_page, 64.0) << "simulator memory per pinned base page";
 
