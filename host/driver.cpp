@@ -84,9 +84,9 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     if (!cpu_clock::in_thread()) return EAGAIN;
     while (m_cmd_busy) cpu_clock::wait_for(m_cmd_free);
     m_cmd_busy = true;
-    // The token travels in bits 16..31 of cmd_op and the HCA answers with those 16 bits
-    // (model/doorbell.cpp): count 1..65535 and wrap, skipping 0 (a cleared record).
-    m_token = m_token % 0xffff + 1;
+    // The token travels in bits 32..63 of cmd_op and the HCA answers with it in the record's
+    // first word: count 1..2^32-1 and wrap, skipping 0 (a cleared record).
+    m_token = m_token == UINT32_MAX ? 1 : m_token + 1;
     const uint32_t token = m_token;
     const uint8_t cleared[cmd_record_size] = {};
     m_mem.write(m_cmd_record, cleared, cmd_record_size);
@@ -102,7 +102,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     root_complex::watch_id id = arm();
     const sc_core::sc_time issued = sc_core::sc_time_stamp();
     sc_core::sc_time delay = cpu.take();
-    const uint64_t op_word = static_cast<uint64_t>(op) | (static_cast<uint64_t>(token) << 16);
+    const uint64_t op_word = cmd_word(op, token);
     bool sent = mmio(reg::cmd_in0, in0, delay) && mmio(reg::cmd_in1, in1, delay) &&
                 mmio(reg::cmd_out, m_cmd_record_dma, delay) && mmio(reg::cmd_op, op_word, delay);
     const sc_core::sc_time deadline = issued + delay + to_time(m_cfg.driver.cmd_timeout);

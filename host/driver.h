@@ -4,7 +4,7 @@
 //  - boot (an SC_THREAD at time 0): allocates the QPC/CQC/MPT/MTT tables as physically
 //    contiguous, pinned kernel memory and writes their DMA addresses, sizes and the port's LID
 //    to the BAR; verbs wait for it.
-//  - commands: cmd_in0/cmd_in1/cmd_out then cmd_op = op | token << 16; the driver sleeps on a
+//  - commands: cmd_in0/cmd_in1/cmd_out then cmd_op = cmd_word(op, token); the driver sleeps on a
 //    watcher of the 8-byte completion record until the HCA DMA-writes {token, status} there.
 //    One command is outstanding at a time (the single command register set).
 //  - regions: key index (lowest free, from 1) and key byte (seeded, changed on every reuse of an

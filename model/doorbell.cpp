@@ -67,8 +67,8 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
         [this](uint64_t v, const sc_core::sc_time& delay) {
             ++m_commands;
             command_request c;
-            c.op = static_cast<cmd>(v & 0xff);
-            c.token = static_cast<uint16_t>(v >> 16);
+            c.op = cmd_word_op(v);
+            c.token = cmd_word_token(v);
             c.in0 = m_regs.value(reg::cmd_in0);
             c.in1 = m_regs.value(reg::cmd_in1);
             c.out = m_regs.value(reg::cmd_out);

@@ -40,7 +40,7 @@ struct device_tables {
 
 struct command_request {
     hca_if::cmd op = hca_if::cmd::nop;
-    uint16_t token = 0;
+    uint32_t token = 0;
     uint64_t in0 = 0, in1 = 0, out = 0;
 };
 

@@ -99,7 +99,8 @@ struct doorbell_word {
         3;  // a send WQE is at least its 48-byte header
 };
 
-// Commands: the driver writes cmd_in0/cmd_in1/cmd_out, then cmd_op = op | token << 16. When the
+// Commands: the driver writes cmd_in0/cmd_in1/cmd_out, then cmd_op = cmd_word(op, token): the op
+// in bits 0..7 and a 32-bit token in bits 32..63. When the
 // command is done, the HCA DMA-writes a completion record {u32 token, u8 status, u8[3] 0} to
 // cmd_out. The context tables are the HCA's backing store in host memory: the driver may rewrite
 // an entry only after a FLUSH/INVALIDATE command for it has completed.
@@ -114,6 +115,15 @@ enum class cmd : uint8_t {
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
+inline uint64_t cmd_word(cmd op, uint32_t token) {
+    return static_cast<uint64_t>(op) | (static_cast<uint64_t>(token) << 32);
+}
+inline cmd cmd_word_op(uint64_t word) {
+    return static_cast<cmd>(word & 0xff);
+}
+inline uint32_t cmd_word_token(uint64_t word) {
+    return static_cast<uint32_t>(word >> 32);
+}
 
 // ---- events ------------------------------------------------------------------------------------
 // The HCA reports asynchronous events by writing a 32-byte EQE into the event queue ring and

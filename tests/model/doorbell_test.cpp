@@ -157,12 +157,12 @@ void bench::run() {
     store(reg::cmd_in1, 0xBBBB);
     store(reg::cmd_out, 0xCCCC000);
     const sc_time before = sc_core::sc_time_stamp();
-    EXPECT_EQ(store(reg::cmd_op, static_cast<uint64_t>(cmd::flush_qpc) | (uint64_t{0x4321} << 16)),
+    EXPECT_EQ(store(reg::cmd_op, cmd_word(cmd::flush_qpc, 0x87654321u)),
               tlm::TLM_OK_RESPONSE);
     wait(sc_time(1, sc_core::SC_US));
     ASSERT_EQ(commands.size(), 1u);
     EXPECT_EQ(commands[0].op, cmd::flush_qpc);
-    EXPECT_EQ(commands[0].token, 0x4321);
+    EXPECT_EQ(commands[0].token, 0x87654321u) << "the token is 32 bits wide";
     EXPECT_EQ(commands[0].in0, 0xAAAAu);
     EXPECT_EQ(commands[0].in1, 0xBBBBu);
     EXPECT_EQ(commands[0].out, 0xCCCC000u);
