@@ -552,6 +552,18 @@ std::vector<op_decl> build_workloads() {
                 with_default(opt("size", field_kind::size, "bytes per transfer"), 65536),
                 integer("count", 1, 1e12, false, "transfers, back to back", 1000)};
     w.push_back({"dma", "the HCA's DMA engine alone: count transfers of size bytes", s});
+    // When a workload runs, for every type.
+    for (op_decl& d : w) {
+        d.shape.fields.push_back(
+            opt("concurrent", field_kind::flag,
+                "run alongside the workload before it (both start together, sharing the "
+                "fabric) instead of after it has finished",
+                false));
+        d.shape.fields.push_back(
+            opt("start", field_kind::time,
+                "simulated time before which the workload does not start (its group starts "
+                "when the previous group has finished; a later start waits)"));
+    }
     return w;
 }
 

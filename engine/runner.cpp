@@ -1,3 +1,4 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "engine/runner.h"
 
 #include <chrono>
@@ -46,13 +47,48 @@ class scenario_player : public sc_core::sc_module {
     bool finished() const { return m_finished; }
 
   private:
-    // Workloads run one after another, each alone on the fabric, as perftest runs are made.
+    // Workloads run one after another, each alone on the fabric, as perftest runs are made; a
+    // workload marked `concurrent` joins the group of the one before it, and a group's workloads
+    // run together, each in its own thread, sharing the fabric. The next group starts when every
+    // workload of this one has finished.
     void play() {
         m_program.run(m_spec.program);
-        for (size_t i = 0; i < m_spec.workloads.size(); ++i)
-            m_workload_results.push_back(
-                run_workload(m_world, m_spec.workloads[i], m_spec.seed + i));
+        const auto& ws = m_spec.workloads;
+        for (size_t first = 0; first < ws.size();) {
+            size_t last = first + 1;
+            while (last < ws.size() && ws[last].args.value("concurrent", false)) ++last;
+            if (last == first + 1) {
+                m_workload_results.push_back(run_one(first));
+            } else {
+                // Reported in file order once the whole group has finished.
+                std::vector<json> results(last - first);
+                size_t running = last - first;
+                sc_core::sc_event all_done;
+                sc_core::sc_spawn_options opts;
+                opts.set_stack_size(k_stack);
+                for (size_t i = first; i < last; ++i)
+                    sc_core::sc_spawn(
+                        [this, i, first, &results, &running, &all_done] {
+                            results[i - first] = run_one(i);
+                            if (--running == 0) all_done.notify(sc_core::SC_ZERO_TIME);
+                        },
+                        ("workload" + std::to_string(i)).c_str(), &opts);
+                sc_core::wait(all_done);
+                for (auto& r : results) m_workload_results.push_back(std::move(r));
+            }
+            first = last;
+        }
         finish();
+    }
+    // Workload `i`, from its start time on.
+    json run_one(size_t i) {
+        const workload_spec& w = m_spec.workloads[i];
+        if (auto start = w.args.find("start"); start != w.args.end()) {
+            const auto ps = parse_time_ps(*start);
+            const sc_core::sc_time at = ps ? ps_time(*ps) : sc_core::SC_ZERO_TIME;
+            if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
+        }
+        return run_workload(m_world, w, m_spec.seed + i);
     }
     void finish() {
         m_finished = true;

@@ -11,8 +11,10 @@
 #include <set>
 #include <sstream>
 
+#include "engine/fabric_spec.h"
 #include "engine/json_file.h"
 #include "engine/ops.h"
+#include "engine/problems.h"
 #include "engine/set_override.h"
 #include "engine/stat_expect.h"
 #include "sim/output_file.h"
@@ -32,52 +34,9 @@ const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    
                                              "trace", "stop",        "expect"};
 const std::vector<std::string> k_step_keys = {"node", "op", "process", "expect", "save"};
 
-size_t edit_distance(const std::string& a, const std::string& b) {
-    std::vector<size_t> row(b.size() + 1);
-    for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-    for (size_t i = 1; i <= a.size(); ++i) {
-        size_t diag_prev = row[0];
-        row[0] = i;
-        for (size_t j = 1; j <= b.size(); ++j) {
-            size_t up = row[j];
-            row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag_prev + (a[i - 1] != b[j - 1])});
-            diag_prev = up;
-        }
-    }
-    return row[b.size()];
-}
-
-std::string joined(const std::vector<std::string>& names) {
-    std::string s;
-    for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
-    return s;
-}
-
-// `what "x"`, with a suggestion when a known name is close.
-std::string unknown(const std::string& what, const std::string& name,
-                    const std::vector<std::string>& known) {
-    std::string best;
-    size_t best_d = 3;
-    for (const auto& k : known) {
-        size_t dist = edit_distance(name, k);
-        if (dist < best_d) best_d = dist, best = k;
-    }
-    std::string s = "unknown " + what + " \"" + name + "\"";
-    if (!best.empty()) s += ", did you mean \"" + best + "\"?";
-    return s;
-}
-
-bool contains(const std::vector<std::string>& v, const std::string& s) {
-    return std::find(v.begin(), v.end(), s) != v.end();
-}
-
 std::string upper(std::string s) {
     for (auto& c : s) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
     return s;
-}
-
-std::string type_problem(const json& v) {
-    return "wrong type " + std::string(v.type_name());
 }
 
 bool is_var(const json& v) {
@@ -103,7 +62,6 @@ class checker {
   private:
     void load_nodes(json& doc);
     void check_node(const node_config& c, const std::string& p);
-    void load_fabric(json& doc);
     void load_program(json& doc);
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
@@ -174,7 +132,7 @@ void checker::run(json& doc) {
     if (auto it = doc.find("trace"); it != doc.end()) load_trace(*it);
 
     load_nodes(doc);
-    load_fabric(doc);
+    load_fabric(doc, m_s, m_d);
     load_program(doc);
     load_workloads(doc);
     if (auto it = doc.find("expect"); it != doc.end())
@@ -242,85 +200,6 @@ void checker::check_node(const node_config& c, const std::string& p) {
                       " B, less than one " + std::to_string(c.pcie.mps) + " B TLP",
                   "0 (infinite) or at least pcie.mps / 16 = " + std::to_string(c.pcie.mps / 16) +
                       " (PCIe Base Spec §2.6.1)");
-}
-
-void checker::load_fabric(json& doc) {
-    auto it = doc.find("fabric");
-    if (it == doc.end()) {
-        if (m_s.nodes.size() == 2) {
-            link_spec l;
-            l.a = m_s.nodes[0].first;
-            l.b = m_s.nodes[1].first;
-            l.pointer = "/fabric";
-            m_s.links.push_back(l);
-        }
-        return;
-    }
-    if (!it->is_object()) {
-        m_d.error("/fabric", type_problem(*it), "an object {\"links\": [...]}");
-        return;
-    }
-    for (auto k = it->begin(); k != it->end(); ++k)
-        if (k.key() != "links")
-            m_d.error(pointer_join("/fabric", k.key()), unknown("key", k.key(), {"links"}),
-                      "links");
-    auto links = it->find("links");
-    if (links == it->end()) return;
-    if (!links->is_array()) {
-        m_d.error("/fabric/links", type_problem(*links), "an array of links");
-        return;
-    }
-    std::map<std::string, std::string> port_owner;  // node -> pointer of its link
-    for (size_t i = 0; i < links->size(); ++i) {
-        const json& l = (*links)[i];
-        std::string p = pointer_join("/fabric/links", i);
-        if (!l.is_object()) {
-            m_d.error(p, type_problem(l), "an object {\"a\", \"b\", \"latency\", \"gbps\"}");
-            continue;
-        }
-        link_spec spec;
-        spec.pointer = p;
-        bool ok = true;
-        for (const char* end : {"a", "b"}) {
-            std::string ep = pointer_join(p, end);
-            auto e = l.find(end);
-            if (e == l.end()) {
-                m_d.error(p, std::string("missing key \"") + end + "\"", "a node name");
-                ok = false;
-            } else if (!e->is_string() || !has_node(e->get<std::string>())) {
-                m_d.error(ep,
-                          e->is_string() ? "unknown node \"" + e->get<std::string>() + "\""
-                                         : type_problem(*e),
-                          "the name of a node");
-                ok = false;
-            } else if (port_owner.count(e->get<std::string>())) {
-                m_d.error(ep,
-                          "node \"" + e->get<std::string>() + "\" already has a link at " +
-                              port_owner[e->get<std::string>()],
-                          "at most one link per node (an HCA has one port)");
-                ok = false;
-            } else {
-                (std::string(end) == "a" ? spec.a : spec.b) = e->get<std::string>();
-            }
-        }
-        if (ok && spec.a == spec.b) {
-            m_d.error(pointer_join(p, "b"), "a link from node \"" + spec.a + "\" to itself",
-                      "two different nodes");
-            ok = false;
-        }
-        json params = l;
-        params.erase("a");
-        params.erase("b");
-        load_config(spec.config, params, p, m_d);
-        const ib_link_faults& f = spec.config.faults;
-        if (f.down_every.ps > 0 && f.down_every.ps <= f.down_for.ps)
-            m_d.error(p + "/faults/down_every", "a period not longer than the down time",
-                      "0 (down once) or more than faults.down_for");
-        if (!ok) continue;
-        port_owner[spec.a] = p;
-        port_owner[spec.b] = p;
-        m_s.links.push_back(spec);
-    }
 }
 
 json* checker::top_array(json& doc, const std::string& key, const std::string& expected) {
@@ -900,6 +779,12 @@ const node_config* scenario::node(const std::string& n) const {
     return nullptr;
 }
 
+const switch_spec* scenario::fabric_switch(const std::string& n) const {
+    for (const auto& sw : switches)
+        if (sw.name == n) return &sw;
+    return nullptr;
+}
+
 json scenario::resolved_config() const {
     json out = json::object();
     out["seed"] = seed;
@@ -912,7 +797,10 @@ json scenario::resolved_config() const {
         j.update(dump_config(l.config));
         links.push_back(j);
     }
-    out["fabric"] = json{{"links", links}};
+    json switches = json::object();
+    for (const auto& sw : this->switches) switches[sw.name] = dump_config(sw.config);
+    out["fabric"] = switches.empty() ? json{{"links", links}}
+                                     : json{{"switches", switches}, {"links", links}};
     out["stop"] = stop_ps ? json(format_time_ps(*stop_ps)) : json();
     out["trace"] = json{{"vcd", trace.vcd}, {"events", trace.events}};
     return out;

@@ -15,6 +15,7 @@
 #include "model/hca.h"
 #include "sim/diag.h"
 #include "sim/params.h"
+#include "fabric/ib_switch.h"
 #include "tlm/ib_link.h"
 #include "tlm/pcie_link.h"
 
@@ -35,9 +36,16 @@ struct node_config {
 };
 
 struct link_spec {
-    std::string a, b;          // node names
+    std::string a, b;          // node or switch names
     ib_link_config config;
     std::string pointer;       // where it was declared
+    bool latency_given = false;  // else a switch end takes its SerDes out (fabric/README)
+};
+
+struct switch_spec {
+    std::string name;
+    switch_config config;
+    std::string pointer;
 };
 
 // One program step, shape-checked; its values stay JSON until run time (they may hold "$var").
@@ -76,6 +84,7 @@ struct scenario {
     std::string description;
     uint64_t seed = 1;
     std::vector<std::pair<std::string, node_config>> nodes;  // in file order
+    std::vector<switch_spec> switches;  // in file order (LIDs follow the nodes')
     std::vector<link_spec> links;
     std::vector<step_spec> program;
     std::vector<workload_spec> workloads;
@@ -85,6 +94,7 @@ struct scenario {
     json document;                // the file after --set overrides
 
     const node_config* node(const std::string& n) const;
+    const switch_spec* fabric_switch(const std::string& n) const;
     // The resolved configuration: every node's full parameters, the links, seed and stop.
     json resolved_config() const;
 };

@@ -228,12 +228,18 @@ json defs() {
                      {"additionalProperties", enum_schema(result_fields())}};
     d["node_config"] = config_schema(node_config{}, "a node's configuration: host, HCA, PCIe");
 
-    json link = config_schema(ib_link_config{}, "a link between two nodes' HCA ports");
-    link["properties"]["a"] = json{{"description", "node at one end"}, {"$ref", "#/$defs/name"}};
+    json link_params =
+        config_schema(ib_link_config{}, "a generated topology's links (each an IB link)");
+    d["link_config"] = link_params;
+    json link = config_schema(ib_link_config{},
+                              "a link between two ports: an HCA's (a node's) or a switch's");
+    link["properties"]["a"] =
+        json{{"description", "node or switch at one end"}, {"$ref", "#/$defs/name"}};
     link["properties"]["b"] =
-        json{{"description", "node at the other end"}, {"$ref", "#/$defs/name"}};
+        json{{"description", "node or switch at the other end"}, {"$ref", "#/$defs/name"}};
     link["required"] = json::array({"a", "b"});
     d["link"] = link;
+    d["switch_config"] = config_schema(switch_config{}, "an InfiniBand switch (fabric/ib_switch.h)");
 
     json steps = json::array();
     for (const auto& op : op_table()) steps.push_back(step_schema(op));
@@ -271,11 +277,26 @@ json scenario_schema() {
                       {"minProperties", 1},
                       {"propertyNames", json{{"pattern", k_name_pattern}}},
                       {"additionalProperties", ref_to("node_config")}};
-    p["fabric"] =
-        json{{"type", "object"},
-             {"description", "links between HCA ports; two nodes default to one back-to-back link"},
-             {"properties", json{{"links", json{{"type", "array"}, {"items", ref_to("link")}}}}},
-             {"additionalProperties", false}};
+    p["fabric"] = json{
+        {"type", "object"},
+        {"description",
+         "switches and links, or a generated topology; two nodes default to one back-to-back "
+         "link (docs/fabric.md)"},
+        {"properties",
+         json{{"links", json{{"type", "array"}, {"items", ref_to("link")}}},
+              {"switches", json{{"type", "object"},
+                                {"description", "switch name -> configuration"},
+                                {"propertyNames", json{{"pattern", k_name_pattern}}},
+                                {"additionalProperties", ref_to("switch_config")}}},
+              {"topology", json{{"enum", json::array({"star"})},
+                                {"description",
+                                 "star: every node linked to one switch, sw0 (instead of "
+                                 "switches and links)"}}},
+              {"switch", json{{"description", "with topology: the generated switches' configuration"},
+                              {"$ref", "#/$defs/switch_config"}}},
+              {"link", json{{"description", "with topology: the generated links' configuration"},
+                            {"$ref", "#/$defs/link_config"}}}}},
+        {"additionalProperties", false}};
     p["program"] =
         json{{"type", "array"}, {"description", "steps, in order"}, {"items", ref_to("step")}};
     p["workloads"] = json{{"type", "array"},

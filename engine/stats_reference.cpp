@@ -103,7 +103,9 @@ const std::vector<stats_key>& fixed_keys() {
         {"nodes", "", "object",
          "per node, the counters of its HCA units (`hca.<unit>`), its PCIe link (`hca.pcie`) and "
          "its host (`host`)"},
-        {"fabric", "", "object", "per IB link between two ports (`link_<a>_<b>`), its counters"},
+        {"fabric", "", "object",
+         "per IB link between two ports (`link_<a>_<b>`) its counters; per switch, per port "
+         "(`<switch>.port<p>`) its counters"},
     };
     return keys;
 }
@@ -129,9 +131,27 @@ std::string join(const std::vector<std::string>& parts) {
 
 const char* k_histogram_fields = "count, min, avg, p50, p99, p999, max";
 
+// "port3": a switch port's group.
+bool is_port(const std::string& s) {
+    return s.size() > 4 && s.compare(0, 4, "port") == 0 &&
+           s.find_first_not_of("0123456789", 4) == std::string::npos;
+}
+
+// fabric.<switch>.port<p>.* or fabric.<link>.*
+void generalise_fabric(std::vector<std::string>& parts) {
+    if (parts.size() > 2 && is_port(parts[2])) {
+        parts[1] = "<switch>";
+        parts[2] = "port<p>";
+    } else {
+        parts[1] = "<link>";
+    }
+}
+
 std::vector<stats_key> unit_keys() {
     json doc = json::object();
     doc["name"] = "stats-reference";
+    // Two nodes on a switch: the links then have credit counters and the switch its ports.
+    doc["fabric"] = json{{"topology", "star"}};
     scenario s;
     diag d("<stats-reference>");
     if (!load_scenario_json("<stats-reference>", doc, s, d)) return {};
@@ -147,7 +167,7 @@ std::vector<stats_key> unit_keys() {
             parts[0] = "<node>";
             parts.insert(parts.begin(), "nodes");
         } else if (parts[0] == "fabric" && parts.size() > 1) {
-            parts[1] = "<link>";
+            generalise_fabric(parts);
         } else {
             continue;  // a group outside the simulated system (none today)
         }
@@ -197,7 +217,7 @@ std::string generalise_stat_path(const std::string& dotted) {
         if (i == 1 && parts[0] == "nodes")
             parts[i] = "<node>";
         else if (i == 1 && parts[0] == "fabric")
-            parts[i] = "<link>";
+            generalise_fabric(parts);
         else if (!parts[i].empty() && parts[i].find_first_not_of("0123456789") == std::string::npos)
             parts[i] = "<i>";
     }
@@ -228,6 +248,7 @@ std::string stats_reference_markdown() {
           "`expect` (`{\"stat\": \"nodes.a.hca.qpc_cache.hit_rate\", \"min\": 0.9}`) and in sweep "
           "metrics;\n"
           "`<node>` stands for a node name (`a`, `b`), `<link>` for a fabric link (`link_a_b`), "
+          "`<switch>` and `port<p>` for a switch and its port number (`sw0`, `port1`), "
           "`<i>` for\n"
           "a list index. Kinds: *counter* (an integer that only grows), *formula* (computed when "
           "the\n"

@@ -1,4 +1,4 @@
-// The simulated system of one run: nodes by name, the fabric links, and the resources program
+// The simulated system of one run: nodes by name, the fabric's switches and links, and the resources program
 // steps created (named as the scenario names them), shared by the program runner and workloads.
 #pragma once
 
@@ -11,6 +11,7 @@
 #include "engine/node.h"
 #include "engine/scenario.h"
 #include "engine/values.h"
+#include "fabric/ib_switch.h"
 #include "tlm/ib_link.h"
 
 namespace hcasim {
@@ -65,9 +66,12 @@ public:
     const scenario& spec() const { return m_spec; }
 
 private:
+    void route();
+
     const scenario& m_spec;
     std::vector<std::string> m_order;
     std::map<std::string, std::unique_ptr<node>> m_nodes;
+    std::map<std::string, std::unique_ptr<ib_switch>> m_switches;
     std::vector<std::unique_ptr<ib_link>> m_links;
     std::map<std::string, node_resources> m_resources;
 };

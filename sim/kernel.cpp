@@ -66,10 +66,9 @@ sc_core::sc_time serial_resource::free_at() const {
     return m_calendar.empty() ? sc_core::SC_ZERO_TIME : m_calendar.back().end;
 }
 
-sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
-                                          const sc_core::sc_time& duration) {
+sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
+                                            const sc_core::sc_time& duration) {
     prune(sc_core::sc_time_stamp());
-    m_busy += duration;
     sc_core::sc_time start = earliest;
     // Only a booking that starts before the end of the calendar searches it for a gap; the
     // common case (back-to-back TLPs of one transfer, a link that keeps up) starts after it.
@@ -81,6 +80,13 @@ sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
         for (; it != m_calendar.end() && it->start < start + duration; ++it)
             if (it->end > start) start = it->end;
     }
+    return start;
+}
+
+sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
+                                          const sc_core::sc_time& duration) {
+    m_busy += duration;
+    const sc_core::sc_time start = first_fit(earliest, duration);
     if (duration == sc_core::SC_ZERO_TIME) return start;
     sc_core::sc_time end = start + duration;
     // Insert [start, end), merging with touching neighbours to keep the calendar short; a

@@ -73,6 +73,8 @@ class serial_resource {
     // Occupies the resource for `duration` from the first free gap at or after `earliest`;
     // returns the start time.
     sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    // The start `reserve` would give, without booking (intervals that ended are pruned).
+    sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;

@@ -11,6 +11,8 @@ namespace {
 constexpr uint32_t k_lrh = 8, k_bth = 12, k_icrc = 4, k_vcrc = 2, k_reth = 16, k_imm = 4,
                    k_ieth = 4, k_aeth = 4, k_atomic_eth = 28, k_atomic_ack = 8, k_deth = 8,
                    k_grh = 40;
+// A flow-control packet (IBA §7.9.4): 4 bytes of op, VL, FCTBS and FCCL, and a 2-byte LPCRC.
+constexpr uint32_t k_fcp = 6;
 
 }  // namespace
 
@@ -99,6 +101,7 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
                           "packets with a bit error, dropped on the ICRC/VCRC check (faults.ber)")),
       m_down_drops(m_stats.counter("down_drops", "packets",
                                    "packets sent while the link was down (faults.down_*)")) {
+    m_fcp_return = wire_time(k_fcp) + to_time(m_cfg.latency);
     m_stats.formula("gbps", "Gb/s", "data rate of the link", [gbps] { return json(gbps); });
     for (int d = 0; d < 2; ++d) {
         m_stats.formula(
@@ -108,6 +111,22 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
                 return json(now > 0 ? std::min(1.0, m_dir[d].busy_time().to_seconds() / now) : 0.0);
             });
     }
+}
+
+void ib_link::attach(int end, ib_forwarder& device, int port) {
+    m_fwd[end] = &device;
+    m_fwd_port[end] = port;
+    if (m_credit_stats) return;
+    // Only a link with a forwarding device at an end has credits to wait for.
+    m_credit_stats = true;
+    m_stats.formula("credit_stalls", "packets",
+                    "packets that waited for the far input buffer's credits", [this] {
+                        return json(m_credit_stalls);
+                    });
+    for (int d = 0; d < 2; ++d)
+        m_stats.formula(d == 0 ? "credit_wait_ns_0to1" : "credit_wait_ns_1to0", "ns",
+                        "time packets in the direction waited for credits after the wire was free",
+                        [this, d] { return json(static_cast<double>(m_credit_wait_ps[d]) / 1e3); });
 }
 
 sc_core::sc_time ib_link::wire_time(uint64_t bytes) const {
@@ -141,50 +160,90 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
     msg->mtu = m_mtu;
     uint32_t n = 1;
     if (carries_payload(msg->op) && msg->length > m_mtu) n = (msg->length + m_mtu - 1) / m_mtu;
-    msg->arrivals.clear();
-    msg->arrivals.reserve(n);
-    sc_core::sc_time ready = earliest;
-    sc_core::sc_time last_sent = earliest;
-    const sc_core::sc_time latency = to_time(m_cfg.latency);
-    const bool faulty = m_cfg.faults.any();
+    msg->arrivals.assign(n, sc_core::SC_ZERO_TIME);
     msg->first_lost = n;
     msg->after_gap = sc_core::SC_ZERO_TIME;
+    msg->final_link = nullptr;
+    sc_core::sc_time ready = earliest;
+    sc_core::sc_time last_sent = earliest;
     for (uint32_t i = 0; i < n; ++i) {
-        uint32_t payload = msg->packet_payload(i);
-        uint32_t bytes =
-            payload + header_bytes(msg->op, i == 0, i + 1 == n, msg->datagram, !msg->grh.empty());
-        sc_core::sc_time dur = wire_time(bytes);
         if (i < msg->ready.size()) ready = std::max(ready, msg->ready[i]);
-        sc_core::sc_time start = m_dir[end].reserve(ready, dur);
-        HCASIM_TRACE(
-            busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
-        last_sent = start + dur;
+        last_sent = send_packet(end, msg, i, ready);
         ready = last_sent;
-        msg->arrivals.push_back(last_sent + latency);
-        if (faulty && lost(bytes, start)) {
-            ++m_dropped;
-            msg->first_lost = std::min(msg->first_lost, i);
-        } else if (msg->first_lost < i && msg->after_gap == sc_core::SC_ZERO_TIME) {
-            msg->after_gap = msg->arrivals.back();
-        }
-        ++m_packets;
-        m_bytes += bytes;
-        m_payload += payload;
     }
-    ++m_messages;
     HCASIM_TRACE(span(m_stats.path().c_str(), end == 0 ? "wire 0to1" : "wire 1to0", msg->trace_id,
                       earliest, msg->arrivals.back(), msg->length));
-    int far = 1 - end;
     // The far port learns of the message with its first packet that survived.
+    if (msg->final_link) msg->final_link->deliver(msg->final_end, msg);
+    return last_sent;
+}
+
+sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32_t i,
+                                      const sc_core::sc_time& ready) {
+    const uint32_t n = msg->packets();
+    const int far = 1 - end;
+    const uint32_t payload = msg->packet_payload(i);
+    const uint32_t bytes =
+        payload + header_bytes(msg->op, i == 0, i + 1 == n, msg->datagram, !msg->grh.empty());
+    const sc_core::sc_time dur = wire_time(bytes);
+    // The packet leaves when the wire is free and the far input buffer has credits for it for as
+    // long as it takes to cross (it holds them longer; the hold is booked once known).
+    credit_calendar* credits = m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl)
+                                          : nullptr;
+    if (credits && credits->infinite()) credits = nullptr;
+    const uint64_t blocks = (bytes + 63) / 64;
+    sc_core::sc_time start = m_dir[end].first_fit(ready, dur);
+    if (credits) {
+        const sc_core::sc_time free_wire = start;
+        for (;;) {
+            const sc_core::sc_time c = credits->find(start, blocks, dur);
+            if (c == start) break;
+            start = m_dir[end].first_fit(c, dur);
+        }
+        if (start > free_wire) {
+            ++m_credit_stalls;
+            m_credit_wait_ps[end] += to_ps(start - free_wire);
+        }
+    }
+    m_dir[end].reserve(start, dur);
+    HCASIM_TRACE(
+        busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
+    const sc_core::sc_time sent = start + dur;
+    const sc_core::sc_time arrival = sent + to_time(m_cfg.latency);
+    ++m_packets;
+    m_bytes += bytes;
+    m_payload += payload;
+    if (i == 0) ++m_messages;
+    const bool dropped = m_cfg.faults.any() && lost(bytes, start);
+    if (dropped) {
+        ++m_dropped;
+        msg->first_lost = std::min(msg->first_lost, i);
+    }
+    if (m_fwd[far]) {
+        msg->arrivals[i] = arrival;
+        if (dropped) return sent;  // never reaches the device: no buffer taken past the wire
+        const sc_core::sc_time left =
+            m_fwd[far]->forward(m_fwd_port[far], msg, i, bytes, arrival - dur, arrival);
+        if (credits) credits->book(start, left + m_fcp_return, blocks);
+        return sent;
+    }
+    msg->arrivals[i] = arrival;
+    msg->final_link = this;
+    msg->final_end = far;
+    if (!dropped && msg->first_lost < i && msg->after_gap == sc_core::SC_ZERO_TIME)
+        msg->after_gap = arrival;
+    return sent;
+}
+
+void ib_link::deliver(int end, const ib_message_ptr& msg) {
     sc_core::sc_time first = msg->arrivals.front();
     if (msg->first_lost == 0) {
-        if (msg->after_gap == sc_core::SC_ZERO_TIME) return last_sent;  // every packet lost
+        if (msg->after_gap == sc_core::SC_ZERO_TIME) return;  // every packet lost
         first = msg->after_gap;
     }
-    m_deliver.at(first, [this, far, msg] {
-        if (m_rx[far]) m_rx[far](msg);
+    m_deliver.at(first, [this, end, msg] {
+        if (m_rx[end]) m_rx[end](msg);
     });
-    return last_sent;
 }
 
 }  // namespace hcasim

@@ -19,8 +19,15 @@
 // exactly. A message records its first lost packet (`first_lost`); it reaches the far port at its
 // first surviving packet, or not at all when every packet is lost. Recovery is the transport's
 // (model/requester.h, model/responder.h).
-// Abstracted: credit-based flow control, VLs and SLs (the SL is carried, not scheduled), routers
-// and switches.
+// Switches: an end may be attached to a forwarding device (fabric/ib_switch.h) instead of an HCA
+// port. The link then books each packet through the device at once: it asks the device for the
+// credits of the input buffer the packet will occupy (IBA §7.9 credit-based link-level flow
+// control, 64-byte blocks per VL), starts the packet only when the link is free and the credits
+// are there, hands the packet on (the device books its next hop the same way), and holds the
+// credits until the device has sent the packet's last bit and the flow-control packet announcing
+// the free space is back. A message's whole path is booked when it is sent, so a hop costs no
+// kernel event; the HCA at the far end gets the message once, at its first packet's arrival.
+// Abstracted: an HCA's own receive buffer (it drains at the link rate), routers.
 #pragma once
 
 #include <array>
@@ -36,6 +43,7 @@
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
+#include "tlm/flow_credits.h"
 
 namespace hcasim {
 
@@ -64,6 +72,8 @@ enum class ib_nak : uint8_t {
     rem_op = 0x63
 };
 
+class ib_link;
+
 struct ib_message {
     ib_op op = ib_op::send;
     uint16_t src_lid = 0, dst_lid = 0;
@@ -90,11 +100,15 @@ struct ib_message {
     // Set by the sender (optional): packet i may not leave before ready[i] (its payload bytes are
     // on chip then: cut-through from the DMA read). Empty: every packet is ready at `earliest`.
     std::vector<sc_core::sc_time> ready;
-    // Set by the link: the first packet lost to a fault (packets() when none was).
+    // Set by the link: the first packet lost to a fault on any hop (packets() when none was).
     uint32_t first_lost = UINT32_MAX;
     // Arrival of the first packet after the first lost one that survived (zero: none did): when
     // the receiver sees the gap.
     sc_core::sc_time after_gap = sc_core::SC_ZERO_TIME;
+    // Set by the links: the last link of the path, and the end it delivers to (null: no packet
+    // reached a last link).
+    ib_link* final_link = nullptr;
+    int final_end = 0;
     uint32_t packets() const { return static_cast<uint32_t>(arrivals.size()); }
     bool intact() const { return first_lost >= packets(); }
     // Payload bytes carried by packet `i`.
@@ -102,6 +116,22 @@ struct ib_message {
 };
 
 using ib_message_ptr = std::shared_ptr<ib_message>;
+
+// A device at a link's end that forwards packets as they are booked (a switch). The link asks it
+// for the credits of the input buffer a packet will occupy and hands it each packet at booking
+// time, so a packet's whole path is booked at once.
+class ib_forwarder {
+  public:
+    virtual ~ib_forwarder() = default;
+    // The credits of the input buffer at `port` for packets of service level `sl` (null or
+    // infinite: no flow control).
+    virtual credit_calendar* input_credits(int port, uint8_t sl) = 0;
+    // Packet `i` of `msg` (`bytes` on the wire) arrives at `port`, its first bit at `first` and
+    // its last at `last`. Returns when its last bit has left the device (its buffer is free).
+    virtual sc_core::sc_time forward(int port, const ib_message_ptr& msg, uint32_t i,
+                                     uint32_t bytes, const sc_core::sc_time& first,
+                                     const sc_core::sc_time& last) = 0;
+};
 
 // Packets of a message of `length` payload bytes (at least one).
 inline uint32_t packets_for(uint64_t length, uint32_t mtu) {
@@ -199,9 +229,15 @@ class ib_link : public sc_core::sc_module {
 
     // End 0 and end 1; each port attaches the function that receives what the other end sends.
     void attach(int end, receiver rx) { m_rx[end] = std::move(rx); }
+    // Or a forwarding device's port `port` is at `end`.
+    void attach(int end, ib_forwarder& device, int port);
     // Books the message's packets from `end` starting no earlier than `earliest`; returns when
     // the last packet has left the sending port.
     sc_core::sc_time send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest);
+    // Books packet `i` of `msg` from `end`, not before `ready` (a forwarding device's next hop);
+    // returns when its last bit has left.
+    sc_core::sc_time send_packet(int end, const ib_message_ptr& msg, uint32_t i,
+                                 const sc_core::sc_time& ready);
 
     uint32_t mtu() const { return m_mtu; }
     // When the last packet booked from `end` has left.
@@ -219,13 +255,20 @@ class ib_link : public sc_core::sc_module {
   private:
     // Whether a packet of `bytes` sent at `start` is lost, and why (counted).
     bool lost(uint32_t bytes, const sc_core::sc_time& start);
+    // Hands the message to the HCA port at `end` at its first packet's arrival (after the last
+    // packet of the message has been booked on this, its final, link).
+    void deliver(int end, const ib_message_ptr& msg);
 
     ib_link_config m_cfg;
     std::mt19937_64 m_rng;
     double m_ps_per_byte;
     uint32_t m_mtu;
     receiver m_rx[2];
+    ib_forwarder* m_fwd[2] = {nullptr, nullptr};
+    int m_fwd_port[2] = {0, 0};
+    sc_core::sc_time m_fcp_return;  // a flow-control packet's way back: its wire time + latency
     serial_resource m_dir[2];
+    uint64_t m_credit_wait_ps[2] = {0, 0};
     callback_queue m_deliver;
     stats_group m_stats;
     uint64_t& m_packets;
@@ -236,6 +279,8 @@ class ib_link : public sc_core::sc_module {
     uint64_t& m_lost;
     uint64_t& m_corrupted;
     uint64_t& m_down_drops;
+    uint64_t m_credit_stalls = 0;
+    bool m_credit_stats = false;
 };
 
 }  // namespace hcasim

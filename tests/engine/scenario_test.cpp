@@ -279,7 +279,7 @@ TEST(scenario_loader, bad_nodes_and_links) {
     EXPECT_TRUE(has_prefix(l, "t.json: /nodes/1x: bad node name \"1x\""));
     EXPECT_TRUE(has_prefix(
         l, "t.json: /fabric/links/1/b: node \"a\" already has a link at /fabric/links/0"));
-    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/2/b: unknown node \"zz\""));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/2/b: unknown node or switch \"zz\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/0/node: unknown node \"q\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"node\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"name\""));

@@ -1,0 +1,220 @@
+#include "engine/fabric_spec.h"
+
+#include <map>
+
+#include "engine/ops.h"
+#include "engine/problems.h"
+
+namespace hcasim {
+
+namespace {
+
+const std::vector<std::string> k_fabric_keys = {"links", "switches", "topology", "switch", "link"};
+const std::vector<std::string> k_topologies = {"star"};
+
+class fabric_loader {
+  public:
+    fabric_loader(scenario& s, diag& d) : m_s(s), m_d(d) {}
+
+    void load(const json& f) {
+        if (!f.is_object()) {
+            m_d.error("/fabric", type_problem(f),
+                      "an object {\"links\": [...], \"switches\": {...}} or {\"topology\": ...}");
+            return;
+        }
+        for (auto k = f.begin(); k != f.end(); ++k)
+            if (!contains(k_fabric_keys, k.key()))
+                m_d.error(pointer_join("/fabric", k.key()), unknown("key", k.key(), k_fabric_keys),
+                          "one of " + joined(k_fabric_keys));
+        if (auto t = f.find("topology"); t != f.end()) {
+            for (const char* k : {"links", "switches"})
+                if (f.contains(k))
+                    m_d.error(pointer_join("/fabric", k),
+                              std::string("\"") + k + "\" next to \"topology\"",
+                              "either a generated topology or switches and links given one by "
+                              "one");
+            generate(f, *t);
+            return;
+        }
+        for (const char* k : {"switch", "link"})
+            if (f.contains(k))
+                m_d.error(pointer_join("/fabric", k),
+                          std::string("\"") + k + "\" without \"topology\"",
+                          "defaults for a generated topology's switches and links; give a "
+                          "declared switch or link its own parameters");
+        if (auto sw = f.find("switches"); sw != f.end()) load_switches(*sw);
+        if (auto links = f.find("links"); links != f.end()) load_links(*links);
+    }
+
+  private:
+    void load_switches(const json& sw) {
+        if (!sw.is_object()) {
+            m_d.error("/fabric/switches", type_problem(sw),
+                      "an object: switch name -> switch configuration");
+            return;
+        }
+        for (auto it = sw.begin(); it != sw.end(); ++it) {
+            const std::string p = pointer_join("/fabric/switches", it.key());
+            if (!is_identifier(it.key())) {
+                m_d.error(p, "bad switch name \"" + it.key() + "\"",
+                          "a name matching [A-Za-z_][A-Za-z0-9_]*");
+                continue;
+            }
+            if (m_s.node(it.key())) {
+                m_d.error(p, "switch \"" + it.key() + "\" has the name of a node",
+                          "a name no node has");
+                continue;
+            }
+            switch_spec spec;
+            spec.name = it.key();
+            spec.pointer = p;
+            load_config(spec.config, *it, p, m_d);
+            m_s.switches.push_back(spec);
+        }
+    }
+
+    void load_links(const json& links) {
+        if (!links.is_array()) {
+            m_d.error("/fabric/links", type_problem(links), "an array of links");
+            return;
+        }
+        for (size_t i = 0; i < links.size(); ++i) {
+            const json& l = links[i];
+            const std::string p = pointer_join("/fabric/links", i);
+            if (!l.is_object()) {
+                m_d.error(p, type_problem(l), "an object {\"a\", \"b\", \"latency\", \"gbps\"}");
+                continue;
+            }
+            link_spec spec;
+            spec.pointer = p;
+            bool ok = true;
+            for (const char* end : {"a", "b"}) {
+                const std::string ep = pointer_join(p, end);
+                auto e = l.find(end);
+                if (e == l.end()) {
+                    m_d.error(p, std::string("missing key \"") + end + "\"",
+                              "a node or switch name");
+                    ok = false;
+                } else if (!e->is_string() || !(m_s.node(e->get<std::string>()) ||
+                                                 m_s.fabric_switch(e->get<std::string>()))) {
+                    m_d.error(ep,
+                              e->is_string() ? "unknown node or switch \"" +
+                                                   e->get<std::string>() + "\""
+                                             : type_problem(*e),
+                              "the name of a node or of a switch in fabric.switches");
+                    ok = false;
+                } else {
+                    (std::string(end) == "a" ? spec.a : spec.b) = e->get<std::string>();
+                }
+            }
+            if (ok && spec.a == spec.b) {
+                m_d.error(pointer_join(p, "b"), "a link from \"" + spec.a + "\" to itself",
+                          "two different ends");
+                ok = false;
+            }
+            json params = l;
+            params.erase("a");
+            params.erase("b");
+            spec.latency_given = params.contains("latency");
+            load_config(spec.config, params, p, m_d);
+            const ib_link_faults& f = spec.config.faults;
+            if (f.down_every.ps > 0 && f.down_every.ps <= f.down_for.ps)
+                m_d.error(p + "/faults/down_every", "a period not longer than the down time",
+                          "0 (down once) or more than faults.down_for");
+            if (ok) add_link(spec);
+        }
+    }
+
+    // Checks the ends' free ports and records the link.
+    void add_link(const link_spec& spec) {
+        bool ok = true;
+        for (const std::string* end : {&spec.a, &spec.b}) {
+            const std::string ep = pointer_join(spec.pointer, end == &spec.a ? "a" : "b");
+            if (m_s.node(*end)) {
+                if (m_used.count(*end)) {
+                    m_d.error(ep, "node \"" + *end + "\" already has a link at " + m_first[*end],
+                              "at most one link per node (an HCA has one port)");
+                    ok = false;
+                }
+            } else if (const switch_spec* sw = m_s.fabric_switch(*end);
+                       sw && m_used[*end] >= sw->config.ports) {
+                m_d.error(ep,
+                          "switch \"" + *end + "\" has all its " +
+                              std::to_string(sw->config.ports) + " ports linked already",
+                          "at most fabric.switches." + *end + ".ports links");
+                ok = false;
+            }
+        }
+        if (!ok) return;
+        for (const std::string* end : {&spec.a, &spec.b}) {
+            if (!m_used[*end]++) m_first[*end] = spec.pointer;
+        }
+        m_s.links.push_back(spec);
+    }
+
+    void generate(const json& f, const json& t) {
+        if (!t.is_string() || !contains(k_topologies, t.get<std::string>())) {
+            m_d.error("/fabric/topology",
+                      t.is_string() ? unknown("topology", t.get<std::string>(), k_topologies)
+                                    : type_problem(t),
+                      "one of " + joined(k_topologies) +
+                          " (star: every node on one switch, sw0)");
+            return;
+        }
+        switch_spec sw;
+        sw.name = "sw0";
+        sw.pointer = "/fabric/switch";
+        if (auto c = f.find("switch"); c != f.end()) load_config(sw.config, *c, sw.pointer, m_d);
+        if (m_s.node(sw.name)) {
+            m_d.error("/fabric/topology", "a node is named \"sw0\", the star's switch",
+                      "no node named sw0");
+            return;
+        }
+        link_spec proto;
+        proto.pointer = "/fabric/link";
+        if (auto c = f.find("link"); c != f.end()) {
+            proto.latency_given = c->is_object() && c->contains("latency");
+            load_config(proto.config, *c, proto.pointer, m_d);
+        }
+        if (m_s.nodes.size() > sw.config.ports) {
+            m_d.error("/fabric/topology",
+                      "a star of " + std::to_string(m_s.nodes.size()) + " nodes on a switch of " +
+                          std::to_string(sw.config.ports) + " ports",
+                      "fabric.switch.ports of at least the number of nodes");
+            return;
+        }
+        m_s.switches.push_back(sw);
+        for (const auto& [name, cfg] : m_s.nodes) {
+            (void)cfg;
+            link_spec l = proto;
+            l.a = name;
+            l.b = sw.name;
+            m_s.links.push_back(l);
+        }
+    }
+
+    scenario& m_s;
+    diag& m_d;
+    std::map<std::string, uint64_t> m_used;        // links per node or switch
+    std::map<std::string, std::string> m_first;    // pointer of an end's first link
+};
+
+}  // namespace
+
+void load_fabric(const json& doc, scenario& s, diag& d) {
+    auto it = doc.find("fabric");
+    if (it == doc.end()) {
+        // Two nodes and nothing said: one back-to-back link.
+        if (s.nodes.size() == 2) {
+            link_spec l;
+            l.a = s.nodes[0].first;
+            l.b = s.nodes[1].first;
+            l.pointer = "/fabric";
+            s.links.push_back(l);
+        }
+        return;
+    }
+    fabric_loader(s, d).load(*it);
+}
+
+}  // namespace hcasim

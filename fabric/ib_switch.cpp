@@ -1,0 +1,80 @@
+#include "fabric/ib_switch.h"
+
+#include <algorithm>
+
+namespace hcasim {
+
+ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg, uint16_t lid,
+                     const std::string& stats_path)
+    : sc_core::sc_module(name), m_cfg(cfg), m_lid(lid), m_stats_path(stats_path) {}
+
+int ib_switch::attach(ib_link& link, int end) {
+    if (m_ports.size() >= m_cfg.ports) return 0;
+    const int number = static_cast<int>(m_ports.size()) + 1;
+    auto p = std::make_unique<port_state>(m_stats_path + ".port" + std::to_string(number));
+    p->link = &link;
+    p->end = end;
+    p->vl_credits.assign(m_cfg.vls, credit_calendar(m_cfg.vl_buffer / 64));
+    stats_group& s = p->stats;
+    p->rx_packets = &s.counter("rx_packets", "packets", "packets received at this port");
+    p->rx_bytes = &s.counter("rx_bytes", "bytes", "bytes received at this port, headers included");
+    p->tx_packets = &s.counter("tx_packets", "packets", "packets sent from this port");
+    p->tx_bytes = &s.counter("tx_bytes", "bytes", "bytes sent from this port, headers included");
+    p->unroutable = &s.counter("unroutable", "packets",
+                               "packets received for a LID the forwarding table has no port for "
+                               "(dropped at the input)");
+    p->queue_delay = &s.latency("queue_delay",
+                                "packets sent from this port: time from when cut-through would "
+                                "let them leave to when they left (output contention and "
+                                "downstream credits)");
+    p->buffer_use = &s.latency("buffer_blocks",
+                               "packets received at this port: 64-byte blocks of their VL's "
+                               "input buffer in use as each arrived, itself included (read "
+                               "the ns columns as blocks)");
+    link.attach(end, *this, number);
+    m_ports.push_back(std::move(p));
+    return number;
+}
+
+void ib_switch::set_route(uint16_t dlid, int port) {
+    if (dlid >= m_lft.size()) m_lft.resize(static_cast<size_t>(dlid) + 1, 0);
+    m_lft[dlid] = static_cast<uint8_t>(port);
+}
+
+credit_calendar* ib_switch::input_credits(int port, uint8_t sl) {
+    if (port < 1 || port > ports_used()) return nullptr;
+    auto& vls = m_ports[static_cast<size_t>(port - 1)]->vl_credits;
+    return &vls[sl % vls.size()];
+}
+
+sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_t i,
+                                    uint32_t bytes, const sc_core::sc_time& first,
+                                    const sc_core::sc_time& last) {
+    port_state& in = *m_ports[static_cast<size_t>(port - 1)];
+    ++*in.rx_packets;
+    *in.rx_bytes += bytes;
+    const credit_calendar& buffer = in.vl_credits[msg->sl % in.vl_credits.size()];
+    // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
+    if (!buffer.infinite())
+        in.buffer_use->add((buffer.in_use(first) + (bytes + 63) / 64) * 1000);
+    const int out_port = route(msg->dst_lid);
+    if (out_port < 1 || out_port > ports_used() || out_port == port) {
+        ++*in.unroutable;
+        return last;  // dropped on arrival: the buffer is free once the packet is in
+    }
+    port_state& out = *m_ports[static_cast<size_t>(out_port - 1)];
+    // Cut-through: `latency` after the first bit, and not so early that the last bit, coming in
+    // at the input's rate, could not follow it out at the output's.
+    const sc_core::sc_time lat = to_time(m_cfg.latency);
+    const sc_core::sc_time out_wire = out.link->wire_time(bytes);
+    const sc_core::sc_time tail = last + lat > first + lat + out_wire ? last + lat - out_wire
+                                                                      : first + lat;
+    const sc_core::sc_time ready = std::max(first + lat, tail);
+    const sc_core::sc_time sent = out.link->send_packet(out.end, msg, i, ready);
+    ++*out.tx_packets;
+    *out.tx_bytes += bytes;
+    out.queue_delay->add(to_ps(sent - out_wire - ready));
+    return sent;
+}
+
+}  // namespace hcasim
