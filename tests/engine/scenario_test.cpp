@@ -287,6 +287,40 @@ TEST(scenario_loader, bad_nodes_and_links) {
     EXPECT_TRUE(has_prefix(l, "t.json: /workloads/1/node: unknown node \"nowhere\""));
 }
 
+TEST(scenario_loader, switches_topologies_and_their_errors) {
+    // A star: one switch, every node linked to it, LIDs after the nodes'.
+    auto star = load(R"({"nodes": {"a": {}, "b": {}, "c": {}},
+        "fabric": {"topology": "star", "switch": {"vl_buffer": "32KiB"}, "link": {"gbps": 56}}})");
+    ASSERT_TRUE(star.ok);
+    ASSERT_EQ(star.s.switches.size(), 1u);
+    EXPECT_EQ(star.s.switches[0].name, "sw0");
+    EXPECT_EQ(star.s.switches[0].config.vl_buffer, 32768u);
+    ASSERT_EQ(star.s.links.size(), 3u);
+    EXPECT_EQ(star.s.links[2].a, "c");
+    EXPECT_EQ(star.s.links[2].b, "sw0");
+    EXPECT_EQ(star.s.links[0].config.gbps, 56);
+    EXPECT_FALSE(star.s.links[0].latency_given);
+
+    auto l = load(R"({"nodes": {"a": {}, "b": {}, "c": {}},
+        "fabric": {"switches": {"a": {}, "s1": {"ports": 2}, "s2": {"vls": 0}},
+                   "switch": {},
+                   "links": [{"a": "a", "b": "s1"}, {"a": "b", "b": "s1"}, {"a": "c", "b": "s1"},
+                             {"a": "s1", "b": "s1"}]}})");
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/switches/a: switch \"a\" has the name of a node"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/switches/s2/vls:"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/switch: \"switch\" without \"topology\""));
+    EXPECT_TRUE(has_prefix(
+        l, "t.json: /fabric/links/2/b: switch \"s1\" has all its 2 ports linked already"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/3/b: a link from \"s1\" to itself"));
+
+    auto t = load(R"({"fabric": {"topology": "ring", "links": []}})");
+    EXPECT_TRUE(has_prefix(t, "t.json: /fabric/topology: unknown topology \"ring\""));
+    EXPECT_TRUE(has_prefix(t, "t.json: /fabric/links: \"links\" next to \"topology\""));
+    auto small = load(R"({"nodes": {"a": {}, "b": {}, "c": {}},
+        "fabric": {"topology": "star", "switch": {"ports": 2}}})");
+    EXPECT_TRUE(has_prefix(small, "t.json: /fabric/topology: a star of 3 nodes on a switch of 2"));
+}
+
 TEST(scenario_loader, workloads_get_perftest_defaults) {
     auto l = load(R"({"workloads": [{"type": "ib_write_bw", "client": "a", "server": "b"},
         {"type": "ib_send_lat", "client": "b", "server": "a", "size": "1KiB"},
