@@ -26,22 +26,23 @@ class fabric_loader {
             if (!contains(k_fabric_keys, k.key()))
                 m_d.error(pointer_join("/fabric", k.key()), unknown("key", k.key(), k_fabric_keys),
                           "one of " + joined(k_fabric_keys));
-        if (auto t = f.find("topology"); t != f.end()) {
-            for (const char* k : {"links", "switches"})
+        // Keys of the form the fabric does not take.
+        auto refuse = [&](std::initializer_list<const char*> keys, const std::string& problem,
+                          const std::string& expected) {
+            for (const char* k : keys)
                 if (f.contains(k))
                     m_d.error(pointer_join("/fabric", k),
-                              std::string("\"") + k + "\" next to \"topology\"",
-                              "either a generated topology or switches and links given one by "
-                              "one");
+                              std::string("\"") + k + "\" " + problem, expected);
+        };
+        if (auto t = f.find("topology"); t != f.end()) {
+            refuse({"links", "switches"}, "next to \"topology\"",
+                   "either a generated topology or switches and links given one by one");
             generate(f, *t);
             return;
         }
-        for (const char* k : {"switch", "link"})
-            if (f.contains(k))
-                m_d.error(pointer_join("/fabric", k),
-                          std::string("\"") + k + "\" without \"topology\"",
-                          "defaults for a generated topology's switches and links; give a "
-                          "declared switch or link its own parameters");
+        refuse({"switch", "link"}, "without \"topology\"",
+               "defaults for a generated topology's switches and links; give a declared switch "
+               "or link its own parameters");
         if (auto sw = f.find("switches"); sw != f.end()) load_switches(*sw);
         if (auto links = f.find("links"); links != f.end()) load_links(*links);
     }

@@ -7,29 +7,40 @@
 namespace hcasim {
 
 world::world(const scenario& s) : m_spec(s) {
+    // The fabric as the subnet manager sees it: every HCA and switch with its linked ports.
+    std::vector<fabric_device> devices;
+    std::map<std::string, size_t> device;
     uint16_t lid = 1;
     for (const auto& [name, cfg] : s.nodes) {
         m_order.push_back(name);
         m_nodes[name] = std::make_unique<node>(name.c_str(), cfg, s.seed * 1000003ULL + lid, lid);
+        device[name] = devices.size();
+        devices.push_back(fabric_device{lid, false, {}});
         ++lid;
     }
     // Switches take the LIDs after the nodes' (each switch's port 0 has one LID).
-    for (const switch_spec& sw : s.switches)
-        m_switches[sw.name] = std::make_unique<ib_switch>(sw.name.c_str(), sw.config, lid++,
-                                                         "fabric." + sw.name);
+    std::vector<ib_switch*> switch_at(devices.size(), nullptr);  // by device index
+    for (const switch_spec& sw : s.switches) {
+        auto& d = m_switches[sw.name] =
+            std::make_unique<ib_switch>(sw.name.c_str(), sw.config, "fabric." + sw.name);
+        device[sw.name] = devices.size();
+        devices.push_back(fabric_device{lid++, true, {}});
+        switch_at.push_back(d.get());
+    }
     for (const link_spec& l : s.links) {
         node* a = has(l.a) ? m_nodes.at(l.a).get() : nullptr;
         node* b = has(l.b) ? m_nodes.at(l.b).get() : nullptr;
-        // A switch port runs at the rate of what it is linked to (4x EDR between switches).
-        const double rate_a = a ? a->hca().config().port.gbps : 0;
-        const double rate_b = b ? b->hca().config().port.gbps : 0;
-        const double ends = rate_a && rate_b ? std::min(rate_a, rate_b)
-                            : rate_a || rate_b ? std::max(rate_a, rate_b)
-                                               : k_switch_port_gbps;
-        const double gbps = l.config.gbps > 0 ? l.config.gbps : ends;
+        // The slower HCA port sets rate and MTU; a switch port follows what it is linked to, and
+        // two switches are linked at 4x EDR.
+        double ends = 0;
         uint64_t mtu = k_switch_mtu;
-        if (a) mtu = std::min(mtu, a->hca().config().port.mtu);
-        if (b) mtu = std::min(mtu, b->hca().config().port.mtu);
+        for (node* n : {a, b}) {
+            if (!n) continue;
+            const port_config& port = n->hca().config().port;
+            ends = ends > 0 ? std::min(ends, port.gbps) : port.gbps;
+            mtu = std::min(mtu, port.mtu);
+        }
+        const double gbps = l.config.gbps > 0 ? l.config.gbps : ends > 0 ? ends : k_switch_port_gbps;
         ib_link_config cfg = l.config;
         // The default latency counts both ends' PHYs; a switch's are inside its port-to-port
         // latency.
@@ -42,45 +53,25 @@ world::world(const scenario& s) : m_spec(s) {
         const uint64_t seed = s.seed * 0x9E3779B97F4A7C15ULL + m_links.size() + 1;
         auto link = std::make_unique<ib_link>(("link_" + l.a + "_" + l.b).c_str(), cfg, gbps,
                                               static_cast<uint32_t>(mtu), name, seed);
+        const size_t da = device.at(l.a), db = device.at(l.b);
+        int port_a = 1, port_b = 1;  // an HCA's one port
         if (a)
             a->hca().ib_port().attach(*link, 0);
         else
-            m_switches.at(l.a)->attach(*link, 0);
+            port_a = switch_at[da]->attach(*link, 0);
         if (b)
             b->hca().ib_port().attach(*link, 1);
         else
-            m_switches.at(l.b)->attach(*link, 1);
+            port_b = switch_at[db]->attach(*link, 1);
+        devices[da].ports.emplace_back(port_a, db);
+        devices[db].ports.emplace_back(port_b, da);
         m_links.push_back(std::move(link));
     }
-    route();
-}
-
-// The subnet manager's sweep: every switch gets a forwarding entry for every HCA it can reach.
-void world::route() {
-    if (m_switches.empty()) return;
-    std::vector<fabric_device> devices;
-    std::map<std::string, size_t> index;
-    std::vector<ib_switch*> switches;
-    for (const auto& name : m_order) {
-        index[name] = devices.size();
-        devices.push_back(fabric_device{m_nodes.at(name)->lid(), false, {}});
-    }
-    for (const switch_spec& sw : m_spec.switches) {
-        index[sw.name] = devices.size();
-        ib_switch* d = m_switches.at(sw.name).get();
-        devices.push_back(fabric_device{d->lid(), true, {}});
-        switches.resize(devices.size(), nullptr);
-        switches.back() = d;
-    }
-    std::map<std::string, int> next_port;  // ports in link order, as attach numbered them
-    for (const link_spec& l : m_spec.links) {
-        const size_t a = index.at(l.a), b = index.at(l.b);
-        devices[a].ports.emplace_back(++next_port[l.a], b);
-        devices[b].ports.emplace_back(++next_port[l.b], a);
-    }
-    route_min_hop(devices, [&](size_t sw, uint16_t dlid, int port) {
-        switches[sw]->set_route(dlid, port);
-    });
+    // The subnet manager's sweep: every switch gets a forwarding entry for every HCA it reaches.
+    if (!m_switches.empty())
+        route_min_hop(devices, [&](size_t sw, uint16_t dlid, int port) {
+            switch_at[sw]->set_route(dlid, port);
+        });
 }
 
 }  // namespace hcasim

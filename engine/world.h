@@ -66,8 +66,6 @@ public:
     const scenario& spec() const { return m_spec; }
 
 private:
-    void route();
-
     const scenario& m_spec;
     std::vector<std::string> m_order;
     std::map<std::string, std::unique_ptr<node>> m_nodes;

@@ -4,9 +4,12 @@
 
 namespace hcasim {
 
-ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg, uint16_t lid,
+ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg,
                      const std::string& stats_path)
-    : sc_core::sc_module(name), m_cfg(cfg), m_lid(lid), m_stats_path(stats_path) {}
+    : sc_core::sc_module(name),
+      m_cfg(cfg),
+      m_latency(to_time(cfg.latency)),
+      m_stats_path(stats_path) {}
 
 int ib_switch::attach(ib_link& link, int end) {
     if (m_ports.size() >= m_cfg.ports) return 0;
@@ -43,8 +46,7 @@ void ib_switch::set_route(uint16_t dlid, int port) {
 
 credit_calendar* ib_switch::input_credits(int port, uint8_t sl) {
     if (port < 1 || port > ports_used()) return nullptr;
-    auto& vls = m_ports[static_cast<size_t>(port - 1)]->vl_credits;
-    return &vls[sl % vls.size()];
+    return &m_ports[static_cast<size_t>(port - 1)]->buffer(sl);
 }
 
 sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_t i,
@@ -53,10 +55,10 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     port_state& in = *m_ports[static_cast<size_t>(port - 1)];
     ++*in.rx_packets;
     *in.rx_bytes += bytes;
-    const credit_calendar& buffer = in.vl_credits[msg->sl % in.vl_credits.size()];
+    const credit_calendar& buffer = in.buffer(msg->sl);
     // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
     if (!buffer.infinite())
-        in.buffer_use->add((buffer.in_use(first) + (bytes + 63) / 64) * 1000);
+        in.buffer_use->add((buffer.in_use(first) + credit_blocks(bytes)) * 1000);
     const int out_port = route(msg->dst_lid);
     if (out_port < 1 || out_port > ports_used() || out_port == port) {
         ++*in.unroutable;
@@ -65,11 +67,8 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     port_state& out = *m_ports[static_cast<size_t>(out_port - 1)];
     // Cut-through: `latency` after the first bit, and not so early that the last bit, coming in
     // at the input's rate, could not follow it out at the output's.
-    const sc_core::sc_time lat = to_time(m_cfg.latency);
     const sc_core::sc_time out_wire = out.link->wire_time(bytes);
-    const sc_core::sc_time tail = last + lat > first + lat + out_wire ? last + lat - out_wire
-                                                                      : first + lat;
-    const sc_core::sc_time ready = std::max(first + lat, tail);
+    const sc_core::sc_time ready = (last > first + out_wire ? last - out_wire : first) + m_latency;
     const sc_core::sc_time sent = out.link->send_packet(out.end, msg, i, ready);
     ++*out.tx_packets;
     *out.tx_bytes += bytes;

@@ -79,7 +79,7 @@ struct switch_config {
 class ib_switch : public sc_core::sc_module, public ib_forwarder {
   public:
     // `stats_path` names the per-port counters ("<stats_path>.port<N>").
-    ib_switch(sc_core::sc_module_name name, const switch_config& cfg, uint16_t lid,
+    ib_switch(sc_core::sc_module_name name, const switch_config& cfg,
               const std::string& stats_path);
 
     // Joins `end` of `link` to the next free port; returns its number (1-based, as IBA numbers
@@ -88,9 +88,7 @@ class ib_switch : public sc_core::sc_module, public ib_forwarder {
     // Linear forwarding table: packets for `dlid` leave through `port`.
     void set_route(uint16_t dlid, int port);
     int route(uint16_t dlid) const { return dlid < m_lft.size() ? m_lft[dlid] : 0; }
-    uint16_t lid() const { return m_lid; }
     int ports_used() const { return static_cast<int>(m_ports.size()); }
-    const switch_config& config() const { return m_cfg; }
 
     credit_calendar* input_credits(int port, uint8_t sl) override;
     sc_core::sc_time forward(int port, const ib_message_ptr& msg, uint32_t i, uint32_t bytes,
@@ -111,10 +109,12 @@ class ib_switch : public sc_core::sc_module, public ib_forwarder {
         uint64_t* unroutable = nullptr;
         histogram* queue_delay = nullptr;
         histogram* buffer_use = nullptr;
+        // The input buffer of a packet's service level.
+        credit_calendar& buffer(uint8_t sl) { return vl_credits[sl % vl_credits.size()]; }
     };
 
     switch_config m_cfg;
-    uint16_t m_lid;
+    sc_core::sc_time m_latency;  // m_cfg.latency
     std::string m_stats_path;
     std::vector<std::unique_ptr<port_state>> m_ports;  // port N at index N - 1
     std::vector<uint8_t> m_lft;                        // DLID -> port (0: no route)

@@ -22,7 +22,6 @@ address_space::address_space(uint32_t pid, frame_allocator& frames, phys_mem& me
       m_mem(mem),
       m_memlock_limit(memlock_limit),
       m_base_shift(frames.page_shift()) {
-    m_gaps[0] = mmap_top;
     m_frames.add_mapper(this);
 }
 
@@ -58,49 +57,17 @@ bool address_space::overlaps(uint64_t va, uint64_t length) const {
     return it->first + it->second.length > va;
 }
 
-// Top-down first fit, as Linux's mmap: the highest free range below mmap_top that holds the
-// aligned length. The free ranges are kept (m_gaps), so a search skips only the gaps too small
-// for the request, never the mappings packed between them.
-std::optional<uint64_t> address_space::pick_va(uint64_t length, uint64_t align) const {
-    if (length > mmap_top) return std::nullopt;
-    for (auto it = m_gaps.rbegin(); it != m_gaps.rend(); ++it) {
-        const uint64_t start = it->first, end = it->second;
-        if (end < length) return std::nullopt;
-        const uint64_t candidate = align_down(end - length, align);
-        if (candidate >= start) return candidate;
-    }
-    return std::nullopt;
-}
-
 void address_space::add_vma(uint64_t start, uint64_t length, unsigned page_shift) {
     m_vmas[start] = vma{length, page_shift};
-    // Below mmap_top the range lies inside one free range: split it.
+    // Below mmap_top the range lies inside one free range.
     const uint64_t end = std::min(start + length, mmap_top);
-    if (start >= end) return;
-    auto it = std::prev(m_gaps.upper_bound(start));
-    const uint64_t gs = it->first, ge = it->second;
-    m_gaps.erase(it);
-    if (gs < start) m_gaps[gs] = start;
-    if (end < ge) m_gaps[end] = ge;
+    if (start < end) m_va_free.take(start, end - start);
 }
 
 void address_space::remove_vmas(uint64_t start, uint64_t length) {
     // The caller has already erased or trimmed the mappings in [start, start + length).
-    uint64_t lo = start, hi = std::min(start + length, mmap_top);
-    if (lo >= hi) return;
-    auto next = m_gaps.lower_bound(lo);
-    if (next != m_gaps.end() && next->first == hi) {
-        hi = next->second;
-        next = m_gaps.erase(next);
-    }
-    if (next != m_gaps.begin()) {
-        auto prev = std::prev(next);
-        if (prev->second == lo) {
-            lo = prev->first;
-            m_gaps.erase(prev);
-        }
-    }
-    m_gaps[lo] = hi;
+    const uint64_t end = std::min(start + length, mmap_top);
+    if (start < end) m_va_free.free(start, end - start);
 }
 
 int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
@@ -125,7 +92,9 @@ int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hu
         if (overlaps(*va, len)) return EEXIST;
         start = *va;
     } else {
-        auto picked = pick_va(len, page);
+        // Top-down first fit below mmap_top, as Linux's mmap; the free ranges are kept, so a
+        // search skips only the ones too small, never the mappings packed between them.
+        auto picked = m_va_free.find_top(len, page, mmap_top);
         if (!picked) return ENOMEM;
         start = *picked;
     }

@@ -26,6 +26,7 @@
 
 #include "host/frame_allocator.h"
 #include "host/page_table.h"
+#include "host/range_allocator.h"
 #include "host/phys_mem.h"
 #include "host/swap_device.h"
 
@@ -133,8 +134,7 @@ class address_space : public frame_mapper {
 
     const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
     bool overlaps(uint64_t va, uint64_t length) const;
-    std::optional<uint64_t> pick_va(uint64_t length, uint64_t align) const;
-    // Record a new mapping / mappings gone from a range, keeping m_gaps the complement.
+    // Record a new mapping / mappings gone from a range, keeping m_va_free the complement.
     void add_vma(uint64_t start, uint64_t length, unsigned page_shift);
     void remove_vmas(uint64_t start, uint64_t length);
     int fault(uint64_t page_va, unsigned page_shift, bool reserved);
@@ -152,7 +152,7 @@ class address_space : public frame_mapper {
     uint64_t m_memlock_limit;
     unsigned m_base_shift;
     std::map<uint64_t, vma> m_vmas;       // by start address
-    std::map<uint64_t, uint64_t> m_gaps;  // free ranges below mmap_top: start -> end
+    range_allocator m_va_free{0, mmap_top};  // free addresses below mmap_top
     page_table m_pt;                      // by virtual page number of each mapping page's start
     uint64_t m_locked_pages = 0;
     vm_hooks m_hooks;

@@ -127,18 +127,21 @@ std::optional<uint64_t> frame_allocator::alloc(const frame_owner& owner) {
     unsigned order = 0;
     if (!find_free_block(target, start, order)) {
         // The first free block above the target, else (wrapping) the lowest one.
-        std::optional<uint64_t> above, lowest;
-        unsigned lowest_order = 0;
+        std::optional<uint64_t> found;
         for (unsigned k = 0; k <= m_max_order; ++k) {
             if (m_free[k].empty()) continue;
             const uint64_t i = m_free[k].next((target + (1ULL << k) - 1) >> k);
-            if (i != sparse_bitset::npos && (!above || (i << k) < *above))
-                above = i << k, order = k;
-            const uint64_t f = m_free[k].first() << k;
-            if (!lowest || f < *lowest) lowest = f, lowest_order = k;
+            if (i != sparse_bitset::npos && (!found || (i << k) < *found))
+                found = i << k, order = k;
         }
-        start = above ? *above : *lowest;
-        if (!above) order = lowest_order;
+        if (!found) {
+            for (unsigned k = 0; k <= m_max_order; ++k) {
+                if (m_free[k].empty()) continue;
+                const uint64_t f = m_free[k].first() << k;
+                if (!found || f < *found) found = f, order = k;
+            }
+        }
+        start = *found;
         target = start;
     }
     uint64_t pfn = take_block(start, order, 0, target);
@@ -279,12 +282,14 @@ int frame_allocator::alloc_huge_specific(unsigned shift, uint64_t pfn, const fra
 frame_use frame_allocator::use(uint64_t pfn) const {
     if (m_user.test(pfn)) return frame_use::user;
     if (const extent* e = find_extent(pfn)) return e->owner.use;
+    return in_hugepool(pfn) ? frame_use::hugepool : frame_use::free;
+}
+
+bool frame_allocator::in_hugepool(uint64_t pfn) const {
     auto it = m_pool_pages.upper_bound(pfn);
-    if (it != m_pool_pages.begin()) {
-        --it;
-        if (pfn < it->first + (1ULL << pool_order(it->second))) return frame_use::hugepool;
-    }
-    return frame_use::free;
+    if (it == m_pool_pages.begin()) return false;
+    --it;
+    return pfn < it->first + (1ULL << pool_order(it->second));
 }
 
 frame_owner frame_allocator::owner(uint64_t pfn) const {
@@ -295,13 +300,7 @@ frame_owner frame_allocator::owner(uint64_t pfn) const {
         return frame_owner{frame_use::user, 0, 0};
     }
     if (const extent* e = find_extent(pfn)) return e->owner;
-    auto it = m_pool_pages.upper_bound(pfn);
-    if (it != m_pool_pages.begin()) {
-        --it;
-        if (pfn < it->first + (1ULL << pool_order(it->second)))
-            return frame_owner{frame_use::hugepool, 0, 0};
-    }
-    return frame_owner{};
+    return in_hugepool(pfn) ? frame_owner{frame_use::hugepool, 0, 0} : frame_owner{};
 }
 
 frame_owner frame_allocator::page_owner(uint64_t pfn) const {
@@ -336,13 +335,13 @@ uint64_t frame_allocator::pin(uint64_t pfn) {
 
 uint64_t frame_allocator::unpin(uint64_t pfn) {
     const auto [unit, pages] = pin_unit(pfn);
-    if (!m_pinned.test(unit)) return pages;
+    // A unit in m_pin_extra is pinned more than once (and so also in m_pinned).
     auto it = m_pin_extra.find(unit);
     if (it != m_pin_extra.end()) {
         if (--it->second == 1) m_pin_extra.erase(it);
         return pages;
     }
-    m_pinned.reset(unit);
+    if (!m_pinned.reset(unit)) return pages;
     m_pinned_pages -= pages;
     uint64_t start = 0;
     const extent* e = find_extent(unit, &start);

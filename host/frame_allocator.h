@@ -146,6 +146,8 @@ class frame_allocator {
     void record(uint64_t start, uint64_t count, const frame_owner& owner, source from,
                 unsigned pool_shift = 0);
     const extent* find_extent(uint64_t pfn, uint64_t* start = nullptr) const;
+    // Inside a page of a huge page pool (free or taken).
+    bool in_hugepool(uint64_t pfn) const;
     bool any_pinned(uint64_t start, uint64_t count) const;
     // First frame and base pages of the unit `pfn` is pinned as (a huge page or itself).
     std::pair<uint64_t, uint64_t> pin_unit(uint64_t pfn) const;

@@ -24,21 +24,33 @@ std::optional<uint64_t> range_allocator::alloc(uint64_t count) {
 
 std::optional<uint64_t> range_allocator::alloc_top(uint64_t count, uint64_t align,
                                                    uint64_t limit) {
+    const auto at = find_top(count, align, limit);
+    if (at) take(*at, count);
+    return at;
+}
+
+std::optional<uint64_t> range_allocator::find_top(uint64_t count, uint64_t align,
+                                                  uint64_t limit) const {
     if (count == 0 || align == 0 || count > limit) return std::nullopt;
     for (auto it = m_free.lower_bound(limit); it != m_free.begin();) {
         --it;
-        const uint64_t start = it->first, len = it->second;
-        const uint64_t end = std::min(start + len, limit);
+        const uint64_t start = it->first;
+        const uint64_t end = std::min(start + it->second, limit);
         if (end - start < count) continue;
         const uint64_t at = (end - count) & ~(align - 1);
-        if (at < start) continue;
-        m_free.erase(it);
-        if (at > start) m_free[start] = at - start;
-        if (start + len > at + count) m_free[at + count] = start + len - (at + count);
-        m_free_total -= count;
-        return at;
+        if (at >= start) return at;
     }
     return std::nullopt;
+}
+
+void range_allocator::take(uint64_t start, uint64_t count) {
+    if (count == 0) return;
+    auto it = std::prev(m_free.upper_bound(start));
+    const uint64_t run = it->first, len = it->second;
+    m_free.erase(it);
+    if (start > run) m_free[run] = start - run;
+    if (run + len > start + count) m_free[start + count] = run + len - (start + count);
+    m_free_total -= count;
 }
 
 void range_allocator::free(uint64_t start, uint64_t count) {

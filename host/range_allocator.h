@@ -19,6 +19,10 @@ class range_allocator {
     // The highest run of `count` entries that starts on a multiple of `align` (a power of two)
     // and ends at or below `limit`.
     std::optional<uint64_t> alloc_top(uint64_t count, uint64_t align, uint64_t limit);
+    // Where alloc_top would allocate, without allocating.
+    std::optional<uint64_t> find_top(uint64_t count, uint64_t align, uint64_t limit) const;
+    // Allocates [start, start + count), which must lie inside one free run.
+    void take(uint64_t start, uint64_t count);
     void free(uint64_t start, uint64_t count);
     uint64_t free_entries() const { return m_free_total; }
 

@@ -136,24 +136,15 @@ bool sparse_bitset::reset(uint64_t i) {
     return true;
 }
 
-uint64_t sparse_bitset::first_in(const node* nd, unsigned level, uint64_t base) const {
+uint64_t sparse_bitset::edge_in(const node* nd, unsigned level, uint64_t base,
+                                unsigned (*pick)(uint64_t)) const {
     for (; level > 1; --level) {
-        const unsigned c = ctz(nd->mask);
+        const unsigned c = pick(nd->mask);
         base += uint64_t{c} << span_bits(level - 1);
         nd = nd->child[c];
     }
-    const unsigned w = ctz(nd->mask);
-    return base + (uint64_t{w} << 6) + ctz(nd->word[w]);
-}
-
-uint64_t sparse_bitset::last_in(const node* nd, unsigned level, uint64_t base) const {
-    for (; level > 1; --level) {
-        const unsigned c = top(nd->mask);
-        base += uint64_t{c} << span_bits(level - 1);
-        nd = nd->child[c];
-    }
-    const unsigned w = top(nd->mask);
-    return base + (uint64_t{w} << 6) + top(nd->word[w]);
+    const unsigned w = pick(nd->mask);
+    return base + (uint64_t{w} << 6) + pick(nd->word[w]);
 }
 
 uint64_t sparse_bitset::next_in(const node* nd, unsigned level, uint64_t base, uint64_t i) const {
@@ -176,7 +167,7 @@ uint64_t sparse_bitset::next_in(const node* nd, unsigned level, uint64_t base, u
     const uint64_t rest = nd->mask & above(c);
     if (!rest) return npos;
     const unsigned c2 = ctz(rest);
-    return first_in(nd->child[c2], level - 1, base + (uint64_t{c2} << shift));
+    return edge_in(nd->child[c2], level - 1, base + (uint64_t{c2} << shift), ctz);
 }
 
 uint64_t sparse_bitset::next(uint64_t i) const {
@@ -185,7 +176,7 @@ uint64_t sparse_bitset::next(uint64_t i) const {
 }
 
 uint64_t sparse_bitset::last() const {
-    return m_root ? last_in(m_root, m_levels, 0) : npos;
+    return m_root ? edge_in(m_root, m_levels, 0, top) : npos;
 }
 
 }  // namespace hcasim

@@ -57,8 +57,9 @@ class sparse_bitset {
 
     unsigned span_bits(unsigned level) const { return leaf_bits + fan_bits * (level - 1); }
     uint64_t next_in(const node* nd, unsigned level, uint64_t base, uint64_t i) const;
-    uint64_t first_in(const node* nd, unsigned level, uint64_t base) const;
-    uint64_t last_in(const node* nd, unsigned level, uint64_t base) const;
+    // The lowest (pick = lowest set bit) or highest (pick = highest set bit) index under `nd`.
+    uint64_t edge_in(const node* nd, unsigned level, uint64_t base,
+                     unsigned (*pick)(uint64_t)) const;
     void free_tree(node* nd, unsigned level);
 
     uint64_t m_n;

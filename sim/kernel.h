@@ -11,9 +11,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
-#include <map>
-#include <queue>
 #include <vector>
 
 #include <systemc>

@@ -81,6 +81,8 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
                  const std::string& stats_path, uint64_t seed)
     : sc_core::sc_module(name),
       m_cfg(cfg),
+      m_latency(to_time(cfg.latency)),
+      m_faulty(cfg.faults.any()),
       m_rng(seed),
       m_ps_per_byte(8e12 / (gbps * 1e9)),
       m_mtu(mtu),
@@ -101,7 +103,7 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
                           "packets with a bit error, dropped on the ICRC/VCRC check (faults.ber)")),
       m_down_drops(m_stats.counter("down_drops", "packets",
                                    "packets sent while the link was down (faults.down_*)")) {
-    m_fcp_return = wire_time(k_fcp) + to_time(m_cfg.latency);
+    m_fcp_return = wire_time(k_fcp) + m_latency;
     m_stats.formula("gbps", "Gb/s", "data rate of the link", [gbps] { return json(gbps); });
     for (int d = 0; d < 2; ++d) {
         m_stats.formula(
@@ -116,9 +118,8 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
 void ib_link::attach(int end, ib_forwarder& device, int port) {
     m_fwd[end] = &device;
     m_fwd_port[end] = port;
-    if (m_credit_stats) return;
-    // Only a link with a forwarding device at an end has credits to wait for.
-    m_credit_stats = true;
+    // Only a link with a forwarding device at an end has credits to wait for (registered once).
+    if (m_fwd[1 - end]) return;
     m_stats.formula("credit_stalls", "packets",
                     "packets that waited for the far input buffer's credits", [this] {
                         return json(m_credit_stalls);
@@ -191,9 +192,12 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
     credit_calendar* credits = m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl)
                                           : nullptr;
     if (credits && credits->infinite()) credits = nullptr;
-    const uint64_t blocks = (bytes + 63) / 64;
-    sc_core::sc_time start = m_dir[end].first_fit(ready, dur);
-    if (credits) {
+    const uint64_t blocks = credit_blocks(bytes);
+    sc_core::sc_time start;
+    if (!credits) {
+        start = m_dir[end].reserve(ready, dur);
+    } else {
+        start = m_dir[end].first_fit(ready, dur);
         const sc_core::sc_time free_wire = start;
         for (;;) {
             const sc_core::sc_time c = credits->find(start, blocks, dur);
@@ -204,30 +208,29 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
             ++m_credit_stalls;
             m_credit_wait_ps[end] += to_ps(start - free_wire);
         }
+        m_dir[end].reserve(start, dur);
     }
-    m_dir[end].reserve(start, dur);
     HCASIM_TRACE(
         busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
     const sc_core::sc_time sent = start + dur;
-    const sc_core::sc_time arrival = sent + to_time(m_cfg.latency);
+    const sc_core::sc_time arrival = sent + m_latency;
     ++m_packets;
     m_bytes += bytes;
     m_payload += payload;
     if (i == 0) ++m_messages;
-    const bool dropped = m_cfg.faults.any() && lost(bytes, start);
+    const bool dropped = m_faulty && lost(bytes, start);
     if (dropped) {
         ++m_dropped;
         msg->first_lost = std::min(msg->first_lost, i);
     }
+    msg->arrivals[i] = arrival;
     if (m_fwd[far]) {
-        msg->arrivals[i] = arrival;
         if (dropped) return sent;  // never reaches the device: no buffer taken past the wire
         const sc_core::sc_time left =
             m_fwd[far]->forward(m_fwd_port[far], msg, i, bytes, arrival - dur, arrival);
         if (credits) credits->book(start, left + m_fcp_return, blocks);
         return sent;
     }
-    msg->arrivals[i] = arrival;
     msg->final_link = this;
     msg->final_end = far;
     if (!dropped && msg->first_lost < i && msg->after_gap == sc_core::SC_ZERO_TIME)

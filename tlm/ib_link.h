@@ -117,6 +117,11 @@ struct ib_message {
 
 using ib_message_ptr = std::shared_ptr<ib_message>;
 
+// Flow-control credits a packet of `bytes` takes in an input buffer: 64-byte blocks (IBA §7.9.4).
+inline uint64_t credit_blocks(uint64_t bytes) {
+    return (bytes + 63) / 64;
+}
+
 // A device at a link's end that forwards packets as they are booked (a switch). The link asks it
 // for the credits of the input buffer a packet will occupy and hands it each packet at booking
 // time, so a packet's whole path is booked at once.
@@ -260,6 +265,8 @@ class ib_link : public sc_core::sc_module {
     void deliver(int end, const ib_message_ptr& msg);
 
     ib_link_config m_cfg;
+    sc_core::sc_time m_latency;  // m_cfg.latency
+    bool m_faulty;               // m_cfg.faults.any()
     std::mt19937_64 m_rng;
     double m_ps_per_byte;
     uint32_t m_mtu;
@@ -280,7 +287,6 @@ class ib_link : public sc_core::sc_module {
     uint64_t& m_corrupted;
     uint64_t& m_down_drops;
     uint64_t m_credit_stalls = 0;
-    bool m_credit_stats = false;
 };
 
 }  // namespace hcasim

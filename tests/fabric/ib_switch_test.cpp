@@ -39,7 +39,7 @@ struct bench : sc_core::sc_module {
           in1("in1", ib_link_config{}, 100, 4096, "fabric.in1"),
           in2("in2", ib_link_config{}, 100, 4096, "fabric.in2"),
           out("out", ib_link_config{}, 100, 4096, "fabric.out"),
-          sw("sw", cfg, 100, "fabric.sw") {
+          sw("sw", cfg, "fabric.sw") {
         EXPECT_EQ(sw.attach(in1, 1), 1);
         EXPECT_EQ(sw.attach(in2, 1), 2);
         EXPECT_EQ(sw.attach(out, 0), 3);
