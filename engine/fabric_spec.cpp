@@ -31,8 +31,8 @@ class fabric_loader {
                           const std::string& expected) {
             for (const char* k : keys)
                 if (f.contains(k))
-                    m_d.error(pointer_join("/fabric", k),
-                              std::string("\"") + k + "\" " + problem, expected);
+                    m_d.error(pointer_join("/fabric", k), std::string("\"") + k + "\" " + problem,
+                              expected);
         };
         if (auto t = f.find("topology"); t != f.end()) {
             refuse({"links", "switches"}, "next to \"topology\"",
@@ -97,11 +97,11 @@ class fabric_loader {
                               "a node or switch name");
                     ok = false;
                 } else if (!e->is_string() || !(m_s.node(e->get<std::string>()) ||
-                                                 m_s.fabric_switch(e->get<std::string>()))) {
+                                                m_s.fabric_switch(e->get<std::string>()))) {
                     m_d.error(ep,
-                              e->is_string() ? "unknown node or switch \"" +
-                                                   e->get<std::string>() + "\""
-                                             : type_problem(*e),
+                              e->is_string()
+                                  ? "unknown node or switch \"" + e->get<std::string>() + "\""
+                                  : type_problem(*e),
                               "the name of a node or of a switch in fabric.switches");
                     ok = false;
                 } else {
@@ -158,8 +158,7 @@ class fabric_loader {
             m_d.error("/fabric/topology",
                       t.is_string() ? unknown("topology", t.get<std::string>(), k_topologies)
                                     : type_problem(t),
-                      "one of " + joined(k_topologies) +
-                          " (star: every node on one switch, sw0)");
+                      "one of " + joined(k_topologies) + " (star: every node on one switch, sw0)");
             return;
         }
         switch_spec sw;
@@ -196,8 +195,8 @@ class fabric_loader {
 
     scenario& m_s;
     diag& m_d;
-    std::map<std::string, uint64_t> m_used;        // links per node or switch
-    std::map<std::string, std::string> m_first;    // pointer of an end's first link
+    std::map<std::string, uint64_t> m_used;      // links per node or switch
+    std::map<std::string, std::string> m_first;  // pointer of an end's first link
 };
 
 }  // namespace

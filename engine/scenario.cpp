@@ -799,8 +799,8 @@ json scenario::resolved_config() const {
     }
     json switches = json::object();
     for (const auto& sw : this->switches) switches[sw.name] = dump_config(sw.config);
-    out["fabric"] = switches.empty() ? json{{"links", links}}
-                                     : json{{"switches", switches}, {"links", links}};
+    out["fabric"] =
+        switches.empty() ? json{{"links", links}} : json{{"switches", switches}, {"links", links}};
     out["stop"] = stop_ps ? json(format_time_ps(*stop_ps)) : json();
     out["trace"] = json{{"vcd", trace.vcd}, {"events", trace.events}};
     return out;

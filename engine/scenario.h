@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "fabric/ib_switch.h"
 #include "host/host.h"
 #include "model/hca.h"
 #include "sim/diag.h"
 #include "sim/params.h"
-#include "fabric/ib_switch.h"
 #include "tlm/ib_link.h"
 #include "tlm/pcie_link.h"
 
@@ -36,9 +36,9 @@ struct node_config {
 };
 
 struct link_spec {
-    std::string a, b;          // node or switch names
+    std::string a, b;  // node or switch names
     ib_link_config config;
-    std::string pointer;       // where it was declared
+    std::string pointer;         // where it was declared
     bool latency_given = false;  // else a switch end takes its SerDes out (fabric/README)
 };
 
@@ -54,22 +54,22 @@ struct step_spec {
     std::string op;
     std::string node;
     std::string process = "p0";
-    json args = json::object();   // every key of the step except op, node, process, expect, save
-    json expect;                  // null when absent (meaning {"ok": true})
-    json save;                    // null or {"var": "field"}
-    std::string pointer;          // "/program/3"
+    json args = json::object();  // every key of the step except op, node, process, expect, save
+    json expect;                 // null when absent (meaning {"ok": true})
+    json save;                   // null or {"var": "field"}
+    std::string pointer;         // "/program/3"
 };
 
 struct workload_spec {
     size_t index = 0;
     std::string type;
-    json args = json::object();   // every key but type
+    json args = json::object();  // every key but type
     std::string pointer;
 };
 
 struct expectation {
-    std::string stat;             // dotted path into stats.json
-    json min, max, eq;            // null when absent
+    std::string stat;   // dotted path into stats.json
+    json min, max, eq;  // null when absent
     std::string pointer;
 };
 
@@ -91,7 +91,7 @@ struct scenario {
     trace_options trace;
     std::optional<uint64_t> stop_ps;
     std::vector<expectation> expect;
-    json document;                // the file after --set overrides
+    json document;  // the file after --set overrides
 
     const node_config* node(const std::string& n) const;
     const switch_spec* fabric_switch(const std::string& n) const;
@@ -101,7 +101,8 @@ struct scenario {
 
 // Reads, applies `sets` ("dotted.path=value", value parsed as JSON else taken as a string) and
 // validates. Returns false (and fills `d`) on bad input.
-bool load_scenario(const std::string& path, const std::vector<std::string>& sets, scenario& out, diag& d);
+bool load_scenario(const std::string& path, const std::vector<std::string>& sets, scenario& out,
+                   diag& d);
 // The same for an in-memory document (tests); `file` names it in messages.
 bool load_scenario_json(const std::string& file, json doc, scenario& out, diag& d);
 

@@ -239,7 +239,8 @@ json defs() {
         json{{"description", "node or switch at the other end"}, {"$ref", "#/$defs/name"}};
     link["required"] = json::array({"a", "b"});
     d["link"] = link;
-    d["switch_config"] = config_schema(switch_config{}, "an InfiniBand switch (fabric/ib_switch.h)");
+    d["switch_config"] =
+        config_schema(switch_config{}, "an InfiniBand switch (fabric/ib_switch.h)");
 
     json steps = json::array();
     for (const auto& op : op_table()) steps.push_back(step_schema(op));
@@ -292,8 +293,9 @@ json scenario_schema() {
                                 {"description",
                                  "star: every node linked to one switch, sw0 (instead of "
                                  "switches and links)"}}},
-              {"switch", json{{"description", "with topology: the generated switches' configuration"},
-                              {"$ref", "#/$defs/switch_config"}}},
+              {"switch",
+               json{{"description", "with topology: the generated switches' configuration"},
+                    {"$ref", "#/$defs/switch_config"}}},
               {"link", json{{"description", "with topology: the generated links' configuration"},
                             {"$ref", "#/$defs/link_config"}}}}},
         {"additionalProperties", false}};

@@ -40,7 +40,9 @@ world::world(const scenario& s) : m_spec(s) {
             ends = ends > 0 ? std::min(ends, port.gbps) : port.gbps;
             mtu = std::min(mtu, port.mtu);
         }
-        const double gbps = l.config.gbps > 0 ? l.config.gbps : ends > 0 ? ends : k_switch_port_gbps;
+        const double gbps = l.config.gbps > 0 ? l.config.gbps
+                            : ends > 0        ? ends
+                                              : k_switch_port_gbps;
         ib_link_config cfg = l.config;
         // The default latency counts both ends' PHYs; a switch's are inside its port-to-port
         // latency.

@@ -1,5 +1,6 @@
-// The simulated system of one run: nodes by name, the fabric's switches and links, and the resources program
-// steps created (named as the scenario names them), shared by the program runner and workloads.
+// The simulated system of one run: nodes by name, the fabric's switches and links, and the
+// resources program steps created (named as the scenario names them), shared by the program runner
+// and workloads.
 #pragma once
 
 #include <cstdint>
@@ -56,7 +57,7 @@ struct node_resources {
 };
 
 class world {
-public:
+  public:
     explicit world(const scenario& s);
 
     node& at(const std::string& name) { return *m_nodes.at(name); }
@@ -65,7 +66,7 @@ public:
     const std::vector<std::string>& node_names() const { return m_order; }
     const scenario& spec() const { return m_spec; }
 
-private:
+  private:
     const scenario& m_spec;
     std::vector<std::string> m_order;
     std::map<std::string, std::unique_ptr<node>> m_nodes;

@@ -49,9 +49,8 @@ credit_calendar* ib_switch::input_credits(int port, uint8_t sl) {
     return &m_ports[static_cast<size_t>(port - 1)]->buffer(sl);
 }
 
-sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_t i,
-                                    uint32_t bytes, const sc_core::sc_time& first,
-                                    const sc_core::sc_time& last) {
+sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_t i, uint32_t bytes,
+                                    const sc_core::sc_time& first, const sc_core::sc_time& last) {
     port_state& in = *m_ports[static_cast<size_t>(port - 1)];
     ++*in.rx_packets;
     *in.rx_bytes += bytes;

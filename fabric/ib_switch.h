@@ -92,8 +92,7 @@ class ib_switch : public sc_core::sc_module, public ib_forwarder {
 
     credit_calendar* input_credits(int port, uint8_t sl) override;
     sc_core::sc_time forward(int port, const ib_message_ptr& msg, uint32_t i, uint32_t bytes,
-                             const sc_core::sc_time& first,
-                             const sc_core::sc_time& last) override;
+                             const sc_core::sc_time& first, const sc_core::sc_time& last) override;
 
   private:
     struct port_state {

@@ -26,8 +26,8 @@
 
 #include "host/frame_allocator.h"
 #include "host/page_table.h"
-#include "host/range_allocator.h"
 #include "host/phys_mem.h"
+#include "host/range_allocator.h"
 #include "host/swap_device.h"
 
 namespace hcasim {
@@ -151,9 +151,9 @@ class address_space : public frame_mapper {
     phys_mem& m_mem;
     uint64_t m_memlock_limit;
     unsigned m_base_shift;
-    std::map<uint64_t, vma> m_vmas;       // by start address
+    std::map<uint64_t, vma> m_vmas;          // by start address
     range_allocator m_va_free{0, mmap_top};  // free addresses below mmap_top
-    page_table m_pt;                      // by virtual page number of each mapping page's start
+    page_table m_pt;                         // by virtual page number of each mapping page's start
     uint64_t m_locked_pages = 0;
     vm_hooks m_hooks;
     uint64_t m_swapped = 0;

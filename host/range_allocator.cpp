@@ -22,8 +22,7 @@ std::optional<uint64_t> range_allocator::alloc(uint64_t count) {
     return std::nullopt;
 }
 
-std::optional<uint64_t> range_allocator::alloc_top(uint64_t count, uint64_t align,
-                                                   uint64_t limit) {
+std::optional<uint64_t> range_allocator::alloc_top(uint64_t count, uint64_t align, uint64_t limit) {
     const auto at = find_top(count, align, limit);
     if (at) take(*at, count);
     return at;

@@ -121,9 +121,8 @@ void ib_link::attach(int end, ib_forwarder& device, int port) {
     // Only a link with a forwarding device at an end has credits to wait for (registered once).
     if (m_fwd[1 - end]) return;
     m_stats.formula("credit_stalls", "packets",
-                    "packets that waited for the far input buffer's credits", [this] {
-                        return json(m_credit_stalls);
-                    });
+                    "packets that waited for the far input buffer's credits",
+                    [this] { return json(m_credit_stalls); });
     for (int d = 0; d < 2; ++d)
         m_stats.formula(d == 0 ? "credit_wait_ns_0to1" : "credit_wait_ns_1to0", "ns",
                         "time packets in the direction waited for credits after the wire was free",
@@ -189,8 +188,8 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
     const sc_core::sc_time dur = wire_time(bytes);
     // The packet leaves when the wire is free and the far input buffer has credits for it for as
     // long as it takes to cross (it holds them longer; the hold is booked once known).
-    credit_calendar* credits = m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl)
-                                          : nullptr;
+    credit_calendar* credits =
+        m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl) : nullptr;
     if (credits && credits->infinite()) credits = nullptr;
     const uint64_t blocks = credit_blocks(bytes);
     sc_core::sc_time start;

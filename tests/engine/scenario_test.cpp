@@ -357,10 +357,13 @@ TEST(scenario_loader, perftest_connection_follows_perftest) {
         "workloads": [{"type": "ib_read_bw", "client": "a", "server": "b", "connection": "UC"},
         {"type": "ib_write_lat", "client": "a", "server": "b", "connection": "UD"},
         {"type": "ib_send_bw", "client": "a", "server": "b", "connection": "UD", "size": "4KiB"}]})");
-    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/0/connection: ib_read_bw does not run over UC"));
-    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/1/connection: ib_write_lat does not run over UD"));
-    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/2/size: a UD message of 4096 bytes does not fit "
-                                "the path MTU of 2048 bytes"));
+    EXPECT_TRUE(
+        has_prefix(bad, "t.json: /workloads/0/connection: ib_read_bw does not run over UC"));
+    EXPECT_TRUE(
+        has_prefix(bad, "t.json: /workloads/1/connection: ib_write_lat does not run over UD"));
+    EXPECT_TRUE(has_prefix(bad,
+                           "t.json: /workloads/2/size: a UD message of 4096 bytes does not fit "
+                           "the path MTU of 2048 bytes"));
     EXPECT_TRUE(bad.s.workloads.empty());
 }
 
@@ -525,4 +528,3 @@ TEST(scenario_schema, steps_and_workloads_are_declared_once) {
 
 }  // namespace
 }  // namespace hcasim
-

@@ -19,8 +19,8 @@
 #include "tlm/ib_link.h"
 
 using namespace hcasim;
-using sc_core::sc_time;
 using sc_core::SC_NS;
+using sc_core::sc_time;
 
 namespace {
 
@@ -30,7 +30,6 @@ struct bench : sc_core::sc_module {
     ib_switch sw;
     std::vector<ib_message_ptr> got;
     bool finished = false;
-
 
     SC_HAS_PROCESS(bench);
     explicit bench(sc_core::sc_module_name n)
@@ -124,8 +123,9 @@ TEST(routing, min_hop_over_two_switches) {
     d[4] = {5, false, {{1, 5}}};
     d[5] = {11, true, {{1, 3}, {2, 4}, {3, 2}, {4, 2}}};
     std::map<std::pair<size_t, uint16_t>, int> lft;
-    const size_t unreachable =
-        route_min_hop(d, [&](size_t sw, uint16_t dlid, int port) { lft[{sw, dlid}] = port; });
+    const size_t unreachable = route_min_hop(d, [&](size_t sw, uint16_t dlid, int port) {
+        lft[{sw, dlid}] = port;
+    });
     EXPECT_EQ(unreachable, 0u);
     EXPECT_EQ(lft.size(), 8u) << "two switches x four HCAs";
     EXPECT_EQ((lft[{2, 1}]), 1) << "a local HCA: its own port";

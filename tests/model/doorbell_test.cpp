@@ -69,7 +69,8 @@ struct bench : sc_core::sc_module {
         v = get<uint64_t>(b);
         return s;
     }
-    tlm::tlm_response_status chunk(uint64_t off, const uint8_t* data, sc_time delay = sc_core::SC_ZERO_TIME) {
+    tlm::tlm_response_status chunk(uint64_t off, const uint8_t* data,
+                                   sc_time delay = sc_core::SC_ZERO_TIME) {
         std::vector<uint8_t> b(data, data + reg::bf_chunk);
         return test::transact(bar, true, off, b.data(), static_cast<unsigned>(b.size()), delay);
     }
@@ -157,8 +158,7 @@ void bench::run() {
     store(reg::cmd_in1, 0xBBBB);
     store(reg::cmd_out, 0xCCCC000);
     const sc_time before = sc_core::sc_time_stamp();
-    EXPECT_EQ(store(reg::cmd_op, cmd_word(cmd::flush_qpc, 0x87654321u)),
-              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(store(reg::cmd_op, cmd_word(cmd::flush_qpc, 0x87654321u)), tlm::TLM_OK_RESPONSE);
     wait(sc_time(1, sc_core::SC_US));
     ASSERT_EQ(commands.size(), 1u);
     EXPECT_EQ(commands[0].op, cmd::flush_qpc);
@@ -208,11 +208,14 @@ void bench::run() {
     EXPECT_EQ(stat("blueflame_bytes"), 192u);
     // Malformed: a chunk out of order, a block larger than the buffer, wrong width.
     const uint64_t malformed1 = stat("malformed");
-    EXPECT_EQ(chunk(buf1 + 64, block.data() + 64), tlm::TLM_GENERIC_ERROR_RESPONSE) << "no block started";
+    EXPECT_EQ(chunk(buf1 + 64, block.data() + 64), tlm::TLM_GENERIC_ERROR_RESPONSE)
+        << "no block started";
     std::vector<uint8_t> big(64, 0);
     put<uint64_t>(big.data(), doorbell_word{5, 10, 16}.encode());
-    EXPECT_EQ(chunk(reg::bf_base, big.data()), tlm::TLM_GENERIC_ERROR_RESPONSE) << "8 + 256 bytes do not fit 256";
-    EXPECT_EQ(store(reg::bf_base, 1), tlm::TLM_BURST_ERROR_RESPONSE) << "BlueFlame takes 64-byte stores only";
+    EXPECT_EQ(chunk(reg::bf_base, big.data()), tlm::TLM_GENERIC_ERROR_RESPONSE)
+        << "8 + 256 bytes do not fit 256";
+    EXPECT_EQ(store(reg::bf_base, 1), tlm::TLM_BURST_ERROR_RESPONSE)
+        << "BlueFlame takes 64-byte stores only";
     EXPECT_EQ(stat("malformed") - malformed1, 3u);
     wait(sc_time(1, sc_core::SC_US));
     EXPECT_EQ(bfs.size(), 1u);

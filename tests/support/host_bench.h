@@ -80,8 +80,8 @@ struct stub_hca : sc_core::sc_module {
         if (off == reg::rq_doorbell && doorbell_word::decode(v, db)) rq_doorbells.push_back(db);
         if (off == reg::cmd_op && !mute) {
             // Decoded as the HCA's doorbell does (model/doorbell.cpp).
-            command_seen c{cmd_word_op(v), cmd_word_token(v),
-                           regs[reg::cmd_in0], regs[reg::cmd_in1]};
+            command_seen c{cmd_word_op(v), cmd_word_token(v), regs[reg::cmd_in0],
+                           regs[reg::cmd_in1]};
             commands.push_back(c);
             uint8_t rec[cmd_record_size] = {};
             put<uint32_t>(rec, c.token);
