@@ -1,5 +1,7 @@
 #include "engine/fabric_spec.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include "engine/ops.h"
@@ -9,8 +11,16 @@ namespace hcasim {
 
 namespace {
 
-const std::vector<std::string> k_fabric_keys = {"links", "switches", "topology", "switch", "link"};
-const std::vector<std::string> k_topologies = {"star"};
+const std::vector<std::string> k_fabric_keys = {"links",  "switches", "topology",
+                                                "switch", "link",     "routing",
+                                                "leaves", "spines",   "oversubscription"};
+const std::vector<std::string> k_topologies = {"star", "fat_tree"};
+const std::vector<std::string> k_fat_tree_keys = {"leaves", "spines", "oversubscription"};
+const std::vector<std::string> k_routings = {"minhop", "updn"};
+
+uint64_t ceil_div(uint64_t a, uint64_t b) {
+    return (a + b - 1) / b;
+}
 
 class fabric_loader {
   public:
@@ -34,7 +44,29 @@ class fabric_loader {
                     m_d.error(pointer_join("/fabric", k), std::string("\"") + k + "\" " + problem,
                               expected);
         };
-        if (auto t = f.find("topology"); t != f.end()) {
+        auto t = f.find("topology");
+        const bool fat_tree = t != f.end() && *t == "fat_tree";
+        m_s.routing = fat_tree ? routing_engine::up_down : routing_engine::min_hop;
+        if (auto r = f.find("routing"); r != f.end()) {
+            const routing_engine* e =
+                r->is_string() ? routing_engine_named(r->get<std::string>()) : nullptr;
+            if (e)
+                m_s.routing = *e;
+            else
+                m_d.error("/fabric/routing",
+                          r->is_string()
+                              ? unknown("routing engine", r->get<std::string>(), k_routings)
+                              : type_problem(*r),
+                          "one of minhop (shortest paths), updn (up/down; the default of "
+                          "fat_tree)");
+        }
+        if (!fat_tree)
+            for (const std::string& k : k_fat_tree_keys)
+                if (f.contains(k))
+                    m_d.error(pointer_join("/fabric", k),
+                              "\"" + k + "\" without \"topology\": \"fat_tree\"",
+                              "leaves, spines and oversubscription for a generated fat tree only");
+        if (t != f.end()) {
             refuse({"links", "switches"}, "next to \"topology\"",
                    "either a generated topology or switches and links given one by one");
             generate(f, *t);
@@ -158,23 +190,32 @@ class fabric_loader {
             m_d.error("/fabric/topology",
                       t.is_string() ? unknown("topology", t.get<std::string>(), k_topologies)
                                     : type_problem(t),
-                      "one of " + joined(k_topologies) + " (star: every node on one switch, sw0)");
+                      "one of " + joined(k_topologies) +
+                          " (star: every node on one switch, sw0; fat_tree: leaves and spines)");
             return;
         }
         switch_spec sw;
-        sw.name = "sw0";
         sw.pointer = "/fabric/switch";
         if (auto c = f.find("switch"); c != f.end()) load_config(sw.config, *c, sw.pointer, m_d);
-        if (m_s.node(sw.name)) {
-            m_d.error("/fabric/topology", "a node is named \"sw0\", the star's switch",
-                      "no node named sw0");
-            return;
-        }
         link_spec proto;
         proto.pointer = "/fabric/link";
         if (auto c = f.find("link"); c != f.end()) {
             proto.latency_given = c->is_object() && c->contains("latency");
             load_config(proto.config, *c, proto.pointer, m_d);
+        }
+        if (t == "star")
+            star(sw, proto);
+        else
+            fat_tree(f, sw, proto);
+    }
+
+    // Every node on one switch, sw0.
+    void star(switch_spec sw, const link_spec& proto) {
+        sw.name = "sw0";
+        if (m_s.node(sw.name)) {
+            m_d.error("/fabric/topology", "a node is named \"sw0\", the star's switch",
+                      "no node named sw0");
+            return;
         }
         if (m_s.nodes.size() > sw.config.ports) {
             m_d.error("/fabric/topology",
@@ -186,11 +227,97 @@ class fabric_loader {
         m_s.switches.push_back(sw);
         for (const auto& [name, cfg] : m_s.nodes) {
             (void)cfg;
-            link_spec l = proto;
-            l.a = name;
-            l.b = sw.name;
-            m_s.links.push_back(l);
+            link(proto, name, sw.name);
         }
+    }
+
+    // A two-level fat tree: the nodes, in file order, fill leaf0, leaf1, ... (`hosts` each, the
+    // last one the rest); each leaf has ceil(hosts / oversubscription) uplinks, dealt round-robin
+    // over the spines (one to each spine when there are as many spines as uplinks, the default).
+    void fat_tree(const json& f, switch_spec sw, const link_spec& proto) {
+        const size_t before = m_d.lines().size();
+        const uint64_t n = m_s.nodes.size(), ports = sw.config.ports;
+        double over = 1;
+        if (auto o = f.find("oversubscription"); o != f.end()) {
+            if (o->is_number() && o->get<double>() >= 1 && o->get<double>() <= 64)
+                over = o->get<double>();
+            else
+                m_d.error(
+                    "/fabric/oversubscription",
+                    o->is_number() ? "oversubscription " + o->dump() : type_problem(*o),
+                    "a number from 1 to 64: hosts per leaf over uplinks per leaf (2 for 2:1)");
+        }
+        // By default as few leaves as hold the nodes with their uplinks.
+        const uint64_t fit = std::max<uint64_t>(
+            1, static_cast<uint64_t>(static_cast<double>(ports) * over / (over + 1)));
+        const uint64_t leaves = count(f, "leaves", std::max<uint64_t>(1, ceil_div(n, fit)));
+        if (!leaves || m_d.lines().size() != before) return;
+        if (leaves > n) {
+            m_d.error("/fabric/leaves",
+                      std::to_string(leaves) + " leaves for " + std::to_string(n) + " nodes",
+                      "at most one leaf per node");
+            return;
+        }
+        const uint64_t hosts = ceil_div(n, leaves);
+        const uint64_t up = std::max<uint64_t>(
+            1, static_cast<uint64_t>(std::ceil(static_cast<double>(hosts) / over - 1e-9)));
+        const uint64_t spines = count(f, "spines", up);
+        if (!spines) return;
+        if (spines > up) {
+            m_d.error(
+                "/fabric/spines",
+                std::to_string(spines) + " spines for " + std::to_string(up) + " uplinks per leaf",
+                "at most the uplinks per leaf, ceil(hosts per leaf / oversubscription)");
+            return;
+        }
+        if (hosts + up > ports || leaves * ceil_div(up, spines) > ports) {
+            m_d.error("/fabric/topology",
+                      "a fat tree of " + std::to_string(leaves) + " leaves (" +
+                          std::to_string(hosts) + " nodes and " + std::to_string(up) +
+                          " uplinks each) and " + std::to_string(spines) +
+                          " spines on switches of " + std::to_string(ports) + " ports",
+                      "more leaves, fewer nodes, or a larger fabric.switch.ports");
+            return;
+        }
+        auto add_switch = [&](const std::string& name) {
+            if (m_s.node(name)) {
+                m_d.error("/fabric/topology", "a node is named \"" + name + "\", a fat-tree switch",
+                          "no node named leaf<i> or spine<j>");
+                return false;
+            }
+            switch_spec s = sw;
+            s.name = name;
+            m_s.switches.push_back(s);
+            return true;
+        };
+        for (uint64_t l = 0; l < leaves; ++l)
+            if (!add_switch("leaf" + std::to_string(l))) return;
+        for (uint64_t p = 0; p < spines; ++p)
+            if (!add_switch("spine" + std::to_string(p))) return;
+        for (uint64_t i = 0; i < n; ++i)
+            link(proto, m_s.nodes[i].first, "leaf" + std::to_string(i / hosts));
+        for (uint64_t l = 0; l < leaves; ++l)
+            for (uint64_t k = 0; k < up; ++k)
+                link(proto, "leaf" + std::to_string(l), "spine" + std::to_string(k % spines));
+    }
+
+    // A positive integer key of the generator; `dflt` when absent, 0 after reporting a bad one.
+    uint64_t count(const json& f, const char* key, uint64_t dflt) {
+        auto v = f.find(key);
+        if (v == f.end()) return dflt;
+        if (v->is_number_unsigned() && v->get<uint64_t>() >= 1 && v->get<uint64_t>() <= 4096)
+            return v->get<uint64_t>();
+        m_d.error(pointer_join("/fabric", key),
+                  v->is_number() ? key + (" " + v->dump()) : type_problem(*v),
+                  "an integer from 1 to 4096");
+        return 0;
+    }
+
+    void link(const link_spec& proto, const std::string& a, const std::string& b) {
+        link_spec l = proto;
+        l.a = a;
+        l.b = b;
+        m_s.links.push_back(l);
     }
 
     scenario& m_s;

@@ -1,6 +1,7 @@
 // Loading a scenario's `fabric`: switches and links given one by one, or a generated topology
-// (a star of every node on one switch). Checks names, ends and port counts with the scenario's
-// error wording (FILE: /json/pointer: problem (expected)).
+// (a star of every node on one switch; a two-level fat tree of leaves and spines with a given
+// oversubscription), and the subnet manager's routing engine. Checks names, ends and port counts
+// with the scenario's error wording (FILE: /json/pointer: problem (expected)).
 #pragma once
 
 #include "engine/scenario.h"

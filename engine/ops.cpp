@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "engine/traffic_pattern.h"
+
 namespace hcasim {
 
 namespace {
@@ -494,8 +496,18 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
             "receive buffers get 40 bytes more for the GRH";
     field_shape s;
     s.fields = {
-        ref("client", resource_kind::node, true, "node running the client (requester)"),
-        ref("server", resource_kind::node, true, "node running the server"),
+        ref("client", resource_kind::node, false,
+            "node running the client (requester); or clients, or pattern"),
+        ref("server", resource_kind::node, false,
+            "node running the server (with client, clients, or pattern incast)"),
+        list("clients", ref("", resource_kind::node, true, "a client node"), false,
+             "many clients of one server, all at once, each with its own QPs: one pair each", 1),
+        choice("pattern", traffic_patterns(), false,
+               "a traffic pattern over nodes, every pair at once: incast (every node but server "
+               "-> server), all_to_all (every ordered pair), permutation (each node to one other, "
+               "a derangement drawn from the seed), ring (node i -> i + 1)"),
+        list("nodes", ref("", resource_kind::node, true, "a node"), false,
+             "the nodes of the pattern, in order (default: every node, in file order)", 1),
         with_default(opt("size", field_kind::size, "message size (-s)"), default_size),
         integer("iters", 1, 1e12, false,
                 "iterations (-n); 1000 for every test (perftest: 5000 for bw, 1000 for lat)", 1000),
@@ -521,6 +533,8 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 "and polled by thread q mod threads, each with its own CQ and CPU time",
                 1),
     };
+    s.exactly_one = {{"client", "clients", "pattern"}};
+    s.requires_key = {{"client", "server"}, {"clients", "server"}, {"nodes", "pattern"}};
     return s;
 }
 

@@ -15,7 +15,8 @@ std::optional<json> stat_at(const json& stats, const std::string& path) {
     size_t start = 0;
     while (start <= path.size()) {
         size_t dot = path.find('.', start);
-        std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+        std::string part =
+            path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
         if (node->is_object()) {
             auto it = node->find(part);
             if (it == node->end()) return std::nullopt;
@@ -54,12 +55,14 @@ bool check_stat_expectation(const json& stats, const json& e, std::string& probl
         if (!e.contains(bound)) continue;
         auto have = number(*v), want = number(e[bound]);
         if (!have || !want) {
-            problem = "stat " + path + " is " + v->dump() + ", not comparable with " + bound + " " + e[bound].dump();
+            problem = "stat " + path + " is " + v->dump() + ", not comparable with " + bound + " " +
+                      e[bound].dump();
             return false;
         }
         bool ok = std::string(bound) == "min" ? *have >= *want : *have <= *want;
         if (!ok) {
-            problem = "stat " + path + " is " + v->dump() + ", expected " + bound + " " + e[bound].dump();
+            problem =
+                "stat " + path + " is " + v->dump() + ", expected " + bound + " " + e[bound].dump();
             return false;
         }
     }
@@ -86,7 +89,52 @@ std::string fixed(double v, int digits) {
     os << std::fixed << std::setprecision(digits) << v;
     return os.str();
 }
-const char* k_rule = "---------------------------------------------------------------------------------------\n";
+const char* k_rule =
+    "---------------------------------------------------------------------------------------\n";
+// A many-pair workload: a row per pair, then the aggregates over the pairs.
+void print_pairs(const json& w, bool lat, std::ostream& os) {
+    auto col = [&](const std::string& v, int width) { os << std::left << std::setw(width) << v; };
+    os << " pair  ";
+    col("client -> server", 22);
+    if (lat)
+        os << "#bytes     #iterations    t_min[usec]    t_avg[usec]    99% percentile[usec]\n";
+    else
+        os << "#bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
+    size_t k = 0;
+    for (const auto& r : w["pairs"]) {
+        os << " ";
+        col(std::to_string(k++), 6);
+        col(r.value("client", "") + " -> " + r.value("server", ""), 22);
+        if (r.contains("error")) {
+            os << "error: " << r["error"].get<std::string>() << "\n";
+            continue;
+        }
+        col(std::to_string(r.value("size", 0)), 11);
+        col(std::to_string(r.value("iters", 0)), 15);
+        const json l = r.value("lat_ns", json::object());
+        if (lat)
+            os << std::setw(15) << fixed(l.value("min", 0.0) / 1000.0, 2) << std::setw(15)
+               << fixed(l.value("avg", 0.0) / 1000.0, 2) << fixed(l.value("p99", 0.0) / 1000.0, 2)
+               << "\n";
+        else
+            os << std::setw(21) << fixed(r.value("gbps", 0.0), 2) << fixed(r.value("mops", 0.0), 6)
+               << "\n";
+    }
+    const json a = w.value("aggregate", json::object());
+    auto range = [&](const char* key, double scale, int digits) {
+        const json v = a.value(key, json::object());
+        std::string out;
+        if (v.contains("sum")) out += "sum " + fixed(v["sum"].get<double>() * scale, digits) + ", ";
+        return out + "min/avg/max " + fixed(v.value("min", 0.0) * scale, digits) + "/" +
+               fixed(v.value("avg", 0.0) * scale, digits) + "/" +
+               fixed(v.value("max", 0.0) * scale, digits);
+    };
+    if (lat) os << " t_avg[usec] over pairs: " << range("lat_avg_ns", 1e-3, 2) << "\n";
+    os << " BW[Gb/sec] over pairs: " << range("gbps", 1, 2) << "; Jain's fairness index "
+       << fixed(a.value("jain_gbps", 1.0), 4) << "\n";
+    os << " MsgRate[Mpps] over pairs: " << range("mops", 1, 6) << "\n";
+}
+
 }  // namespace
 
 void print_summary(const json& stats, std::ostream& os) {
@@ -95,27 +143,36 @@ void print_summary(const json& stats, std::ostream& os) {
         os << " " << w.value("type", "") << "   " << w.value("description", "") << "\n";
         if (w.contains("error")) os << " error: " << w["error"].get<std::string>() << "\n";
         const bool lat = w.value("type", "").find("_lat") != std::string::npos;
-        std::vector<json> rows = w.contains("sizes") ? std::vector<json>(w["sizes"].begin(), w["sizes"].end())
-                                                     : std::vector<json>{w};
+        if (w.contains("pairs")) {
+            print_pairs(w, lat, os);
+            continue;
+        }
+        std::vector<json> rows = w.contains("sizes")
+                                     ? std::vector<json>(w["sizes"].begin(), w["sizes"].end())
+                                     : std::vector<json>{w};
         if (lat) {
-            os << " #bytes     #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    99% percentile[usec]   99.9% percentile[usec]\n";
+            os << " #bytes     #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+                  "t_avg[usec]    99% percentile[usec]   99.9% percentile[usec]\n";
             for (const auto& r : rows) {
                 const json l = r.value("lat_ns", json::object());
                 auto us = [&](const char* k) { return fixed(l.value(k, 0.0) / 1000.0, 2); };
-                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15) << r.value("iters", 0)
-                   << std::setw(15) << us("min") << std::setw(13) << us("max") << std::setw(17) << us("p50")
-                   << std::setw(15) << us("avg") << std::setw(23) << us("p99") << us("p999") << "\n";
+                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15)
+                   << r.value("iters", 0) << std::setw(15) << us("min") << std::setw(13)
+                   << us("max") << std::setw(17) << us("p50") << std::setw(15) << us("avg")
+                   << std::setw(23) << us("p99") << us("p999") << "\n";
             }
         } else {
             os << " #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
             for (const auto& r : rows)
-                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15) << r.value("iters", 0)
-                   << std::setw(21) << fixed(r.value("gbps", 0.0), 2) << fixed(r.value("mops", 0.0), 6) << "\n";
+                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15)
+                   << r.value("iters", 0) << std::setw(21) << fixed(r.value("gbps", 0.0), 2)
+                   << fixed(r.value("mops", 0.0), 6) << "\n";
         }
     }
     if (!stats.value("workloads", json::array()).empty()) os << k_rule;
-    os << "simulated " << fixed(stats.value("sim_time_ns", 0.0) / 1000.0, 3) << " us in " << fixed(stats.value("wall_time_s", 0.0), 3)
-       << " s wall, " << stats.value("events", 0) << " kernel events\n";
+    os << "simulated " << fixed(stats.value("sim_time_ns", 0.0) / 1000.0, 3) << " us in "
+       << fixed(stats.value("wall_time_s", 0.0), 3) << " s wall, " << stats.value("events", 0)
+       << " kernel events\n";
     for (auto it = stats["nodes"].begin(); it != stats["nodes"].end(); ++it) {
         const json& n = it.value();
         auto get = [&](const std::string& path) {
@@ -123,18 +180,32 @@ void print_summary(const json& stats, std::ostream& os) {
             return v ? *v : json(nullptr);
         };
         os << "node " << it.key() << ": doorbells " << get("hca.doorbell.count").dump() << ", WQEs "
-           << get("hca.wqe_fetcher.wqes").dump() << ", QPC hit rate " << fixed(get("hca.qpc_cache.hit_rate").is_number() ? get("hca.qpc_cache.hit_rate").get<double>() : 0.0, 3)
-           << ", TPT lookups " << get("hca.tpt.lookups").dump() << " (protection errors " << get("hca.tpt.protection_errors").dump()
-           << "), DMA read/write " << get("hca.dma.read_bytes").dump() << "/" << get("hca.dma.write_bytes").dump()
-           << " B, PCIe up/down util " << fixed(get("hca.pcie.up_utilization").is_number() ? get("hca.pcie.up_utilization").get<double>() : 0.0, 3) << "/"
-           << fixed(get("hca.pcie.down_utilization").is_number() ? get("hca.pcie.down_utilization").get<double>() : 0.0, 3)
+           << get("hca.wqe_fetcher.wqes").dump() << ", QPC hit rate "
+           << fixed(get("hca.qpc_cache.hit_rate").is_number()
+                        ? get("hca.qpc_cache.hit_rate").get<double>()
+                        : 0.0,
+                    3)
+           << ", TPT lookups " << get("hca.tpt.lookups").dump() << " (protection errors "
+           << get("hca.tpt.protection_errors").dump() << "), DMA read/write "
+           << get("hca.dma.read_bytes").dump() << "/" << get("hca.dma.write_bytes").dump()
+           << " B, PCIe up/down util "
+           << fixed(get("hca.pcie.up_utilization").is_number()
+                        ? get("hca.pcie.up_utilization").get<double>()
+                        : 0.0,
+                    3)
+           << "/"
+           << fixed(get("hca.pcie.down_utilization").is_number()
+                        ? get("hca.pcie.down_utilization").get<double>()
+                        : 0.0,
+                    3)
            << ", pinned user pages " << get("host.pinned_user_pages").dump() << "\n";
     }
     for (const auto& step : stats.value("program", json::array()))
         if (!step.value("expectation_met", true)) {
-            os << "step " << step["index"].dump() << " (" << step["op"].get<std::string>() << " on " << step["node"].get<std::string>()
-               << "): expectation not met";
-            for (const auto& p : step.value("problems", json::array())) os << "; " << p.get<std::string>();
+            os << "step " << step["index"].dump() << " (" << step["op"].get<std::string>() << " on "
+               << step["node"].get<std::string>() << "): expectation not met";
+            for (const auto& p : step.value("problems", json::array()))
+                os << "; " << p.get<std::string>();
             os << "\n";
         }
     for (const auto& e : stats.value("expect", json::array()))

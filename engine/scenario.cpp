@@ -17,6 +17,7 @@
 #include "engine/problems.h"
 #include "engine/set_override.h"
 #include "engine/stat_expect.h"
+#include "engine/traffic_pattern.h"
 #include "sim/output_file.h"
 
 namespace hcasim {
@@ -65,7 +66,8 @@ class checker {
     void load_program(json& doc);
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
-    void fit_ud_size(json& w, const std::string& p, bool size_given);
+    void fit_ud_size(json& w, const std::string& p, bool size_given,
+                     const std::vector<std::pair<std::string, std::string>>& pairs);
     void check_posting(const json& w, const std::string& p, const std::string& type);
     void load_trace(const json& v);
     json* top_array(json& doc, const std::string& key, const std::string& expected);
@@ -355,7 +357,11 @@ void checker::load_workloads(json& doc) {
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
                       "two different nodes");
-        if (m_d.lines().size() == before && conn && over_ud(w)) fit_ud_size(w, p, size_given);
+        std::vector<std::pair<std::string, std::string>> pairs;
+        if (m_d.lines().size() == before && (w.contains("clients") || w.contains("pattern")))
+            pairs = workload_pairs(w, m_s, m_s.seed + i, p, m_d);
+        if (m_d.lines().size() == before && conn && over_ud(w))
+            fit_ud_size(w, p, size_given, pairs);
         if (decl->shape.find("inline_size")) check_posting(w, p, decl->name);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
@@ -366,6 +372,7 @@ void checker::load_workloads(json& doc) {
         spec.pointer = p;
         spec.args = w;
         spec.args.erase("type");
+        spec.pairs = std::move(pairs);
         m_s.workloads.push_back(std::move(spec));
     }
 }
@@ -405,20 +412,26 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
 }
 
 // A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of
-// client and server) and lowers its default size to it.
-void checker::fit_ud_size(json& w, const std::string& p, bool size_given) {
-    const node_config* c = m_s.node(w["client"].get<std::string>());
-    const node_config* s = m_s.node(w["server"].get<std::string>());
-    if (!c || !s) return;
-    const uint64_t mtu = std::min(c->hca.port.mtu, s->hca.port.mtu);
+// client and server; of every node of a pattern) and lowers its default size to it.
+void checker::fit_ud_size(json& w, const std::string& p, bool size_given,
+                          const std::vector<std::pair<std::string, std::string>>& pairs) {
+    std::vector<std::string> names;
+    for (const auto& [c, s] : pairs) names.insert(names.end(), {c, s});
+    if (pairs.empty()) names = {w["client"].get<std::string>(), w["server"].get<std::string>()};
+    uint64_t mtu = UINT64_MAX;
+    for (const auto& n : names)
+        if (const node_config* c = m_s.node(n)) mtu = std::min(mtu, c->hca.port.mtu);
+    if (mtu == UINT64_MAX) return;
     auto size = parse_size(w["size"]);
     if (!size || *size <= mtu) return;
     if (size_given && !w.value("all_sizes", false))
         m_d.error(pointer_join(p, "size"),
                   "a UD message of " + std::to_string(*size) +
                       " bytes does not fit the path MTU of " + std::to_string(mtu) +
-                      " bytes (hca.port.mtu of " + w["client"].dump() + " and " +
-                      w["server"].dump() + ")",
+                      " bytes (hca.port.mtu of " +
+                      (pairs.empty() ? w["client"].dump() + " and " + w["server"].dump()
+                                     : std::string("the workload's nodes")) +
+                      ")",
                   "a size of at most " + std::to_string(mtu) + " over UD");
     else
         w["size"] = mtu;
@@ -799,8 +812,10 @@ json scenario::resolved_config() const {
     }
     json switches = json::object();
     for (const auto& sw : this->switches) switches[sw.name] = dump_config(sw.config);
-    out["fabric"] =
-        switches.empty() ? json{{"links", links}} : json{{"switches", switches}, {"links", links}};
+    out["fabric"] = switches.empty() ? json{{"links", links}}
+                                     : json{{"switches", switches},
+                                            {"links", links},
+                                            {"routing", routing_engine_name(routing)}};
     out["stop"] = stop_ps ? json(format_time_ps(*stop_ps)) : json();
     out["trace"] = json{{"vcd", trace.vcd}, {"events", trace.events}};
     return out;

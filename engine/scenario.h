@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "fabric/ib_switch.h"
+#include "fabric/routing.h"
 #include "host/host.h"
 #include "model/hca.h"
 #include "sim/diag.h"
@@ -65,6 +66,9 @@ struct workload_spec {
     std::string type;
     json args = json::object();  // every key but type
     std::string pointer;
+    // (client, server) of every pair of a workload over many nodes (clients or pattern, see
+    // engine/traffic_pattern.h); empty for one client and one server.
+    std::vector<std::pair<std::string, std::string>> pairs;
 };
 
 struct expectation {
@@ -86,6 +90,7 @@ struct scenario {
     std::vector<std::pair<std::string, node_config>> nodes;  // in file order
     std::vector<switch_spec> switches;  // in file order (LIDs follow the nodes')
     std::vector<link_spec> links;
+    routing_engine routing = routing_engine::min_hop;  // the subnet manager's (fabric.routing)
     std::vector<step_spec> program;
     std::vector<workload_spec> workloads;
     trace_options trace;

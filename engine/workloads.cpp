@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include "engine/mem_step.h"
+#include "engine/traffic_pattern.h"
+#include "sim/splitmix.h"
 #include "sim/stats.h"
 #include "sim/units.h"
 
@@ -194,16 +197,6 @@ void connect(const params& p, side& a, side& b) {
 uint64_t now_ps() {
     return to_ps(sc_core::sc_time_stamp());
 }
-
-struct splitmix {
-    uint64_t x;
-    uint64_t next() {
-        uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        return z ^ (z >> 31);
-    }
-};
 
 bool is_atomic(const std::string& t) {
     return t.rfind("ib_atomic", 0) == 0;
@@ -658,6 +651,161 @@ json run_dma(world& w, const workload_spec& spec) {
     return r;
 }
 
+// Holds the pairs of a many-pair workload until every one has set up (processes, buffers, QPs
+// connected): their traffic starts at one simulated time however long each setup took.
+class start_barrier {
+  public:
+    explicit start_barrier(size_t parties) : m_waiting(parties) {}
+    // Called once by each party: when it is ready, or when it has failed before.
+    void arrive() {
+        if (--m_waiting == 0) m_all.notify(sc_core::SC_ZERO_TIME);
+    }
+    void arrive_and_wait() {
+        arrive();
+        if (m_waiting) sc_core::wait(m_all);
+    }
+
+  private:
+    size_t m_waiting;
+    sc_core::sc_event m_all;
+};
+
+// One perftest run between `cn` (client) and `sn` (server), its processes named `process`;
+// fills `out` with its table. `gate`, when given, is called between setup and traffic.
+// Throws workload_error.
+void run_perftest(world& w, const workload_spec& spec, const std::string& cn, const std::string& sn,
+                  const std::string& process, uint64_t seed, json& out,
+                  const std::function<void()>& gate = {}) {
+    const json& a = spec.args;
+    params p;
+    p.type = spec.type;
+    const bool lat = spec.type.find("_lat") != std::string::npos;
+    p.iters = arg_u64(a, "iters", 1000);
+    p.qps = lat ? 1 : std::max<uint64_t>(1, arg_u64(a, "qps", 1));
+    p.tx_depth = std::max<uint64_t>(1, arg_u64(a, "tx_depth", lat ? 1 : 128));
+    p.page_size = arg_u64(a, "page_size", 4096);
+    p.outs = std::min<uint64_t>(16, std::max<uint64_t>(1, arg_u64(a, "outs", 16)));
+    const std::string conn = a.value("connection", std::string("RC"));
+    p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
+    p.rx_depth = p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
+    p.grh = p.conn == qp_type::ud ? k_grh : 0;
+    p.inline_size = arg_u64(a, "inline_size", default_inline(spec.type, p.conn));
+    p.post_list = std::max<uint64_t>(1, arg_u64(a, "post_list", 1));
+    p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
+    // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
+    p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+    // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
+    const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
+                                                               w.at(sn).hca().config().port.mtu)
+                                                    : (1ULL << 23);
+    std::vector<uint64_t> sizes;
+    if (a.value("all_sizes", false)) {
+        for (uint64_t s = 2; s <= max_size; s <<= 1) sizes.push_back(s);
+    } else {
+        sizes.push_back(arg_u64(a, "size", lat ? 2 : 65536));
+        if (sizes[0] > max_size)
+            throw workload_error{"a UD message of " + std::to_string(sizes[0]) +
+                                 " bytes exceeds the path MTU of " + std::to_string(max_size) +
+                                 " bytes"};
+    }
+    if (is_atomic(p.type)) sizes = {8};
+    const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
+    p.size = largest;
+    p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
+    p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
+    if (p.page_size > 4096)
+        p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
+    out["description"] =
+        cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" +
+        (p.qps > 1 ? "s" : "") + (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) +
+        (p.random ? ", random offsets" : "") +
+        (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
+        (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
+        (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
+    side client, server;
+    setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
+    setup(w, sn, process, p, 1, server);
+    connect(p, client, server);
+    if (gate) gate();
+    json rows = json::array();
+    for (uint64_t size : sizes) {
+        params ps = p;
+        ps.size = size;
+        histogram lat_hist;
+        rows.push_back(lat ? run_lat(ps, client, server, lat_hist)
+                           : run_bw(ps, client, server, seed + size, lat_hist));
+    }
+    out["client"] = cn;
+    out["server"] = sn;
+    out["qps"] = p.qps;
+    out["inline_size"] = p.inline_size;  // perftest: "Max inline data"
+    out["post_list"] = p.post_list;
+    out["threads"] = p.threads;
+    for (auto it = rows.back().begin(); it != rows.back().end(); ++it) out[it.key()] = it.value();
+    if (rows.size() > 1) out["sizes"] = rows;
+    bool ok = true;
+    for (const auto& r : rows) ok = ok && r["data_check"] == "ok";
+    out["data_check"] = ok ? "ok" : "mismatch";
+}
+
+// Every pair of a many-node workload, each in its own thread with its own processes, their
+// traffic starting together once all have set up.
+void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
+    const size_t n = spec.pairs.size();
+    std::vector<json> results(n);
+    size_t running = n;
+    sc_core::sc_event all_done;
+    start_barrier barrier(n);
+    for (size_t k = 0; k < n; ++k) {
+        sc_core::sc_spawn_options opts;
+        opts.set_stack_size(16 << 20);
+        sc_core::sc_spawn(
+            [&, k] {
+                const auto& [cn, sn] = spec.pairs[k];
+                json r = json::object();
+                bool arrived = false;
+                try {
+                    run_perftest(w, spec, cn, sn,
+                                 "perftest" + std::to_string(spec.index) + "_" + std::to_string(k),
+                                 seed + 7919 * k, r, [&] {
+                                     arrived = true;
+                                     barrier.arrive_and_wait();
+                                 });
+                } catch (const workload_error& e) {
+                    if (!arrived) barrier.arrive();  // a pair that failed to set up
+                    r["client"] = cn;
+                    r["server"] = sn;
+                    r["error"] = e.what;
+                }
+                results[k] = std::move(r);
+                if (--running == 0) all_done.notify();
+            },
+            sc_core::sc_gen_unique_name("pair"), &opts);
+    }
+    ++kernel_events();
+    sc_core::wait(all_done);
+    const std::string pattern = spec.args.value("pattern", std::string("clients"));
+    const json& first = results.front();
+    out["pattern"] = pattern;
+    out["description"] =
+        std::to_string(n) + " pairs at once (" +
+        (pattern == "clients" ? "clients of " + spec.pairs[0].second : "pattern " + pattern) +
+        "), each " + first.value("description", std::string());
+    for (const char* k : {"size", "iters", "qps"})
+        if (first.contains(k)) out[k] = first[k];
+    out["pairs"] = results;
+    out["aggregate"] = pair_aggregates(results);
+    bool ok = true;
+    for (size_t k = 0; k < n; ++k) {
+        const json& r = results[k];
+        if (r.contains("error") && !out.contains("error"))
+            out["error"] = "pair " + std::to_string(k) + " (" + spec.pairs[k].first + " -> " +
+                           spec.pairs[k].second + "): " + r["error"].get<std::string>();
+        ok = ok && r.value("data_check", "") == "ok";
+    }
+    out["data_check"] = ok ? "ok" : "mismatch";
+}
+
 }  // namespace
 
 json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
@@ -671,89 +819,19 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
                                  a.value("node", std::string("a"));
             json r = run_dma(w, spec);
             for (auto it = r.begin(); it != r.end(); ++it) out[it.key()] = it.value();
+        } else if (spec.pairs.empty()) {
+            run_perftest(w, spec, spec.args.value("client", "a"), spec.args.value("server", "b"),
+                         "perftest" + std::to_string(spec.index), seed, out);
         } else {
-            const json& a = spec.args;
-            params p;
-            p.type = spec.type;
-            const bool lat = spec.type.find("_lat") != std::string::npos;
-            p.iters = arg_u64(a, "iters", 1000);
-            p.qps = lat ? 1 : std::max<uint64_t>(1, arg_u64(a, "qps", 1));
-            p.tx_depth = std::max<uint64_t>(1, arg_u64(a, "tx_depth", lat ? 1 : 128));
-            p.page_size = arg_u64(a, "page_size", 4096);
-            p.outs = std::min<uint64_t>(16, std::max<uint64_t>(1, arg_u64(a, "outs", 16)));
-            const std::string conn = a.value("connection", std::string("RC"));
-            p.conn = conn == "UD" ? qp_type::ud : conn == "UC" ? qp_type::uc : qp_type::rc;
-            p.rx_depth =
-                p.conn == qp_type::rc ? p.tx_depth : std::max(p.tx_depth, k_unreliable_rx_depth);
-            p.grh = p.conn == qp_type::ud ? k_grh : 0;
-            p.inline_size = arg_u64(a, "inline_size", default_inline(spec.type, p.conn));
-            p.post_list = std::max<uint64_t>(1, arg_u64(a, "post_list", 1));
-            p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
-            // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
-            p.random = a.value("access_pattern", std::string("sequential")) == "random" &&
-                       !is_send(p.type);
-            const std::string cn = a.value("client", "a"), sn = a.value("server", "b");
-            // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
-            const uint64_t max_size =
-                p.conn == qp_type::ud
-                    ? std::min(w.at(cn).hca().config().port.mtu, w.at(sn).hca().config().port.mtu)
-                    : (1ULL << 23);
-            std::vector<uint64_t> sizes;
-            if (a.value("all_sizes", false)) {
-                for (uint64_t s = 2; s <= max_size; s <<= 1) sizes.push_back(s);
-            } else {
-                sizes.push_back(arg_u64(a, "size", lat ? 2 : 65536));
-                if (sizes[0] > max_size)
-                    throw workload_error{"a UD message of " + std::to_string(sizes[0]) +
-                                         " bytes exceeds the path MTU of " +
-                                         std::to_string(max_size) + " bytes"};
-            }
-            if (is_atomic(p.type)) sizes = {8};
-            const uint64_t largest = *std::max_element(sizes.begin(), sizes.end());
-            p.size = largest;
-            p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
-            p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
-            if (p.page_size > 4096)
-                p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
-            out["description"] =
-                cn + " -> " + sn + ", " + conn_name(p.conn) + ", " + std::to_string(p.qps) + " QP" +
-                (p.qps > 1 ? "s" : "") + (lat ? "" : ", tx_depth " + std::to_string(p.tx_depth)) +
-                (p.random ? ", random offsets" : "") +
-                (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
-                (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
-                (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
-            const std::string process = "perftest" + std::to_string(spec.index);
-            side client, server;
-            setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
-            setup(w, sn, process, p, 1, server);
-            connect(p, client, server);
-            json rows = json::array();
-            for (uint64_t size : sizes) {
-                params ps = p;
-                ps.size = size;
-                histogram lat_hist;
-                rows.push_back(lat ? run_lat(ps, client, server, lat_hist)
-                                   : run_bw(ps, client, server, seed + size, lat_hist));
-            }
-            out["client"] = cn;
-            out["server"] = sn;
-            out["qps"] = p.qps;
-            out["inline_size"] = p.inline_size;  // perftest: "Max inline data"
-            out["post_list"] = p.post_list;
-            out["threads"] = p.threads;
-            for (auto it = rows.back().begin(); it != rows.back().end(); ++it)
-                out[it.key()] = it.value();
-            if (rows.size() > 1) out["sizes"] = rows;
-            bool ok = true;
-            for (const auto& r : rows) ok = ok && r["data_check"] == "ok";
-            out["data_check"] = ok ? "ok" : "mismatch";
+            run_pairs(w, spec, seed, out);
         }
     } catch (const workload_error& e) {
         out["error"] = e.what;
     }
     const uint64_t events = kernel_events() - events_before;
     out["events"] = events;
-    const uint64_t ops = out.value("iters", uint64_t{0}) * out.value("qps", uint64_t{1});
+    const uint64_t ops = out.value("iters", uint64_t{0}) * out.value("qps", uint64_t{1}) *
+                         std::max<size_t>(1, spec.pairs.size());
     out["events_per_op"] = ops ? static_cast<double>(events) / static_cast<double>(ops) : 0.0;
     return out;
 }

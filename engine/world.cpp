@@ -27,6 +27,7 @@ world::world(const scenario& s) : m_spec(s) {
         devices.push_back(fabric_device{lid++, true, {}});
         switch_at.push_back(d.get());
     }
+    std::map<std::string, uint64_t> parallel;
     for (const link_spec& l : s.links) {
         node* a = has(l.a) ? m_nodes.at(l.a).get() : nullptr;
         node* b = has(l.b) ? m_nodes.at(l.b).get() : nullptr;
@@ -50,11 +51,14 @@ world::world(const scenario& s) : m_spec(s) {
             const uint64_t serdes = (a ? 0 : k_switch_serdes_ps) + (b ? 0 : k_switch_serdes_ps);
             cfg.latency.ps = cfg.latency.ps > serdes ? cfg.latency.ps - serdes : 0;
         }
-        std::string name = "fabric.link_" + l.a + "_" + l.b;
+        // Parallel links (a leaf's uplinks to one spine) are told apart by a count.
+        std::string local = "link_" + l.a + "_" + l.b;
+        if (const uint64_t k = ++parallel[local]; k > 1) local += "_" + std::to_string(k);
+        const std::string name = "fabric." + local;
         // Each link draws its faults from its own generator, seeded by the scenario and the link.
         const uint64_t seed = s.seed * 0x9E3779B97F4A7C15ULL + m_links.size() + 1;
-        auto link = std::make_unique<ib_link>(("link_" + l.a + "_" + l.b).c_str(), cfg, gbps,
-                                              static_cast<uint32_t>(mtu), name, seed);
+        auto link = std::make_unique<ib_link>(local.c_str(), cfg, gbps, static_cast<uint32_t>(mtu),
+                                              name, seed);
         const size_t da = device.at(l.a), db = device.at(l.b);
         int port_a = 1, port_b = 1;  // an HCA's one port
         if (a)
@@ -71,9 +75,8 @@ world::world(const scenario& s) : m_spec(s) {
     }
     // The subnet manager's sweep: every switch gets a forwarding entry for every HCA it reaches.
     if (!m_switches.empty())
-        route_min_hop(devices, [&](size_t sw, uint16_t dlid, int port) {
-            switch_at[sw]->set_route(dlid, port);
-        });
+        route(s.routing, devices,
+              [&](size_t sw, uint16_t dlid, int port) { switch_at[sw]->set_route(dlid, port); });
 }
 
 }  // namespace hcasim

@@ -5,12 +5,14 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "engine/ops.h"
 #include "engine/scenario.h"
 #include "engine/set_override.h"
 #include "engine/sweep_spec.h"
+#include "engine/traffic_pattern.h"
 
 namespace hcasim {
 namespace {
@@ -319,6 +321,130 @@ TEST(scenario_loader, switches_topologies_and_their_errors) {
     auto small = load(R"({"nodes": {"a": {}, "b": {}, "c": {}},
         "fabric": {"topology": "star", "switch": {"ports": 2}}})");
     EXPECT_TRUE(has_prefix(small, "t.json: /fabric/topology: a star of 3 nodes on a switch of 2"));
+}
+
+TEST(scenario_loader, fat_trees_and_their_errors) {
+    // Ten nodes, 2:1 on three leaves: four, four and two nodes, two uplinks per leaf, one to
+    // each of two spines; up/down routing by default.
+    std::string nodes = "{";
+    for (int i = 0; i < 10; ++i) nodes += (i ? ", \"n" : "\"n") + std::to_string(i) + "\": {}";
+    nodes += "}";
+    auto ft = load(R"({"nodes": )" + nodes + R"(,
+        "fabric": {"topology": "fat_tree", "leaves": 3, "oversubscription": 2}})");
+    ASSERT_TRUE(ft.ok) << testing::PrintToString(ft.lines);
+    ASSERT_EQ(ft.s.switches.size(), 5u);
+    EXPECT_EQ(ft.s.switches[2].name, "leaf2");
+    EXPECT_EQ(ft.s.switches[4].name, "spine1");
+    ASSERT_EQ(ft.s.links.size(), 10u + 3 * 2);
+    EXPECT_EQ(ft.s.links[3].b, "leaf0");
+    EXPECT_EQ(ft.s.links[4].b, "leaf1");
+    EXPECT_EQ(ft.s.links[9].b, "leaf2");
+    EXPECT_EQ(ft.s.links[10].a, "leaf0");
+    EXPECT_EQ(ft.s.links[10].b, "spine0");
+    EXPECT_EQ(ft.s.links[11].b, "spine1");
+    EXPECT_EQ(ft.s.routing, routing_engine::up_down);
+    EXPECT_EQ(ft.s.resolved_config()["fabric"]["routing"], "updn");
+    // Defaults: as few leaves as 36-port switches allow (18 nodes and 18 uplinks each).
+    auto one = load(R"({"nodes": )" + nodes + R"(, "fabric": {"topology": "fat_tree",
+        "spines": 2, "routing": "minhop"}})");
+    ASSERT_TRUE(one.ok) << testing::PrintToString(one.lines);
+    EXPECT_EQ(one.s.switches.size(), 3u) << "one leaf, two spines";
+    EXPECT_EQ(one.s.links.size(), 10u + 10) << "ten uplinks, five to each spine";
+    EXPECT_EQ(one.s.routing, routing_engine::min_hop);
+
+    auto bad = load(R"({"nodes": )" + nodes + R"(, "fabric": {"topology": "fat_tree",
+        "leaves": 11, "oversubscription": 0.5, "routing": "ftree"}})");
+    EXPECT_TRUE(has_prefix(bad, "t.json: /fabric/oversubscription: oversubscription 0.5"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /fabric/routing: unknown routing engine \"ftree\""));
+    auto many = load(R"({"nodes": )" + nodes + R"(, "fabric": {"topology": "fat_tree",
+        "leaves": 11}})");
+    EXPECT_TRUE(has_prefix(many, "t.json: /fabric/leaves: 11 leaves for 10 nodes"));
+    auto spines = load(R"({"nodes": )" + nodes + R"(, "fabric": {"topology": "fat_tree",
+        "leaves": 5, "spines": 3}})");
+    EXPECT_TRUE(has_prefix(spines, "t.json: /fabric/spines: 3 spines for 2 uplinks per leaf"));
+    auto small = load(R"({"nodes": )" + nodes + R"(, "fabric": {"topology": "fat_tree",
+        "leaves": 1, "switch": {"ports": 8}}})");
+    EXPECT_TRUE(has_prefix(small, "t.json: /fabric/topology: a fat tree of 1 leaves (10 nodes"));
+    auto star = load(R"({"fabric": {"topology": "star", "leaves": 2}})");
+    EXPECT_TRUE(
+        has_prefix(star, "t.json: /fabric/leaves: \"leaves\" without \"topology\": \"fat_tree\""));
+    auto named = load(R"({"nodes": {"leaf0": {}, "b": {}}, "fabric": {"topology": "fat_tree"}})");
+    EXPECT_TRUE(has_prefix(named, "t.json: /fabric/topology: a node is named \"leaf0\""));
+}
+
+TEST(scenario_loader, traffic_patterns_give_their_pairs) {
+    const std::string nodes = R"("nodes": {"a": {}, "b": {}, "c": {}, "d": {}, "e": {}})";
+    auto pairs = [&](const std::string& workload, uint64_t seed = 1) {
+        return load("{" + nodes + ", \"seed\": " + std::to_string(seed) +
+                    R"(, "fabric": {"topology": "star"}, "workloads": [)" + workload + "]}");
+    };
+    using pv = std::vector<std::pair<std::string, std::string>>;
+    auto clients = pairs(R"({"type": "ib_write_bw", "clients": ["b", "c"], "server": "a"})");
+    ASSERT_TRUE(clients.ok) << testing::PrintToString(clients.lines);
+    EXPECT_EQ(clients.s.workloads[0].pairs, (pv{{"b", "a"}, {"c", "a"}}));
+    auto incast = pairs(R"({"type": "ib_write_lat", "pattern": "incast", "server": "c"})");
+    ASSERT_TRUE(incast.ok) << testing::PrintToString(incast.lines);
+    EXPECT_EQ(incast.s.workloads[0].pairs, (pv{{"a", "c"}, {"b", "c"}, {"d", "c"}, {"e", "c"}}));
+    auto ring = pairs(R"({"type": "ib_send_bw", "pattern": "ring", "nodes": ["e", "a", "c"]})");
+    ASSERT_TRUE(ring.ok) << testing::PrintToString(ring.lines);
+    EXPECT_EQ(ring.s.workloads[0].pairs, (pv{{"e", "a"}, {"a", "c"}, {"c", "e"}}));
+    auto all = pairs(R"({"type": "ib_read_bw", "pattern": "all_to_all"})");
+    ASSERT_TRUE(all.ok) << testing::PrintToString(all.lines);
+    EXPECT_EQ(all.s.workloads[0].pairs.size(), 20u);
+    // A permutation: every node sends once and receives once, never to itself; the same seed
+    // draws the same one, and some other seed another.
+    const std::string perm = R"({"type": "ib_write_bw", "pattern": "permutation"})";
+    const pv first = pairs(perm).s.workloads[0].pairs;
+    ASSERT_EQ(first.size(), 5u);
+    std::set<std::string> senders, receivers;
+    for (const auto& [c, s] : first) {
+        EXPECT_NE(c, s);
+        senders.insert(c);
+        receivers.insert(s);
+    }
+    EXPECT_EQ(senders.size(), 5u);
+    EXPECT_EQ(receivers.size(), 5u);
+    EXPECT_EQ(pairs(perm).s.workloads[0].pairs, first);
+    bool differs = false;
+    for (uint64_t seed = 2; seed < 10; ++seed)
+        differs = differs || pairs(perm, seed).s.workloads[0].pairs != first;
+    EXPECT_TRUE(differs);
+
+    auto l = pairs(R"({"type": "ib_write_bw", "clients": ["b", "a", "b"], "server": "a"},
+        {"type": "ib_write_bw", "pattern": "incast"},
+        {"type": "ib_write_bw", "pattern": "ring", "server": "a"},
+        {"type": "ib_write_bw", "pattern": "ring", "nodes": ["a"]},
+        {"type": "ib_write_bw", "client": "a", "clients": ["b"], "server": "c"},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "nodes": ["a", "b"]},
+        {"type": "ib_write_bw", "clients": ["b"]},
+        {"type": "ib_write_bw", "pattern": "star"})");
+    EXPECT_TRUE(
+        find_line(l, "t.json: /workloads/0/clients/1: the server \"a\" among its clients", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/0/clients/2: node \"b\" is already item 0", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/1: pattern incast without \"server\"", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/2/server: \"server\" with pattern ring", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/3/nodes: pattern ring over 1 node(s)", true));
+    EXPECT_TRUE(
+        find_line(l, "t.json: /workloads/4/clients: client, clients exclude each other", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/5: \"nodes\" needs \"pattern\"", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/6: \"clients\" needs \"server\"", true));
+    EXPECT_TRUE(find_line(l, "t.json: /workloads/7/pattern: unknown value \"star\"", true));
+}
+
+TEST(traffic_pattern, jain_index_and_aggregates) {
+    EXPECT_DOUBLE_EQ(jain_index({10, 10, 10, 10}), 1.0);
+    EXPECT_DOUBLE_EQ(jain_index({10, 0, 0, 0}), 0.25) << "one of n gets everything: 1/n";
+    EXPECT_NEAR(jain_index({1, 2, 3}), 36.0 / 42.0, 1e-12);
+    const json a = pair_aggregates({json{{"gbps", 30.0}, {"mops", 1.0}, {"data_check", "ok"}},
+                                    json{{"gbps", 10.0}, {"mops", 3.0}, {"data_check", "ok"}},
+                                    json{{"error", "stalled"}}});
+    EXPECT_DOUBLE_EQ(a["gbps"]["sum"].get<double>(), 40.0);
+    EXPECT_DOUBLE_EQ(a["gbps"]["min"].get<double>(), 10.0);
+    EXPECT_DOUBLE_EQ(a["gbps"]["avg"].get<double>(), 20.0);
+    EXPECT_DOUBLE_EQ(a["mops"]["max"].get<double>(), 3.0);
+    EXPECT_DOUBLE_EQ(a["jain_gbps"].get<double>(), 1600.0 / (2 * 1000.0));
+    EXPECT_EQ(a["pairs"], 3);
+    EXPECT_EQ(a["pairs_failed"], 1);
 }
 
 TEST(scenario_loader, workloads_get_perftest_defaults) {

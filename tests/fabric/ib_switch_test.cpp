@@ -8,9 +8,12 @@
 //    runs at its rate, and no input buffer ever holds more than its credits (lossless
 //    back-pressure: the senders wait instead);
 //  - min-hop routing over two switches picks the direct port, and spreads destinations over equal
-//    paths.
+//    paths;
+//  - up/down routing on a fat tree goes up once and spreads destinations over the spines; on a
+//    ring of switches, where min-hop paths climb again after descending, no up/down path does.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <systemc>
 #include <vector>
 
@@ -135,4 +138,111 @@ TEST(routing, min_hop_over_two_switches) {
     EXPECT_NE((lft[{2, 4}]), (lft[{2, 5}])) << "equal paths are spread by destination";
     EXPECT_TRUE((lft[{2, 4}]) == 3 || (lft[{2, 4}]) == 4);
     EXPECT_NE((lft[{5, 1}]), (lft[{5, 2}]));
+}
+
+namespace {
+
+// A ring of `n` switches (device n + i), each with one HCA (device i, LID i + 1) on port 1 and its
+// neighbours on ports 2 (next) and 3 (previous).
+std::vector<fabric_device> switch_ring(size_t n) {
+    std::vector<fabric_device> d(2 * n);
+    for (size_t i = 0; i < n; ++i) {
+        d[i] = {static_cast<uint16_t>(i + 1), false, {{1, n + i}}};
+        d[n + i] = {static_cast<uint16_t>(100 + i),
+                    true,
+                    {{1, i}, {2, n + (i + 1) % n}, {3, n + (i + n - 1) % n}}};
+    }
+    return d;
+}
+
+// Follows the forwarding tables from `src`'s switch to HCA `dst`; the devices visited, or empty
+// when a table lacks the entry or the walk loops.
+std::vector<size_t> walk(const std::vector<fabric_device>& d,
+                         const std::map<std::pair<size_t, uint16_t>, int>& lft, size_t src,
+                         size_t dst) {
+    std::vector<size_t> path{src, d[src].ports[0].second};
+    while (path.back() != dst) {
+        if (path.size() > d.size()) return {};
+        const size_t sw = path.back();
+        auto e = lft.find({sw, d[dst].lid});
+        if (e == lft.end()) return {};
+        size_t next = SIZE_MAX;
+        for (const auto& [port, peer] : d[sw].ports)
+            if (port == e->second) next = peer;
+        if (next == SIZE_MAX) return {};
+        path.push_back(next);
+    }
+    return path;
+}
+
+}  // namespace
+
+TEST(routing, up_down_on_a_fat_tree_goes_up_once_and_spreads_over_spines) {
+    // Four HCAs (0-3, LIDs 1-4); leaves 4 (HCAs 0, 1) and 5 (HCAs 2, 3); spines 6 and 7, each
+    // linked once to each leaf (leaf ports 3 and 4, spine ports 1 and 2).
+    std::vector<fabric_device> d(8);
+    d[0] = {1, false, {{1, 4}}};
+    d[1] = {2, false, {{1, 4}}};
+    d[2] = {3, false, {{1, 5}}};
+    d[3] = {4, false, {{1, 5}}};
+    d[4] = {10, true, {{1, 0}, {2, 1}, {3, 6}, {4, 7}}};
+    d[5] = {11, true, {{1, 2}, {2, 3}, {3, 6}, {4, 7}}};
+    d[6] = {12, true, {{1, 4}, {2, 5}}};
+    d[7] = {13, true, {{1, 4}, {2, 5}}};
+    std::map<std::pair<size_t, uint16_t>, int> lft;
+    EXPECT_EQ(route_up_down(d,
+                            [&](size_t sw, uint16_t dlid, int port) {
+                                lft[{sw, dlid}] = port;
+                            }),
+              0u);
+    EXPECT_EQ(lft.size(), 16u) << "four switches x four HCAs";
+    EXPECT_EQ((lft[{4, 1}]), 1) << "a local HCA: its own port, down";
+    EXPECT_EQ((lft[{6, 3}]), 2) << "a spine goes down to the destination's leaf";
+    EXPECT_EQ((lft[{7, 1}]), 1);
+    // Remote HCAs from leaf 4: up, LIDs 3 and 4 over different spines.
+    EXPECT_NE((lft[{4, 3}]), (lft[{4, 4}]));
+    for (uint16_t dlid : {3, 4}) EXPECT_TRUE((lft[{4, dlid}]) == 3 || (lft[{4, dlid}]) == 4);
+    for (size_t s = 0; s < 4; ++s)
+        for (size_t t = 0; t < 4; ++t)
+            if (s != t) {
+                const auto p = walk(d, lft, s, t);
+                ASSERT_FALSE(p.empty()) << s << " -> " << t;
+                EXPECT_EQ(p.size(), (s / 2 == t / 2) ? 3u : 5u)
+                    << "shortest: leaf, or leaf-spine-leaf";
+            }
+}
+
+TEST(routing, up_down_on_a_ring_never_goes_up_after_going_down) {
+    // A ring of six switches has cyclic shortest paths (every switch forwards clockwise to some
+    // destination: a credit loop); up/down ranks the switches (all at one hop from an HCA, so by
+    // device order) and no path climbs after it has descended.
+    const size_t n = 6;
+    const auto d = switch_ring(n);
+    for (const routing_engine e : {routing_engine::min_hop, routing_engine::up_down}) {
+        std::map<std::pair<size_t, uint16_t>, int> lft;
+        EXPECT_EQ(route(e, d,
+                        [&](size_t sw, uint16_t dlid, int port) {
+                            lft[{sw, dlid}] = port;
+                        }),
+                  0u);
+        bool climbs_after_descent = false;
+        for (size_t s = 0; s < n; ++s)
+            for (size_t t = 0; t < n; ++t) {
+                if (s == t) continue;
+                const auto p = walk(d, lft, s, t);
+                ASSERT_FALSE(p.empty()) << routing_engine_name(e) << ": " << s << " -> " << t;
+                bool down = false;
+                for (size_t i = 1; i + 2 < p.size(); ++i) {  // switch-to-switch hops
+                    const bool up = p[i + 1] > p[i];         // same level: higher device, up
+                    if (!up) down = true;
+                    if (up && down) climbs_after_descent = true;
+                }
+            }
+        if (e == routing_engine::up_down)
+            EXPECT_FALSE(climbs_after_descent);
+        else
+            EXPECT_TRUE(climbs_after_descent) << "min-hop on a ring does (the case up/down is for)";
+    }
+    EXPECT_EQ(*routing_engine_named("updn"), routing_engine::up_down);
+    EXPECT_EQ(routing_engine_named("ftree"), nullptr);
 }
