@@ -9,14 +9,16 @@
 
 namespace hcasim {
 
+const std::vector<std::string>& fabric_topologies() {
+    static const std::vector<std::string> names = {"star", "fat_tree"};
+    return names;
+}
+
 namespace {
 
 const std::vector<std::string> k_fabric_keys = {"links",  "switches", "topology",
                                                 "switch", "link",     "routing",
                                                 "leaves", "spines",   "oversubscription"};
-const std::vector<std::string> k_topologies = {"star", "fat_tree"};
-const std::vector<std::string> k_fat_tree_keys = {"leaves", "spines", "oversubscription"};
-const std::vector<std::string> k_routings = {"minhop", "updn"};
 
 uint64_t ceil_div(uint64_t a, uint64_t b) {
     return (a + b - 1) / b;
@@ -54,18 +56,15 @@ class fabric_loader {
                 m_s.routing = *e;
             else
                 m_d.error("/fabric/routing",
-                          r->is_string()
-                              ? unknown("routing engine", r->get<std::string>(), k_routings)
-                              : type_problem(*r),
+                          r->is_string() ? unknown("routing engine", r->get<std::string>(),
+                                                   routing_engine_names())
+                                         : type_problem(*r),
                           "one of minhop (shortest paths), updn (up/down; the default of "
                           "fat_tree)");
         }
         if (!fat_tree)
-            for (const std::string& k : k_fat_tree_keys)
-                if (f.contains(k))
-                    m_d.error(pointer_join("/fabric", k),
-                              "\"" + k + "\" without \"topology\": \"fat_tree\"",
-                              "leaves, spines and oversubscription for a generated fat tree only");
+            refuse({"leaves", "spines", "oversubscription"}, "without \"topology\": \"fat_tree\"",
+                   "leaves, spines and oversubscription for a generated fat tree only");
         if (t != f.end()) {
             refuse({"links", "switches"}, "next to \"topology\"",
                    "either a generated topology or switches and links given one by one");
@@ -186,11 +185,11 @@ class fabric_loader {
     }
 
     void generate(const json& f, const json& t) {
-        if (!t.is_string() || !contains(k_topologies, t.get<std::string>())) {
+        if (!t.is_string() || !contains(fabric_topologies(), t.get<std::string>())) {
             m_d.error("/fabric/topology",
-                      t.is_string() ? unknown("topology", t.get<std::string>(), k_topologies)
+                      t.is_string() ? unknown("topology", t.get<std::string>(), fabric_topologies())
                                     : type_problem(t),
-                      "one of " + joined(k_topologies) +
+                      "one of " + joined(fabric_topologies()) +
                           " (star: every node on one switch, sw0; fat_tree: leaves and spines)");
             return;
         }
@@ -239,13 +238,14 @@ class fabric_loader {
         const uint64_t n = m_s.nodes.size(), ports = sw.config.ports;
         double over = 1;
         if (auto o = f.find("oversubscription"); o != f.end()) {
-            if (o->is_number() && o->get<double>() >= 1 && o->get<double>() <= 64)
+            if (o->is_number() && o->get<double>() >= 1 &&
+                o->get<double>() <= k_max_oversubscription)
                 over = o->get<double>();
             else
-                m_d.error(
-                    "/fabric/oversubscription",
-                    o->is_number() ? "oversubscription " + o->dump() : type_problem(*o),
-                    "a number from 1 to 64: hosts per leaf over uplinks per leaf (2 for 2:1)");
+                m_d.error("/fabric/oversubscription",
+                          o->is_number() ? "oversubscription " + o->dump() : type_problem(*o),
+                          "a number from 1 to " + std::to_string(k_max_oversubscription) +
+                              ": hosts per leaf over uplinks per leaf (2 for 2:1)");
         }
         // By default as few leaves as hold the nodes with their uplinks.
         const uint64_t fit = std::max<uint64_t>(
@@ -305,11 +305,12 @@ class fabric_loader {
     uint64_t count(const json& f, const char* key, uint64_t dflt) {
         auto v = f.find(key);
         if (v == f.end()) return dflt;
-        if (v->is_number_unsigned() && v->get<uint64_t>() >= 1 && v->get<uint64_t>() <= 4096)
+        if (v->is_number_unsigned() && v->get<uint64_t>() >= 1 &&
+            v->get<uint64_t>() <= k_max_tree_switches)
             return v->get<uint64_t>();
         m_d.error(pointer_join("/fabric", key),
                   v->is_number() ? key + (" " + v->dump()) : type_problem(*v),
-                  "an integer from 1 to 4096");
+                  "an integer from 1 to " + std::to_string(k_max_tree_switches));
         return 0;
     }
 

@@ -9,6 +9,12 @@
 
 namespace hcasim {
 
+// The generated topologies: star, fat_tree.
+const std::vector<std::string>& fabric_topologies();
+// Bounds of a fat tree's generator keys (leaves, spines; oversubscription).
+constexpr uint64_t k_max_tree_switches = 4096;
+constexpr uint64_t k_max_oversubscription = 64;
+
 // Fills `s.switches` and `s.links` from `doc["fabric"]` (nodes already loaded).
 void load_fabric(const json& doc, scenario& s, diag& d);
 

@@ -91,6 +91,21 @@ std::string fixed(double v, int digits) {
 }
 const char* k_rule =
     "---------------------------------------------------------------------------------------\n";
+const char* k_bw_header = "#bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
+
+// `j[key]`, or an empty object, without a copy.
+const json& member(const json& j, const char* key) {
+    static const json empty = json::object();
+    auto it = j.find(key);
+    return it == j.end() ? empty : *it;
+}
+// A table row's first columns (#bytes, #iterations) and a bandwidth row's last ones.
+void size_iters(const json& r, std::ostream& os) {
+    os << std::left << std::setw(11) << r.value("size", 0) << std::setw(15) << r.value("iters", 0);
+}
+void bw_cells(const json& r, std::ostream& os) {
+    os << std::setw(21) << fixed(r.value("gbps", 0.0), 2) << fixed(r.value("mops", 0.0), 6) << "\n";
+}
 // A many-pair workload: a row per pair, then the aggregates over the pairs.
 void print_pairs(const json& w, bool lat, std::ostream& os) {
     auto col = [&](const std::string& v, int width) { os << std::left << std::setw(width) << v; };
@@ -99,7 +114,7 @@ void print_pairs(const json& w, bool lat, std::ostream& os) {
     if (lat)
         os << "#bytes     #iterations    t_min[usec]    t_avg[usec]    99% percentile[usec]\n";
     else
-        os << "#bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
+        os << k_bw_header;
     size_t k = 0;
     for (const auto& r : w["pairs"]) {
         os << " ";
@@ -109,20 +124,18 @@ void print_pairs(const json& w, bool lat, std::ostream& os) {
             os << "error: " << r["error"].get<std::string>() << "\n";
             continue;
         }
-        col(std::to_string(r.value("size", 0)), 11);
-        col(std::to_string(r.value("iters", 0)), 15);
-        const json l = r.value("lat_ns", json::object());
+        size_iters(r, os);
+        const json& l = member(r, "lat_ns");
         if (lat)
             os << std::setw(15) << fixed(l.value("min", 0.0) / 1000.0, 2) << std::setw(15)
                << fixed(l.value("avg", 0.0) / 1000.0, 2) << fixed(l.value("p99", 0.0) / 1000.0, 2)
                << "\n";
         else
-            os << std::setw(21) << fixed(r.value("gbps", 0.0), 2) << fixed(r.value("mops", 0.0), 6)
-               << "\n";
+            bw_cells(r, os);
     }
-    const json a = w.value("aggregate", json::object());
+    const json& a = member(w, "aggregate");
     auto range = [&](const char* key, double scale, int digits) {
-        const json v = a.value(key, json::object());
+        const json& v = member(a, key);
         std::string out;
         if (v.contains("sum")) out += "sum " + fixed(v["sum"].get<double>() * scale, digits) + ", ";
         return out + "min/avg/max " + fixed(v.value("min", 0.0) * scale, digits) + "/" +
@@ -154,19 +167,21 @@ void print_summary(const json& stats, std::ostream& os) {
             os << " #bytes     #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
                   "t_avg[usec]    99% percentile[usec]   99.9% percentile[usec]\n";
             for (const auto& r : rows) {
-                const json l = r.value("lat_ns", json::object());
+                const json& l = member(r, "lat_ns");
                 auto us = [&](const char* k) { return fixed(l.value(k, 0.0) / 1000.0, 2); };
-                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15)
-                   << r.value("iters", 0) << std::setw(15) << us("min") << std::setw(13)
-                   << us("max") << std::setw(17) << us("p50") << std::setw(15) << us("avg")
-                   << std::setw(23) << us("p99") << us("p999") << "\n";
+                os << " ";
+                size_iters(r, os);
+                os << std::setw(15) << us("min") << std::setw(13) << us("max") << std::setw(17)
+                   << us("p50") << std::setw(15) << us("avg") << std::setw(23) << us("p99")
+                   << us("p999") << "\n";
             }
         } else {
-            os << " #bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
-            for (const auto& r : rows)
-                os << " " << std::left << std::setw(11) << r.value("size", 0) << std::setw(15)
-                   << r.value("iters", 0) << std::setw(21) << fixed(r.value("gbps", 0.0), 2)
-                   << fixed(r.value("mops", 0.0), 6) << "\n";
+            os << " " << k_bw_header;
+            for (const auto& r : rows) {
+                os << " ";
+                size_iters(r, os);
+                bw_cells(r, os);
+            }
         }
     }
     if (!stats.value("workloads", json::array()).empty()) os << k_rule;

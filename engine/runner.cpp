@@ -1,4 +1,3 @@
-#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "engine/runner.h"
 
 #include <chrono>
@@ -14,6 +13,7 @@
 
 #include "engine/program.h"
 #include "engine/report.h"
+#include "engine/sim_threads.h"
 #include "engine/workloads.h"
 #include "engine/world.h"
 #include "sim/kernel.h"
@@ -26,10 +26,6 @@ namespace hcasim {
 
 namespace {
 
-// Program steps and workloads build JSON and run verbs inside SystemC threads; SystemC's default
-// coroutine stack (64 KiB) is too small for that.
-constexpr size_t k_stack = 16 << 20;
-
 // The one simulated thread that plays the scenario: program steps in order, then the workloads,
 // each in its own thread, then stops the simulation.
 class scenario_player : public sc_core::sc_module {
@@ -39,7 +35,7 @@ class scenario_player : public sc_core::sc_module {
                     std::function<json()> stats_now)
         : sc_core::sc_module(name), m_world(w), m_spec(s), m_program(w, std::move(stats_now)) {
         SC_THREAD(play);
-        set_stack_size(k_stack);
+        set_stack_size(k_thread_stack);
     }
 
     const program_runner& program() const { return m_program; }
@@ -64,15 +60,12 @@ class scenario_player : public sc_core::sc_module {
                 std::vector<json> results(last - first);
                 size_t running = last - first;
                 sc_core::sc_event all_done;
-                sc_core::sc_spawn_options opts;
-                opts.set_stack_size(k_stack);
                 for (size_t i = first; i < last; ++i)
-                    sc_core::sc_spawn(
-                        [this, i, first, &results, &running, &all_done] {
-                            results[i - first] = run_one(i);
-                            if (--running == 0) all_done.notify(sc_core::SC_ZERO_TIME);
-                        },
-                        ("workload" + std::to_string(i)).c_str(), &opts);
+                    spawn_thread(("workload" + std::to_string(i)).c_str(),
+                                 [this, i, first, &results, &running, &all_done] {
+                                     results[i - first] = run_one(i);
+                                     if (--running == 0) all_done.notify(sc_core::SC_ZERO_TIME);
+                                 });
                 sc_core::wait(all_done);
                 for (auto& r : results) m_workload_results.push_back(std::move(r));
             }

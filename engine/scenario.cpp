@@ -358,7 +358,7 @@ void checker::load_workloads(json& doc) {
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
                       "two different nodes");
         std::vector<std::pair<std::string, std::string>> pairs;
-        if (m_d.lines().size() == before && (w.contains("clients") || w.contains("pattern")))
+        if (m_d.lines().size() == before && decl->shape.find("client"))
             pairs = workload_pairs(w, m_s, m_s.seed + i, p, m_d);
         if (m_d.lines().size() == before && conn && over_ud(w))
             fit_ud_size(w, p, size_given, pairs);
@@ -415,12 +415,10 @@ void checker::check_posting(const json& w, const std::string& p, const std::stri
 // client and server; of every node of a pattern) and lowers its default size to it.
 void checker::fit_ud_size(json& w, const std::string& p, bool size_given,
                           const std::vector<std::pair<std::string, std::string>>& pairs) {
-    std::vector<std::string> names;
-    for (const auto& [c, s] : pairs) names.insert(names.end(), {c, s});
-    if (pairs.empty()) names = {w["client"].get<std::string>(), w["server"].get<std::string>()};
     uint64_t mtu = UINT64_MAX;
-    for (const auto& n : names)
-        if (const node_config* c = m_s.node(n)) mtu = std::min(mtu, c->hca.port.mtu);
+    for (const auto& [c, s] : pairs)
+        for (const std::string* n : {&c, &s})
+            if (const node_config* cfg = m_s.node(*n)) mtu = std::min(mtu, cfg->hca.port.mtu);
     if (mtu == UINT64_MAX) return;
     auto size = parse_size(w["size"]);
     if (!size || *size <= mtu) return;
@@ -429,8 +427,8 @@ void checker::fit_ud_size(json& w, const std::string& p, bool size_given,
                   "a UD message of " + std::to_string(*size) +
                       " bytes does not fit the path MTU of " + std::to_string(mtu) +
                       " bytes (hca.port.mtu of " +
-                      (pairs.empty() ? w["client"].dump() + " and " + w["server"].dump()
-                                     : std::string("the workload's nodes")) +
+                      (w.contains("client") ? w["client"].dump() + " and " + w["server"].dump()
+                                            : std::string("the workload's nodes")) +
                       ")",
                   "a size of at most " + std::to_string(mtu) + " over UD");
     else

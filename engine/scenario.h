@@ -66,8 +66,8 @@ struct workload_spec {
     std::string type;
     json args = json::object();  // every key but type
     std::string pointer;
-    // (client, server) of every pair of a workload over many nodes (clients or pattern, see
-    // engine/traffic_pattern.h); empty for one client and one server.
+    // (client, server) of every pair of a perftest workload: one for `client`, many for
+    // `clients` or `pattern` (engine/traffic_pattern.h); empty for other workloads.
     std::vector<std::pair<std::string, std::string>> pairs;
 };
 

@@ -4,6 +4,7 @@
 // its checked-in copy.
 #include <cctype>
 
+#include "engine/fabric_spec.h"
 #include "engine/ops.h"
 #include "engine/scenario.h"
 
@@ -290,32 +291,32 @@ json scenario_schema() {
                                 {"propertyNames", json{{"pattern", k_name_pattern}}},
                                 {"additionalProperties", ref_to("switch_config")}}},
               {"topology",
-               json{{"enum", json::array({"star", "fat_tree"})},
+               json{{"enum", fabric_topologies()},
                     {"description",
                      "instead of switches and links: star, every node linked to one switch, "
                      "sw0; fat_tree, a two-level fat tree (the nodes in file order on leaf0, "
                      "leaf1, ...; each leaf's uplinks round-robin over spine0, spine1, ...)"}}},
               {"leaves", json{{"type", "integer"},
                               {"minimum", 1},
-                              {"maximum", 4096},
+                              {"maximum", k_max_tree_switches},
                               {"description",
                                "fat_tree: leaf switches (default: as few as hold the nodes "
                                "with their uplinks)"}}},
               {"spines", json{{"type", "integer"},
                               {"minimum", 1},
-                              {"maximum", 4096},
+                              {"maximum", k_max_tree_switches},
                               {"description",
                                "fat_tree: spine switches, at most the uplinks per leaf "
                                "(default: one per uplink)"}}},
               {"oversubscription",
                json{{"type", "number"},
                     {"minimum", 1},
-                    {"maximum", 64},
+                    {"maximum", k_max_oversubscription},
                     {"default", 1},
                     {"description",
                      "fat_tree: nodes per leaf over uplinks per leaf (2 for 2:1); a leaf has "
                      "ceil(nodes per leaf / oversubscription) uplinks"}}},
-              {"routing", json{{"enum", json::array({"minhop", "updn"})},
+              {"routing", json{{"enum", routing_engine_names()},
                                {"description",
                                 "the subnet manager's routing engine (OpenSM names): minhop, "
                                 "shortest paths (default); updn, up/down, deadlock-free "

@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <map>
-#include <optional>
 
-#include "engine/problems.h"
 #include "sim/splitmix.h"
 
 namespace hcasim {
@@ -22,10 +20,7 @@ std::vector<std::string> node_list(const json& w, const char* key, const scenari
     std::vector<std::string> out;
     auto it = w.find(key);
     if (it == w.end()) {
-        for (const auto& [name, cfg] : s.nodes) {
-            (void)cfg;
-            out.push_back(name);
-        }
+        for (const auto& node : s.nodes) out.push_back(node.first);
         return out;
     }
     std::map<std::string, size_t> first;
@@ -49,6 +44,8 @@ node_pairs workload_pairs(const json& w, const scenario& s, uint64_t seed, const
     node_pairs pairs;
     bool ok = true;
     auto server = w.find("server");
+    if (auto client = w.find("client"); client != w.end())
+        return {{client->get<std::string>(), server->get<std::string>()}};
     if (w.contains("clients")) {
         const std::string sn = server->get<std::string>();
         const auto clients = node_list(w, "clients", s, ptr, d, ok);
@@ -62,9 +59,7 @@ node_pairs workload_pairs(const json& w, const scenario& s, uint64_t seed, const
         }
         return ok ? pairs : node_pairs{};
     }
-    auto pattern = w.find("pattern");
-    if (pattern == w.end()) return pairs;
-    const std::string kind = pattern->get<std::string>();
+    const std::string kind = w.at("pattern").get<std::string>();
     const auto nodes = node_list(w, "nodes", s, ptr, d, ok);
     if (kind == "incast") {
         if (server == w.end()) {
@@ -124,10 +119,13 @@ double jain_index(const std::vector<double>& x) {
 
 json pair_aggregates(const std::vector<json>& pairs) {
     json out = json::object();
-    auto over = [&](const char* what, auto value, bool with_sum) {
+    // Over the pairs that report the number at `at` (a JSON pointer into a pair's entry): min,
+    // avg, max, and the sum when asked for. Returns the values.
+    auto over = [&](const char* what, const char* at, bool with_sum) {
+        const json::json_pointer ptr(at);
         std::vector<double> v;
         for (const json& p : pairs)
-            if (auto x = value(p)) v.push_back(*x);
+            if (p.contains(ptr) && p.at(ptr).is_number()) v.push_back(p.at(ptr).get<double>());
         if (v.empty()) return v;
         double sum = 0;
         for (double x : v) sum += x;
@@ -139,24 +137,10 @@ json pair_aggregates(const std::vector<json>& pairs) {
         out[what] = a;
         return v;
     };
-    auto number = [](const json& p, const char* key) -> std::optional<double> {
-        auto it = p.find(key);
-        if (it == p.end() || !it->is_number()) return std::nullopt;
-        return it->get<double>();
-    };
-    const auto gbps = over(
-        "gbps", [&](const json& p) { return number(p, "gbps"); }, true);
-    over(
-        "mops", [&](const json& p) { return number(p, "mops"); }, true);
-    over(
-        "lat_avg_ns",
-        [&](const json& p) -> std::optional<double> {
-            auto l = p.find("lat_ns");
-            return l == p.end() ? std::nullopt : number(*l, "avg");
-        },
-        false);
-    over(
-        "time_ns", [&](const json& p) { return number(p, "time_ns"); }, false);
+    const auto gbps = over("gbps", "/gbps", true);
+    over("mops", "/mops", true);
+    over("lat_avg_ns", "/lat_ns/avg", false);
+    over("time_ns", "/time_ns", false);
     out["jain_gbps"] = jain_index(gbps);
     out["pairs"] = pairs.size();
     size_t failed = 0;

@@ -29,8 +29,8 @@ using node_pairs = std::vector<std::pair<std::string, std::string>>;  // (client
 // incast, all_to_all, permutation, ring
 const std::vector<std::string>& traffic_patterns();
 
-// The pairs of workload `w` (already shape-checked at `ptr`), in a stable order; empty when it
-// names one client, or after reporting a problem to `d`. `seed` draws the permutation.
+// The pairs of perftest workload `w` (already shape-checked at `ptr`), in a stable order: one for
+// `client` and `server`; empty after reporting a problem to `d`. `seed` draws the permutation.
 node_pairs workload_pairs(const json& w, const scenario& s, uint64_t seed, const std::string& ptr,
                           diag& d);
 

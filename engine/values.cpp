@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "sim/splitmix.h"
+
 namespace hcasim {
 
 json substitute(const json& v, const variables& vars) {
@@ -73,13 +75,9 @@ std::vector<uint8_t> pattern_bytes(uint64_t seed, uint64_t length) {
 std::vector<uint8_t> pattern_bytes_at(uint64_t seed, uint64_t offset, uint64_t length) {
     std::vector<uint8_t> out(length);
     // Byte i is byte i % 8 of splitmix64's word i / 8, so any stretch can be made on its own.
-    uint64_t x = seed + (offset / 8) * 0x9E3779B97F4A7C15ULL;
+    splitmix words{seed + (offset / 8) * 0x9E3779B97F4A7C15ULL};
     for (uint64_t i = 0; i < length;) {
-        x += 0x9E3779B97F4A7C15ULL;
-        uint64_t z = x;
-        z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-        z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-        z ^= z >> 31;
+        const uint64_t z = words.next();
         for (uint64_t k = (offset + i) % 8; k < 8 && i < length; ++k, ++i)
             out[i] = static_cast<uint8_t>(z >> (8 * k));
     }

@@ -1,4 +1,3 @@
-#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "engine/workloads.h"
 
 #include <algorithm>
@@ -8,6 +7,7 @@
 #include <optional>
 
 #include "engine/mem_step.h"
+#include "engine/sim_threads.h"
 #include "engine/traffic_pattern.h"
 #include "sim/splitmix.h"
 #include "sim/stats.h"
@@ -359,19 +359,15 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     sc_core::sc_event server_finished;
     if (send) {
         // The server runs in its own thread (serve_receives).
-        sc_core::sc_spawn_options opts;
-        opts.set_stack_size(16 << 20);
-        sc_core::sc_spawn(
-            [&] {
-                try {
-                    serve_receives(p, server, client_done, received);
-                } catch (const workload_error& e) {
-                    server_error = e;
-                }
-                server_done = true;
-                server_finished.notify();
-            },
-            sc_core::sc_gen_unique_name("send_bw_server"), &opts);
+        spawn_thread(sc_core::sc_gen_unique_name("send_bw_server"), [&] {
+            try {
+                serve_receives(p, server, client_done, received);
+            } catch (const workload_error& e) {
+                server_error = e;
+            }
+            server_done = true;
+            server_finished.notify();
+        });
     }
     const uint64_t start = now_ps();
     // One posting thread per CQ of the client; thread t posts to and polls QPs t, t + threads, ...
@@ -421,19 +417,15 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         std::optional<workload_error> thread_error;
         sc_core::sc_event all_done;
         for (uint64_t t = 0; t < p.threads; ++t) {
-            sc_core::sc_spawn_options opts;
-            opts.set_stack_size(16 << 20);
-            sc_core::sc_spawn(
-                [&, t] {
-                    try {
-                        post_loop(t);
-                    } catch (const workload_error& e) {
-                        if (!thread_error) thread_error = e;
-                    }
-                    end = std::max(end, now_ps());
-                    if (--running == 0) all_done.notify();
-                },
-                sc_core::sc_gen_unique_name("posting_thread"), &opts);
+            spawn_thread(sc_core::sc_gen_unique_name("posting_thread"), [&, t] {
+                try {
+                    post_loop(t);
+                } catch (const workload_error& e) {
+                    if (!thread_error) thread_error = e;
+                }
+                end = std::max(end, now_ps());
+                if (--running == 0) all_done.notify();
+            });
         }
         ++kernel_events();
         sc_core::wait(all_done);
@@ -757,30 +749,26 @@ void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
     sc_core::sc_event all_done;
     start_barrier barrier(n);
     for (size_t k = 0; k < n; ++k) {
-        sc_core::sc_spawn_options opts;
-        opts.set_stack_size(16 << 20);
-        sc_core::sc_spawn(
-            [&, k] {
-                const auto& [cn, sn] = spec.pairs[k];
-                json r = json::object();
-                bool arrived = false;
-                try {
-                    run_perftest(w, spec, cn, sn,
-                                 "perftest" + std::to_string(spec.index) + "_" + std::to_string(k),
-                                 seed + 7919 * k, r, [&] {
-                                     arrived = true;
-                                     barrier.arrive_and_wait();
-                                 });
-                } catch (const workload_error& e) {
-                    if (!arrived) barrier.arrive();  // a pair that failed to set up
-                    r["client"] = cn;
-                    r["server"] = sn;
-                    r["error"] = e.what;
-                }
-                results[k] = std::move(r);
-                if (--running == 0) all_done.notify();
-            },
-            sc_core::sc_gen_unique_name("pair"), &opts);
+        spawn_thread(sc_core::sc_gen_unique_name("pair"), [&, k] {
+            const auto& [cn, sn] = spec.pairs[k];
+            json r = json::object();
+            bool arrived = false;
+            try {
+                run_perftest(w, spec, cn, sn,
+                             "perftest" + std::to_string(spec.index) + "_" + std::to_string(k),
+                             seed + 7919 * k, r, [&] {
+                                 arrived = true;
+                                 barrier.arrive_and_wait();
+                             });
+            } catch (const workload_error& e) {
+                if (!arrived) barrier.arrive();  // a pair that failed to set up
+                r["client"] = cn;
+                r["server"] = sn;
+                r["error"] = e.what;
+            }
+            results[k] = std::move(r);
+            if (--running == 0) all_done.notify();
+        });
     }
     ++kernel_events();
     sc_core::wait(all_done);
@@ -793,7 +781,6 @@ void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
         "), each " + first.value("description", std::string());
     for (const char* k : {"size", "iters", "qps"})
         if (first.contains(k)) out[k] = first[k];
-    out["pairs"] = results;
     out["aggregate"] = pair_aggregates(results);
     bool ok = true;
     for (size_t k = 0; k < n; ++k) {
@@ -804,6 +791,7 @@ void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
         ok = ok && r.value("data_check", "") == "ok";
     }
     out["data_check"] = ok ? "ok" : "mismatch";
+    out["pairs"] = std::move(results);
 }
 
 }  // namespace
@@ -819,8 +807,8 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
                                  a.value("node", std::string("a"));
             json r = run_dma(w, spec);
             for (auto it = r.begin(); it != r.end(); ++it) out[it.key()] = it.value();
-        } else if (spec.pairs.empty()) {
-            run_perftest(w, spec, spec.args.value("client", "a"), spec.args.value("server", "b"),
+        } else if (spec.args.contains("client")) {
+            run_perftest(w, spec, spec.pairs[0].first, spec.pairs[0].second,
                          "perftest" + std::to_string(spec.index), seed, out);
         } else {
             run_pairs(w, spec, seed, out);

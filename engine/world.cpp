@@ -59,18 +59,16 @@ world::world(const scenario& s) : m_spec(s) {
         const uint64_t seed = s.seed * 0x9E3779B97F4A7C15ULL + m_links.size() + 1;
         auto link = std::make_unique<ib_link>(local.c_str(), cfg, gbps, static_cast<uint32_t>(mtu),
                                               name, seed);
-        const size_t da = device.at(l.a), db = device.at(l.b);
-        int port_a = 1, port_b = 1;  // an HCA's one port
-        if (a)
-            a->hca().ib_port().attach(*link, 0);
-        else
-            port_a = switch_at[da]->attach(*link, 0);
-        if (b)
-            b->hca().ib_port().attach(*link, 1);
-        else
-            port_b = switch_at[db]->attach(*link, 1);
-        devices[da].ports.emplace_back(port_a, db);
-        devices[db].ports.emplace_back(port_b, da);
+        const size_t ends_at[2] = {device.at(l.a), device.at(l.b)};
+        node* const nodes_at[2] = {a, b};
+        for (int end = 0; end < 2; ++end) {
+            int port = 1;  // an HCA's one port
+            if (nodes_at[end])
+                nodes_at[end]->hca().ib_port().attach(*link, end);
+            else
+                port = switch_at[ends_at[end]]->attach(*link, end);
+            devices[ends_at[end]].ports.emplace_back(port, ends_at[1 - end]);
+        }
         m_links.push_back(std::move(link));
     }
     // The subnet manager's sweep: every switch gets a forwarding entry for every HCA it reaches.

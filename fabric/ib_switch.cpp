@@ -1,7 +1,5 @@
 #include "fabric/ib_switch.h"
 
-#include <algorithm>
-
 namespace hcasim {
 
 ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg,
@@ -56,8 +54,7 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     *in.rx_bytes += bytes;
     const credit_calendar& buffer = in.buffer(msg->sl);
     // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
-    if (!buffer.infinite())
-        in.buffer_use->add((buffer.in_use(first) + credit_blocks(bytes)) * 1000);
+    in.buffer_use->add((buffer.in_use(first) + credit_blocks(bytes)) * 1000);
     const int out_port = route(msg->dst_lid);
     if (out_port < 1 || out_port > ports_used() || out_port == port) {
         ++*in.unroutable;

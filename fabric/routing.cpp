@@ -10,27 +10,35 @@ namespace {
 
 constexpr size_t k_far = std::numeric_limits<size_t>::max();
 
-// Hops from every device to `to` (to itself 0), moving only where `may(from, next)` allows and
-// never through an HCA other than `to` (HCAs do not forward). `may` sees the hop from a device
-// to the neighbour that is one hop nearer.
+// Hops from every device to the nearest of `sources` (each 0), moving only where `may(from, next)`
+// allows and never through an HCA that is not a source (HCAs do not forward). `may` sees the hop
+// from a device to the neighbour that is one hop nearer.
 template <class May>
-void hops_to(const std::vector<fabric_device>& devices, size_t to, May may,
+void hops_to(const std::vector<fabric_device>& devices, const std::vector<size_t>& sources, May may,
              std::vector<size_t>& hops) {
     std::fill(hops.begin(), hops.end(), k_far);
-    hops[to] = 0;
-    std::deque<size_t> todo{to};
+    std::deque<size_t> todo(sources.begin(), sources.end());
+    for (size_t s : sources) hops[s] = 0;
     while (!todo.empty()) {
         const size_t d = todo.front();
         todo.pop_front();
-        if (d != to && !devices[d].is_switch) continue;
-        for (const auto& [port, peer] : devices[d].ports) {
-            (void)port;
+        if (hops[d] != 0 && !devices[d].is_switch) continue;
+        for (const auto& link : devices[d].ports) {
+            const size_t peer = link.second;
             if (hops[peer] == k_far && may(peer, d)) {
                 hops[peer] = hops[d] + 1;
                 todo.push_back(peer);
             }
         }
     }
+}
+
+// Whether a packet for HCA `dst` at switch `from` may go on to `peer` (a switch, or `dst` itself)
+// and be one hop nearer by `hops`.
+bool one_nearer(const std::vector<fabric_device>& devices, size_t dst,
+                const std::vector<size_t>& hops, size_t from, size_t peer) {
+    return (peer == dst || devices[peer].is_switch) && hops[peer] != k_far &&
+           hops[peer] + 1 == hops[from];
 }
 
 // Among `sw`'s ports to a neighbour that `good` accepts, the (dlid mod k)-th; 0 when none.
@@ -45,16 +53,21 @@ int pick_port(const fabric_device& sw, uint16_t dlid, Good good) {
 
 }  // namespace
 
+const std::vector<std::string>& routing_engine_names() {
+    static const std::vector<std::string> names = {"minhop", "updn"};
+    return names;
+}
+
 const routing_engine* routing_engine_named(const std::string& name) {
-    static const routing_engine min_hop = routing_engine::min_hop,
-                                up_down = routing_engine::up_down;
-    if (name == "minhop") return &min_hop;
-    if (name == "updn") return &up_down;
+    static const routing_engine engines[] = {routing_engine::min_hop, routing_engine::up_down};
+    const auto& names = routing_engine_names();
+    for (size_t i = 0; i < names.size(); ++i)
+        if (names[i] == name) return &engines[i];
     return nullptr;
 }
 
 const char* routing_engine_name(routing_engine e) {
-    return e == routing_engine::up_down ? "updn" : "minhop";
+    return routing_engine_names()[static_cast<size_t>(e)].c_str();
 }
 
 size_t route_min_hop(const std::vector<fabric_device>& devices, const route_setter& set) {
@@ -64,7 +77,7 @@ size_t route_min_hop(const std::vector<fabric_device>& devices, const route_sett
     for (size_t dst = 0; dst < n; ++dst) {
         if (devices[dst].is_switch) continue;
         hops_to(
-            devices, dst, [](size_t, size_t) { return true; }, hops);
+            devices, {dst}, [](size_t, size_t) { return true; }, hops);
         const uint16_t dlid = devices[dst].lid;
         for (size_t sw = 0; sw < n; ++sw) {
             if (!devices[sw].is_switch) continue;
@@ -73,8 +86,7 @@ size_t route_min_hop(const std::vector<fabric_device>& devices, const route_sett
                 continue;
             }
             const int port = pick_port(devices[sw], dlid, [&](size_t peer) {
-                return (peer == dst || devices[peer].is_switch) && hops[peer] != k_far &&
-                       hops[peer] + 1 == hops[sw];
+                return one_nearer(devices, dst, hops, sw, peer);
             });
             if (port) set(sw, dlid, port);
         }
@@ -85,24 +97,11 @@ size_t route_min_hop(const std::vector<fabric_device>& devices, const route_sett
 size_t route_up_down(const std::vector<fabric_device>& devices, const route_setter& set) {
     const size_t n = devices.size();
     // Rank: hops from the nearest HCA (HCAs 0), ties broken by device order.
-    std::vector<size_t> level(n, k_far);
-    std::deque<size_t> todo;
+    std::vector<size_t> hcas, level(n);
     for (size_t d = 0; d < n; ++d)
-        if (!devices[d].is_switch) {
-            level[d] = 0;
-            todo.push_back(d);
-        }
-    while (!todo.empty()) {
-        const size_t d = todo.front();
-        todo.pop_front();
-        for (const auto& [port, peer] : devices[d].ports) {
-            (void)port;
-            if (level[peer] == k_far) {
-                level[peer] = level[d] + 1;
-                todo.push_back(peer);
-            }
-        }
-    }
+        if (!devices[d].is_switch) hcas.push_back(d);
+    hops_to(
+        devices, hcas, [](size_t, size_t) { return true; }, level);
     auto higher = [&](size_t a, size_t b) {  // a ranks above b
         return level[a] != level[b] ? level[a] > level[b] : a > b;
     };
@@ -118,13 +117,13 @@ size_t route_up_down(const std::vector<fabric_device>& devices, const route_sett
         if (devices[dst].is_switch) continue;
         // Going down only: the hop from a device to its neighbour descends.
         hops_to(
-            devices, dst, [&](size_t from, size_t next) { return higher(from, next); }, down);
+            devices, {dst}, [&](size_t from, size_t next) { return higher(from, next); }, down);
         // Down if it can, else up to the neighbour with the shortest legal path.
         for (size_t sw : top_down) {
             legal[sw] = down[sw];
             if (legal[sw] != k_far) continue;
-            for (const auto& [port, peer] : devices[sw].ports) {
-                (void)port;
+            for (const auto& link : devices[sw].ports) {
+                const size_t peer = link.second;
                 if (devices[peer].is_switch && higher(peer, sw) && legal[peer] != k_far)
                     legal[sw] = std::min(legal[sw], legal[peer] + 1);
             }
@@ -137,11 +136,8 @@ size_t route_up_down(const std::vector<fabric_device>& devices, const route_sett
             }
             const bool descend = down[sw] != k_far;
             const int port = pick_port(devices[sw], dlid, [&](size_t peer) {
-                if (descend)
-                    return (peer == dst || devices[peer].is_switch) && higher(sw, peer) &&
-                           down[peer] != k_far && down[peer] + 1 == down[sw];
-                return devices[peer].is_switch && higher(peer, sw) && legal[peer] != k_far &&
-                       legal[peer] + 1 == legal[sw];
+                return descend ? higher(sw, peer) && one_nearer(devices, dst, down, sw, peer)
+                               : higher(peer, sw) && one_nearer(devices, dst, legal, sw, peer);
             });
             if (port) set(sw, dlid, port);
         }

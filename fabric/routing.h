@@ -30,6 +30,8 @@ enum class routing_engine { min_hop, up_down };
 // "minhop" or "updn"; nullptr for any other name.
 const routing_engine* routing_engine_named(const std::string& name);
 const char* routing_engine_name(routing_engine e);
+// Every engine's name, in enum order.
+const std::vector<std::string>& routing_engine_names();
 
 // Calls `set(switch index, destination LID, port)` once per switch and reachable HCA.
 // Returns the number of (switch, HCA) pairs with no path.

@@ -330,6 +330,9 @@ class driver : public sc_core::sc_module {
     process_fn m_process;
     mmio_fn m_mmio;
     unsigned m_page_shift;
+    // post_send's WQE, kept between calls so a post allocates nothing (a post does not yield
+    // before its doorbell, so calls cannot overlap).
+    std::vector<uint8_t> m_wqe;
 
     bool m_booted = false;
     bool m_boot_failed = false;

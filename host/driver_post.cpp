@@ -145,7 +145,7 @@ int driver::post_send(uint32_t qpn, const send_wr* wrs, size_t count, size_t* ba
     cpu_clock cpu;
     int err = 0;
     size_t posted = 0;
-    std::vector<uint8_t> wqe;
+    std::vector<uint8_t>& wqe = m_wqe;
     bool inl = false;
     for (; posted < count; ++posted) {
         if ((err = build_send(qp, wrs[posted], cpu, wqe))) break;

@@ -92,7 +92,7 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
                               (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
         const bool ok = resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
         if (!ok) {
-            report_stale(pfn, write, ext ? o : dma_origin{}, resolved, pid, va);
+            report_stale(pfn, write, o, resolved, pid, va);
             stale = true;
         }
     }

@@ -92,14 +92,12 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
     bf_assembly& a = m_bf[at / reg::bf_size];
     const uint64_t offset = at % reg::bf_size;
     if (offset == 0) {
-        doorbell_word w;
-        if (a.expected != 0 || !doorbell_word::decode_blueflame(get<uint64_t>(data), w)) {
+        if (a.expected != 0 || !doorbell_word::decode_blueflame(get<uint64_t>(data), a.header)) {
             ++m_malformed;  // a block left unfinished is dropped with it
             a.reset();
             return false;
         }
-        a.expected = doorbell_word::blueflame_bytes(w.ds * 16u);
-        a.bytes.clear();
+        a.expected = doorbell_word::blueflame_bytes(a.header.ds * 16u);
     } else if (a.expected == 0 || offset != a.bytes.size()) {
         ++m_malformed;
         a.reset();
@@ -107,8 +105,7 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
     }
     a.bytes.insert(a.bytes.end(), data, data + reg::bf_chunk);
     if (a.bytes.size() < a.expected) return true;
-    doorbell_word w;
-    doorbell_word::decode_blueflame(get<uint64_t>(a.bytes.data()), w);
+    const doorbell_word w = a.header;
     std::vector<uint8_t> wqe(a.bytes.begin() + 8, a.bytes.begin() + 8 + w.ds * 16u);
     a.reset();
     if (w.qpn >= m_tables.qpc_entries) {

@@ -80,8 +80,9 @@ class doorbell : public sc_core::sc_module {
                   std::vector<uint8_t> wqe);
 
     struct bf_assembly {
-        std::vector<uint8_t> bytes;  // chunks received so far
-        size_t expected = 0;         // block bytes (0: no block in progress)
+        std::vector<uint8_t> bytes;    // chunks received so far
+        size_t expected = 0;           // block bytes (0: no block in progress)
+        hca_if::doorbell_word header;  // decoded from the first chunk
         // Ends the block in progress; the buffer keeps its capacity for the next one.
         void reset() {
             bytes.clear();

@@ -20,12 +20,18 @@ class inline_callback {
     template <class F, class D = std::decay_t<F>,
               class = std::enable_if_t<!std::is_same<D, inline_callback>::value>>
     inline_callback(F&& f) {  // NOLINT(google-explicit-constructor): stands in for std::function
-        if constexpr (fits<D>()) {
-            ::new (static_cast<void*>(m_buf)) D(std::forward<F>(f));
-            m_ops = &inline_ops<D>;
+        construct<D>(std::forward<F>(f));
+    }
+
+    // Replaces the callable with `f`, built in place (an inline_callback is moved in).
+    template <class F>
+    void emplace(F&& f) {
+        using D = std::decay_t<F>;
+        if constexpr (std::is_same<D, inline_callback>::value) {
+            *this = std::move(f);
         } else {
-            *reinterpret_cast<D**>(m_buf) = new D(std::forward<F>(f));
-            m_ops = &heap_ops<D>;
+            reset();
+            construct<D>(std::forward<F>(f));
         }
     }
 
@@ -76,6 +82,17 @@ class inline_callback {
         [](void* p) { (**static_cast<D**>(p))(); },
         [](void* dst, void* src) noexcept { *static_cast<D**>(dst) = *static_cast<D**>(src); },
         [](void* p) noexcept { delete *static_cast<D**>(p); }};
+
+    template <class D, class F>
+    void construct(F&& f) {
+        if constexpr (fits<D>()) {
+            ::new (static_cast<void*>(m_buf)) D(std::forward<F>(f));
+            m_ops = &inline_ops<D>;
+        } else {
+            *reinterpret_cast<D**>(m_buf) = new D(std::forward<F>(f));
+            m_ops = &heap_ops<D>;
+        }
+    }
 
     void reset() noexcept {
         if (m_ops) m_ops->destroy(m_buf);

@@ -22,19 +22,20 @@ callback_queue::callback_queue(sc_core::sc_module_name name) : sc_core::sc_modul
     dont_initialize();
 }
 
-void callback_queue::at(const sc_core::sc_time& when, callback fn) {
+uint32_t callback_queue::take_slot() {
+    if (m_free_slots.empty()) {
+        m_slots.emplace_back();
+        return static_cast<uint32_t>(m_slots.size() - 1);
+    }
+    const uint32_t slot = m_free_slots.back();
+    m_free_slots.pop_back();
+    return slot;
+}
+
+void callback_queue::schedule(const sc_core::sc_time& when, uint32_t slot) {
     sc_core::sc_time now = sc_core::sc_time_stamp();
     sc_core::sc_time t = when < now ? now : when;
     bool earliest = m_heap.empty() || t < m_heap.front().when;
-    uint32_t slot;
-    if (m_free_slots.empty()) {
-        slot = static_cast<uint32_t>(m_slots.size());
-        m_slots.push_back(std::move(fn));
-    } else {
-        slot = m_free_slots.back();
-        m_free_slots.pop_back();
-        m_slots[slot] = std::move(fn);
-    }
     m_heap.push_back(item{t, m_seq++, slot});
     std::push_heap(m_heap.begin(), m_heap.end(), later{});
     // While dispatching, callbacks due now run in the same activation.
@@ -85,8 +86,12 @@ sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
 
 sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
                                           const sc_core::sc_time& duration) {
+    return book(first_fit(earliest, duration), duration);
+}
+
+sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,
+                                       const sc_core::sc_time& duration) {
     m_busy += duration;
-    const sc_core::sc_time start = first_fit(earliest, duration);
     if (duration == sc_core::SC_ZERO_TIME) return start;
     sc_core::sc_time end = start + duration;
     // Insert [start, end), merging with touching neighbours to keep the calendar short; a

@@ -32,9 +32,16 @@ class callback_queue : public sc_core::sc_module {
 
     SC_HAS_PROCESS(callback_queue);
     explicit callback_queue(sc_core::sc_module_name name);
-    void at(const sc_core::sc_time& when, callback fn);
-    void after(const sc_core::sc_time& delay, callback fn) {
-        at(sc_core::sc_time_stamp() + delay, std::move(fn));
+    // Runs `fn` (any void() callable, built in its slot) at `when` (now if that has passed).
+    template <class F>
+    void at(const sc_core::sc_time& when, F&& fn) {
+        const uint32_t slot = take_slot();
+        m_slots[slot].emplace(std::forward<F>(fn));
+        schedule(when, slot);
+    }
+    template <class F>
+    void after(const sc_core::sc_time& delay, F&& fn) {
+        at(sc_core::sc_time_stamp() + delay, std::forward<F>(fn));
     }
     size_t pending() const { return m_heap.size(); }
 
@@ -50,6 +57,8 @@ class callback_queue : public sc_core::sc_module {
         }
     };
     void dispatch();
+    uint32_t take_slot();  // a free slot of m_slots
+    void schedule(const sc_core::sc_time& when, uint32_t slot);
 
     std::vector<item> m_heap;  // a binary heap under `later`: earliest first, then FIFO
     std::vector<callback> m_slots;
@@ -72,6 +81,9 @@ class serial_resource {
     sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
     // The start `reserve` would give, without booking (intervals that ended are pruned).
     sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
+    // not searched again); returns it.
+    sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;
@@ -86,14 +98,17 @@ class serial_resource {
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
 };
 
+// `t` times `n` in integer arithmetic on the kernel's time value (no sc_time built from a
+// double).
+inline sc_core::sc_time scaled(const sc_core::sc_time& t, uint64_t n) {
+    return sc_core::sc_time::from_value(t.value() * n);
+}
+
 class clock_domain {
   public:
     explicit clock_domain(double hz = 1e9) { set_frequency(hz); }
     void set_frequency(double hz);
-    // Integer arithmetic on the kernel's time value (no sc_time built from a double).
-    sc_core::sc_time cycles(uint64_t n) const {
-        return sc_core::sc_time::from_value(m_period.value() * n);
-    }
+    sc_core::sc_time cycles(uint64_t n) const { return scaled(m_period, n); }
     const sc_core::sc_time& period() const { return m_period; }
 
   private:

@@ -190,7 +190,6 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
     // long as it takes to cross (it holds them longer; the hold is booked once known).
     credit_calendar* credits =
         m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl) : nullptr;
-    if (credits && credits->infinite()) credits = nullptr;
     const uint64_t blocks = credit_blocks(bytes);
     sc_core::sc_time start;
     if (!credits) {
@@ -207,7 +206,7 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
             ++m_credit_stalls;
             m_credit_wait_ps[end] += to_ps(start - free_wire);
         }
-        m_dir[end].reserve(start, dur);
+        m_dir[end].book(start, dur);
     }
     HCASIM_TRACE(
         busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));

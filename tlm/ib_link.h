@@ -128,8 +128,8 @@ inline uint64_t credit_blocks(uint64_t bytes) {
 class ib_forwarder {
   public:
     virtual ~ib_forwarder() = default;
-    // The credits of the input buffer at `port` for packets of service level `sl` (null or
-    // infinite: no flow control).
+    // The credits of the input buffer at `port` for packets of service level `sl` (null: no flow
+    // control).
     virtual credit_calendar* input_credits(int port, uint8_t sl) = 0;
     // Packet `i` of `msg` (`bytes` on the wire) arrives at `port`, its first bit at `first` and
     // its last at `last`. Returns when its last bit has left the device (its buffer is free).

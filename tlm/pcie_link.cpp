@@ -156,9 +156,8 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             if (end > addr) chunk = end - addr;
         }
         if (line_interval > sc_core::SC_ZERO_TIME)
-            ready = std::max(
-                ready, start + sc_core::sc_time::from_value(
-                                   line_interval.value() * ((addr + chunk - 1) / 64 - first_line)));
+            ready = std::max(ready,
+                             start + scaled(line_interval, (addr + chunk - 1) / 64 - first_line));
         uint64_t bytes = chunk + overhead;
         sc_core::sc_time dur = wire_time(bytes);
         const uint64_t data_credits = (chunk + 15) / 16;

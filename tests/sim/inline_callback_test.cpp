@@ -63,3 +63,22 @@ TEST(inline_callback, captures_as_the_units_use_them) {
     queue.clear();
     EXPECT_EQ(shared.use_count(), 1) << "captured shared_ptrs released with their callbacks";
 }
+
+TEST(inline_callback, emplace_builds_in_place_and_replaces_once) {
+    int alive = 0, runs = 0;
+    {
+        inline_callback a;
+        a.emplace(probe(&alive, &runs));
+        EXPECT_EQ(alive, 1);
+        a.emplace(big_probe(&alive, &runs));
+        EXPECT_EQ(alive, 1) << "the old callable destroyed when replaced";
+        a();
+        inline_callback b(probe(&alive, &runs));
+        a.emplace(std::move(b));
+        EXPECT_FALSE(b);
+        EXPECT_EQ(alive, 1) << "an inline_callback is moved in, not wrapped";
+        a();
+    }
+    EXPECT_EQ(runs, 2);
+    EXPECT_EQ(alive, 0);
+}
