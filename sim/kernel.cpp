@@ -84,11 +84,6 @@ sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
     return start;
 }
 
-sc_core::sc_time serial_resource::reserve(const sc_core::sc_time& earliest,
-                                          const sc_core::sc_time& duration) {
-    return book(first_fit(earliest, duration), duration);
-}
-
 sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,
                                        const sc_core::sc_time& duration) {
     m_busy += duration;

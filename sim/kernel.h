@@ -78,7 +78,9 @@ class serial_resource {
   public:
     // Occupies the resource for `duration` from the first free gap at or after `earliest`;
     // returns the start time.
-    sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
+        return book(first_fit(earliest, duration), duration);
+    }
     // The start `reserve` would give, without booking (intervals that ended are pruned).
     sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
     // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
