@@ -1,6 +1,19 @@
 #include "fabric/ib_switch.h"
 
+#include "sim/tracer.h"
+
 namespace hcasim {
+
+namespace {
+
+// Trace signal names (literals: the tracer keeps the pointers): blocks of each VL's input buffer
+// holding a packet, from its first bit in to its last bit out.
+const char* const k_vl_blocks[] = {"vl0_blocks",  "vl1_blocks",  "vl2_blocks",  "vl3_blocks",
+                                   "vl4_blocks",  "vl5_blocks",  "vl6_blocks",  "vl7_blocks",
+                                   "vl8_blocks",  "vl9_blocks",  "vl10_blocks", "vl11_blocks",
+                                   "vl12_blocks", "vl13_blocks", "vl14_blocks"};
+
+}  // namespace
 
 ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg,
                      const std::string& stats_path)
@@ -56,8 +69,11 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
     in.buffer_use->add((buffer.in_use(first) + credit_blocks(bytes)) * 1000);
     const int out_port = route(msg->dst_lid);
+    const char* vl_signal = k_vl_blocks[msg->sl % in.vl_credits.size()];
+    const auto blocks = static_cast<int64_t>(credit_blocks(bytes));
     if (out_port < 1 || out_port > ports_used() || out_port == port) {
         ++*in.unroutable;
+        HCASIM_TRACE(level(in.stats.path().c_str(), vl_signal, first, last, blocks));
         return last;  // dropped on arrival: the buffer is free once the packet is in
     }
     port_state& out = *m_ports[static_cast<size_t>(out_port - 1)];
@@ -69,6 +85,10 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     ++*out.tx_packets;
     *out.tx_bytes += bytes;
     out.queue_delay->add(to_ps(sent - out_wire - ready));
+    HCASIM_TRACE(level(in.stats.path().c_str(), vl_signal, first, sent, blocks));
+    // Packets held at this output past their cut-through time: head-of-line blocking shows here.
+    if (sent - out_wire > ready)
+        HCASIM_TRACE(busy(out.stats.path().c_str(), "queued", ready, sent - out_wire));
     return sent;
 }
 

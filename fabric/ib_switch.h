@@ -18,6 +18,10 @@
 //
 // The switch is a forwarding device on the links (tlm/ib_link.h): a link books a packet through
 // the switch at the moment it is sent, so a hop costs no kernel event and no per-cycle ticking.
+//
+// Waveforms and traces (docs/observability.md): per port `queued` (packets held past their
+// cut-through time) and `vl<N>_blocks` (input buffer in use), so head-of-line blocking is visible
+// in GTKWave and Perfetto.
 #pragma once
 
 #include <cstdint>

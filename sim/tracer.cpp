@@ -99,11 +99,11 @@ void tracer::span(const char* unit, const char* name, uint64_t id, const sc_core
         {unit_index(unit), name, id, to_ps(start), std::max(to_ps(end), to_ps(start)), bytes});
 }
 
-void tracer::busy(const char* unit, const char* signal, const sc_core::sc_time& start,
-                  const sc_core::sc_time& end) {
+void tracer::level(const char* unit, const char* signal, const sc_core::sc_time& start,
+                   const sc_core::sc_time& end, int64_t amount) {
     const uint32_t s = signal_index(unit, unit, signal);
-    m_deltas.push_back({to_ps(start), s, 1});
-    m_deltas.push_back({to_ps(end), s, -1});
+    m_deltas.push_back({to_ps(start), s, amount});
+    m_deltas.push_back({to_ps(end), s, -amount});
 }
 
 void tracer::add(const char* unit, const char* signal, int64_t delta) {

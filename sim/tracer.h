@@ -6,7 +6,8 @@
 // - spans: one WQE stage in one unit, [start, end) in simulated time, tagged with the WQE's
 //   trace id (`wqe_trace_id(qpn, index)`, carried across nodes by the IB message);
 // - signals: integer values over time (`a.hca.dma.read_tags`), changed by deltas (occupancy:
-//   +1 when a tag is taken, -1 when it is free again), by pulses (one strobe per cache miss) or set.
+//   +1 when a tag is taken, -1 when it is free again), by pulses (one strobe per cache miss) or
+//   set.
 // Serial resources book the future, so changes arrive out of time order; everything is buffered
 // and sorted when the run ends, then written as trace.json (Chrome Trace Event format: a process
 // per node, a thread per unit, flow arrows linking the stages of one WQE, counter tracks for the
@@ -29,21 +30,33 @@ inline uint64_t wqe_trace_id(uint32_t qpn, uint32_t index) {
 }
 
 class tracer {
-public:
+  public:
 #ifdef HCASIM_NO_TRACE_HOOKS
     // Built with -DHCASIM_TRACE_HOOKS=OFF (bench/tracing_cost.sh): every hook compiles away.
-    static constexpr bool on() { return false; }
-    static constexpr bool hooks_built() { return false; }
+    static constexpr bool on() {
+        return false;
+    }
+    static constexpr bool hooks_built() {
+        return false;
+    }
 #else
-    static bool on() { return s_on; }
-    static constexpr bool hooks_built() { return true; }
+    static bool on() {
+        return s_on;
+    }
+    static constexpr bool hooks_built() {
+        return true;
+    }
 #endif
     static tracer& instance();
 
     // Configuration, before the run. `events`: trace.json; `waves`: waves.vcd.
     void enable(bool events, bool waves);
-    bool events() const { return m_events; }
-    bool waves() const { return m_waves; }
+    bool events() const {
+        return m_events;
+    }
+    bool waves() const {
+        return m_waves;
+    }
     // "a.hca,b.hca.tpt": only units under these name prefixes; false on a malformed list.
     bool set_units(const std::string& list);
     // "10us:50us", "10us:" or ":50us": only that range of simulated time.
@@ -54,7 +67,13 @@ public:
     void span(const char* unit, const char* name, uint64_t id, const sc_core::sc_time& start,
               const sc_core::sc_time& end, uint64_t bytes = 0);
     // Signal `unit.signal` is one higher over [start, end): occupancy of a queue, a busy link.
-    void busy(const char* unit, const char* signal, const sc_core::sc_time& start, const sc_core::sc_time& end);
+    void busy(const char* unit, const char* signal, const sc_core::sc_time& start,
+              const sc_core::sc_time& end) {
+        level(unit, signal, start, end, 1);
+    }
+    // Signal `unit.signal` is `amount` higher over [start, end): blocks of a buffer in use.
+    void level(const char* unit, const char* signal, const sc_core::sc_time& start,
+               const sc_core::sc_time& end, int64_t amount);
     // Signal `unit.signal` changes by `delta` now.
     void add(const char* unit, const char* signal, int64_t delta);
     // A one-nanosecond strobe on the signal named after a stats counter (`a.hca.qpc_cache.misses`).
@@ -83,7 +102,7 @@ public:
     };
     std::map<std::string, std::vector<change>> signal_changes() const;
 
-private:
+  private:
     struct span_rec {
         uint32_t unit;
         const char* name;
@@ -108,10 +127,10 @@ private:
     std::vector<std::string> m_units;
     std::map<std::pair<const void*, const char*>, uint32_t> m_signal_ids;
     struct signal_decl {
-        const char* unit;          // or null: a counter pulse, named at write time
+        const char* unit;  // or null: a counter pulse, named at write time
         const char* signal;
         const uint64_t* counter;
-        bool timeline = true;      // also a counter track in trace.json
+        bool timeline = true;  // also a counter track in trace.json
     };
     std::vector<signal_decl> m_signals;
     std::vector<span_rec> m_spans;
@@ -121,7 +140,7 @@ private:
 
 }  // namespace hcasim
 
-#define HCASIM_TRACE(call)                                                  \
-    do {                                                                    \
+#define HCASIM_TRACE(call)                                                                  \
+    do {                                                                                    \
         if (__builtin_expect(::hcasim::tracer::on(), 0)) ::hcasim::tracer::instance().call; \
     } while (0)

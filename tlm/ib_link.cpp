@@ -205,6 +205,9 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
         if (start > free_wire) {
             ++m_credit_stalls;
             m_credit_wait_ps[end] += to_ps(start - free_wire);
+            HCASIM_TRACE(busy(m_stats.path().c_str(),
+                              end == 0 ? "credit_wait_0to1" : "credit_wait_1to0", free_wire,
+                              start));
         }
         m_dir[end].book(start, dur);
     }

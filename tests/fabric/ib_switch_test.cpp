@@ -6,7 +6,8 @@
 //  - a packet for a LID the forwarding table does not know is dropped and counted;
 //  - incast: two inputs sending as fast as they can into one output share it evenly, the output
 //    runs at its rate, and no input buffer ever holds more than its credits (lossless
-//    back-pressure: the senders wait instead);
+//    back-pressure: the senders wait instead); the waveforms show it: packets queued at the
+//    output, input buffers filled up to their credits and no further, senders waiting for credits;
 //  - min-hop routing over two switches picks the direct port, and spreads destinations over equal
 //    paths;
 //  - up/down routing on a fat tree goes up once and spreads destinations over the spines; on a
@@ -19,6 +20,7 @@
 
 #include "fabric/ib_switch.h"
 #include "fabric/routing.h"
+#include "sim/tracer.h"
 #include "tlm/ib_link.h"
 
 using namespace hcasim;
@@ -78,7 +80,8 @@ struct bench : sc_core::sc_module {
         wait(sc_time(10, sc_core::SC_US));
         EXPECT_EQ(got.size(), 1u) << "nothing delivered for an unknown LID";
 
-        // ---- incast: two inputs into one output ----
+        // ---- incast: two inputs into one output (traced) ----
+        tracer::instance().enable(false, true);
         got.clear();
         const sc_time start = sc_core::sc_time_stamp();
         const int messages = 40;  // 64 KiB each: 16 packets
@@ -103,6 +106,25 @@ struct bench : sc_core::sc_module {
         EXPECT_NEAR(ratio, 1.0, 0.05) << "the two inputs share the output evenly";
         EXPECT_GT(done1 - start, sc_time(2 * messages * 65536 * 8 / 100.0 * 0.9, SC_NS))
             << "each sender was held back to about half its rate by credits";
+        tracer::instance().enable(false, false);
+        const auto signals = tracer::instance().signal_changes();
+        auto peak = [&](const std::string& name) {
+            int64_t top = -1;
+            auto it = signals.find(name);
+            if (it != signals.end())
+                for (const auto& c : it->second) top = std::max(top, c.value);
+            return top;
+        };
+        EXPECT_GE(peak("fabric.sw.port3.queued"), 1) << "packets waited for the output";
+        EXPECT_EQ(peak("fabric.sw.port1.queued"), -1) << "nothing leaves through an input";
+        for (const char* in : {"fabric.sw.port1.vl0_blocks", "fabric.sw.port2.vl0_blocks"}) {
+            EXPECT_GT(peak(in), 64) << in << ": filled by the backlog";
+            EXPECT_LE(peak(in), static_cast<int64_t>(cfg.vl_buffer / 64))
+                << in << ": within its credits";
+        }
+        EXPECT_EQ(peak("fabric.in1.credit_wait_0to1"), 1) << "the sender waited for credits";
+        EXPECT_EQ(peak("fabric.out.credit_wait_0to1"), -1)
+            << "the switch's output has no credits to wait for";
         finished = true;
     }
 };
