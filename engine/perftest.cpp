@@ -1,0 +1,295 @@
+#include "engine/perftest.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "engine/mem_step.h"
+#include "sim/units.h"
+
+namespace hcasim {
+namespace perftest {
+
+uint64_t arg_u64(const json& a, const char* key, uint64_t dflt) {
+    if (!a.contains(key)) return dflt;
+    auto v = to_u64(a[key]);
+    return v ? *v : dflt;
+}
+
+void require(int err, const std::string& what) {
+    if (err) throw workload_error{what + " failed with " + errno_name(err)};
+}
+
+// The same for a verb of host `h`, with the driver's reason when it gave one.
+void require(host& h, int err, const std::string& what) {
+    if (!err) return;
+    const std::string why = h.last_reason();
+    h.clear_reason();
+    throw workload_error{what + " failed with " + errno_name(err) +
+                         (why.empty() ? "" : ": " + why)};
+}
+
+// perftest's default -I (perftest_parameters.h, DEF_INLINE_*): latency tests inline small
+// writes and sends; bandwidth tests, reads and atomics do not.
+uint64_t default_inline(const std::string& type, qp_type conn) {
+    if (type.find("_lat") == std::string::npos) return 0;
+    if (type == "ib_write_lat") return 220;  // DEF_INLINE_WRITE
+    if (type == "ib_send_lat")
+        return conn == qp_type::ud ? 188 : 236;  // DEF_INLINE_SEND_UD / _RC_UC
+    return 0;
+}
+
+const char* conn_name(qp_type t) {
+    return t == qp_type::ud ? "UD" : t == qp_type::uc ? "UC" : "RC";
+}
+
+// count x bytes, refused (a workload error naming the limit) when it exceeds the node's
+// host.memory: a workload's buffers are filled byte by byte, so they must fit where they live.
+uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what,
+                       uint64_t bytes, uint64_t count) {
+    const uint64_t memory = h.config().memory;
+    if (bytes != 0 && count > memory / bytes)
+        throw workload_error{node + ": " + what + " of " + std::to_string(count) + " x " +
+                             std::to_string(bytes) + " bytes exceed host.memory (" +
+                             format_size(memory) + ")"};
+    return bytes * count;
+}
+
+void setup(world& w, const std::string& node, const std::string& process, const params& p,
+           uint64_t fill_seed, side& s, uint64_t threads) {
+    s.node = node;
+    s.h = &w.at(node).host();
+    s.pid = s.h->process_id(process);
+    s.h->clear_reason();
+    require(*s.h, s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
+    s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
+    const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
+    require(*s.h, s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
+            node + ": mmap of " + format_size(s.length));
+    require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)),
+            node + ": filling the buffer");
+    mr_attr attr;
+    attr.pd = s.pd;
+    attr.va = s.va;
+    attr.length = s.length;
+    attr.access =
+        access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
+    require(*s.h, s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
+    const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
+    for (uint64_t t = 0; t < threads; ++t) {
+        uint32_t cq = 0;
+        require(*s.h,
+                s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), cq),
+                node + ": create_cq");
+        s.cqs.push_back(cq);
+    }
+    s.cq = s.cqs.front();
+    for (uint64_t q = 0; q < p.qps; ++q) {
+        qp_attr qa;
+        qa.pd = s.pd;
+        qa.type = p.conn;
+        qa.send_cqn = s.cqs[q % threads];
+        qa.recv_cqn = s.cqs[q % threads];
+        qa.max_inline_data = static_cast<uint32_t>(p.inline_size);
+        qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
+        qa.rq_depth = static_cast<uint32_t>(p.rx_depth);
+        qa.access = p.conn == qp_type::rc
+                        ? access::remote_write | access::remote_read | access::remote_atomic
+                    : p.conn == qp_type::uc ? access::remote_write
+                                            : 0;
+        qp_info info;
+        require(*s.h, s.h->create_qp(s.pid, qa, info), node + ": create_qp");
+        s.qps.push_back(info);
+    }
+}
+
+// UD: each QP goes to RTS on its own (a Q_Key at INIT, no remote), and each side addresses the
+// other through one address handle.
+void bring_up_ud(side& s, const side& peer) {
+    for (const auto& qp : s.qps)
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+            require(*s.h,
+                    s.h->modify_qp(
+                        qp.qpn, st, 0, 0,
+                        st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
+                    s.node + ": modify_qp");
+    ah_attr attr;
+    attr.pd = s.pd;
+    attr.dlid = peer.h->lid();
+    require(*s.h, s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
+}
+
+void connect(const params& p, side& a, side& b) {
+    if (p.conn == qp_type::ud) {
+        bring_up_ud(a, b);
+        bring_up_ud(b, a);
+        return;
+    }
+    // perftest -o: responder resources on INIT -> RTR, initiator depth on RTR -> RTS (RC only).
+    const std::optional<uint32_t> outs =
+        p.conn == qp_type::rc ? std::optional<uint32_t>(static_cast<uint32_t>(p.outs))
+                              : std::nullopt;
+    for (size_t q = 0; q < a.qps.size(); ++q)
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+            for (side* s : {&a, &b}) {
+                const side& peer = s == &a ? b : a;
+                require(*s->h,
+                        s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
+                                        std::nullopt, st == qp_state::rts ? outs : std::nullopt,
+                                        st == qp_state::rtr ? outs : std::nullopt),
+                        s->node + ": modify_qp");
+            }
+}
+
+uint64_t now_ps() {
+    return to_ps(sc_core::sc_time_stamp());
+}
+
+bool is_atomic(const std::string& t) {
+    return t.rfind("ib_atomic", 0) == 0;
+}
+bool is_read(const std::string& t) {
+    return t.rfind("ib_read", 0) == 0;
+}
+bool is_send(const std::string& t) {
+    return t.rfind("ib_send", 0) == 0;
+}
+// perftest posts with IBV_SEND_INLINE when the message fits its -I.
+bool goes_inline(const params& p, uint64_t size) {
+    return size <= p.inline_size && !is_read(p.type) && !is_atomic(p.type);
+}
+
+// UD: a send names its destination (the peer's QP q) in the WR.
+void address(send_wr& wr, const params& p, const side& from, const side& to, uint64_t q) {
+    if (p.conn != qp_type::ud) return;
+    wr.ah = from.ah;
+    wr.remote_qpn = to.qps[q].qpn;
+    wr.remote_qkey = k_qkey;
+}
+
+send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset,
+                uint64_t wr_id, bool signaled) {
+    send_wr wr;
+    wr.wr_id = wr_id;
+    wr.signaled = signaled;
+    const uint64_t base = q * p.slot_bytes + offset;
+    if (is_atomic(p.type)) {
+        wr.opcode = wqe_opcode::atomic_fetch_add;
+        wr.compare_add = 1;
+    } else if (is_read(p.type)) {
+        wr.opcode = wqe_opcode::rdma_read;
+    } else if (is_send(p.type)) {
+        wr.opcode = wqe_opcode::send;
+    } else {
+        wr.opcode = wqe_opcode::rdma_write;
+    }
+    wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey, local.mr.iova + base});
+    wr.inline_data = goes_inline(p, p.size);
+    wr.remote_addr = remote.mr.iova + base;
+    wr.rkey = remote.mr.rkey;
+    address(wr, p, local, remote, q);
+    return wr;
+}
+
+// Messages that fit side by side in a buffer of mr_size (at least one; zero-byte messages share
+// offset 0).
+uint64_t message_slots(const params& p) {
+    return p.size == 0 ? 1 : std::max<uint64_t>(1, p.mr_size / p.size);
+}
+
+void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
+    const uint64_t slots = message_slots(p);
+    recv_wr r;
+    r.wr_id = (q << 40) | seq;
+    r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
+                         s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
+    require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
+}
+
+workload_error stalled(const side& s) {
+    return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() +
+                          " (stalled)"};
+}
+
+// Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
+// default the side's first).
+std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout,
+                                      uint32_t cq) {
+    if (!cq) cq = s.cq;
+    std::vector<work_completion> wcs = s.h->wait_cq(cq, 1, timeout);
+    if (wcs.empty()) return wcs;
+    std::vector<work_completion> more;
+    s.h->poll_cq(cq, max, more);
+    wcs.insert(wcs.end(), more.begin(), more.end());
+    for (const auto& wc : wcs)
+        if (wc.status != wc_status::success)
+            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) +
+                                 " with status " + to_string(wc.status)};
+    return wcs;
+}
+
+std::vector<work_completion> reap(side& s, int max, uint32_t cq) {
+    std::vector<work_completion> wcs = try_reap(s, max, k_stall, cq);
+    if (wcs.empty()) throw stalled(s);
+    return wcs;
+}
+
+// Takes whatever completions are there without waiting (they free send-queue slots).
+void drain(side& s) {
+    std::vector<work_completion> wcs;
+    s.h->poll_cq(s.cq, 16, wcs);
+    for (const auto& wc : wcs)
+        if (wc.status != wc_status::success)
+            throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) +
+                                 " with status " + to_string(wc.status)};
+}
+
+// Bytes of the last message each QP moved are the same on both ends (functional check); over UD
+// they land past the GRH's room.
+bool data_landed(const params& p, side& client, side& server,
+                 const std::vector<uint64_t>& last_offset) {
+    // Writes and reads through a buffer in order: every slot written, each byte checked (an mr_size
+    // of 1 GiB in 64 KiB messages checks the whole GiB); otherwise the last message's bytes.
+    const uint64_t slots = message_slots(p);
+    const bool every_slot = !p.random && !is_send(p.type) && !is_atomic(p.type);
+    for (uint64_t q = 0; q < p.qps; ++q) {
+        std::vector<uint8_t> a, b;
+        const uint64_t off = q * p.slot_bytes + (every_slot ? 0 : last_offset[q]);
+        const uint64_t len = is_atomic(p.type) ? 0
+                             : every_slot      ? std::min(p.iters, slots) * p.size
+                                               : p.size;
+        if (client.h->read_mem(client.pid, client.va + off, len, a) ||
+            server.h->read_mem(server.pid, server.va + off + p.grh, len, b))
+            return false;
+        if (a != b) return false;
+    }
+    return true;
+}
+
+// A send test's server: keeps receive WQEs posted and reposts one per completion, as ib_send_bw
+// does. Over UC and UD a message finding no receive posted is dropped: once the client is done
+// and nothing arrives for k_quiet, the rest are lost.
+void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received) {
+    std::vector<uint64_t> reposted(p.qps, 0);
+    for (uint64_t q = 0; q < p.qps; ++q)
+        for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q])
+            post_recv_slot(p, server, q, reposted[q]);
+    const bool reliable = p.conn == qp_type::rc;
+    uint64_t idle_since = now_ps();
+    while (received < p.iters * p.qps) {
+        const auto wcs = try_reap(server, 64, reliable ? k_stall : k_quiet);
+        if (wcs.empty()) {
+            if (reliable || now_ps() - idle_since >= to_ps(k_stall)) throw stalled(server);
+            if (client_done) return;
+            continue;
+        }
+        idle_since = now_ps();
+        for (const auto& wc : wcs) {
+            const uint64_t q = wc.wr_id >> 40;
+            ++received;
+            if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
+        }
+    }
+}
+
+}  // namespace perftest
+}  // namespace hcasim

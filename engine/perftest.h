@@ -1,0 +1,118 @@
+// The plumbing shared by the perftest traffic generators (engine/workloads.h): the two ends of a
+// connection set up through the verbs, work requests built as perftest builds them, completions
+// reaped as it reaps them, and the functional check that the bytes landed where the keys say. The
+// bandwidth loop is in perftest_bw.cpp, the latency loop in perftest_lat.cpp.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "engine/world.h"
+#include "sim/stats.h"
+
+namespace hcasim {
+namespace perftest {
+
+using namespace hca_if;
+
+// No progress for this long = stalled: longer than the RC transport takes to give up with
+// perftest's attributes (retry_cnt 7 after the first try, each a 4.096 us x 2^14 = 67 ms timeout).
+inline const sc_core::sc_time k_stall = sc_core::sc_time(1, sc_core::SC_SEC);
+constexpr uint32_t k_qkey = 0x11111111;  // perftest's DEF_QKEY
+constexpr uint64_t k_grh = 40;  // a UD receive buffer's room for the GRH, before the payload
+constexpr uint64_t k_unreliable_rx_depth = 512;  // perftest's default rx depth (-r)
+// UC/UD send_bw: the client is done and no message arrived for this long = the rest were dropped.
+inline const sc_core::sc_time k_quiet = sc_core::sc_time(50, sc_core::SC_US);
+
+struct workload_error {
+    std::string what;
+};
+
+// Throws workload_error{what + " failed with " + errno} when err is not 0.
+void require(int err, const std::string& what);
+// The same for a verb of host `h`, with the driver's reason when it gave one.
+void require(host& h, int err, const std::string& what);
+
+// args[key] as an unsigned integer, `dflt` when absent.
+uint64_t arg_u64(const json& a, const char* key, uint64_t dflt);
+
+// One end of a perftest connection.
+struct side {
+    std::string node;
+    host* h = nullptr;
+    uint32_t pid = 0;
+    uint32_t pd = 0;
+    uint64_t va = 0;
+    uint64_t length = 0;
+    mr_info mr;
+    uint32_t cq = 0;
+    std::vector<uint32_t> cqs;  // the client's posting threads: one CQ each (cqs[0] == cq)
+    std::vector<qp_info> qps;
+    uint32_t ah = 0;  // UD: the address handle to the peer
+};
+
+struct params {
+    std::string type;
+    qp_type conn = qp_type::rc;
+    uint64_t size = 0, iters = 0, qps = 1, tx_depth = 128, mr_size = 0, page_size = 4096;
+    // Receives kept posted by a send test's server: UC and UD have no RNR flow control, so a
+    // message finding none is dropped; perftest posts its rx depth (512) for them.
+    uint64_t rx_depth = 128;
+    uint64_t grh = 0;  // UD: a message lands this far into its receive buffer
+    bool random = false;
+    uint64_t slot_bytes = 0;   // per-QP share of the buffer
+    uint64_t inline_size = 0;  // -I: messages of at most this size go inline
+    uint64_t post_list = 1;    // --post_list: WRs per post_send
+    uint64_t threads = 1;      // posting threads of the client
+    uint64_t outs = 16;        // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
+};
+
+// perftest's default -I for a test type and connection.
+uint64_t default_inline(const std::string& type, qp_type conn);
+const char* conn_name(qp_type t);
+// count x bytes, refused (a workload error naming the limit) when it exceeds the node's memory.
+uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what,
+                       uint64_t bytes, uint64_t count);
+// Process, PD, buffer (filled from `fill_seed`), region, one CQ per posting thread and the QPs
+// of one end.
+void setup(world& w, const std::string& node, const std::string& process, const params& p,
+           uint64_t fill_seed, side& s, uint64_t threads = 1);
+// Brings every QP of both ends to RTS, connected QP q to QP q (UD: an address handle each way).
+void connect(const params& p, side& a, side& b);
+
+uint64_t now_ps();
+bool is_atomic(const std::string& t);
+bool is_read(const std::string& t);
+bool is_send(const std::string& t);
+// perftest posts with IBV_SEND_INLINE when the message fits its -I.
+bool goes_inline(const params& p, uint64_t size);
+// UD: a send names its destination (the peer's QP q) in the WR.
+void address(send_wr& wr, const params& p, const side& from, const side& to, uint64_t q);
+// The bandwidth test's WR for QP q at `offset` into its slot.
+send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t q, uint64_t offset,
+                uint64_t wr_id, bool signaled);
+// Messages that fit side by side in a buffer of mr_size (at least one).
+uint64_t message_slots(const params& p);
+void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq);
+workload_error stalled(const side& s);
+// Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
+// default the side's first); throws on an error completion.
+std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout,
+                                      uint32_t cq = 0);
+// The same, a stall (workload_error) when nothing comes within k_stall.
+std::vector<work_completion> reap(side& s, int max, uint32_t cq = 0);
+// Takes whatever completions are there without waiting (they free send-queue slots).
+void drain(side& s);
+// Functional check of a bandwidth test: the bytes each QP moved are the same on both ends.
+bool data_landed(const params& p, side& client, side& server,
+                 const std::vector<uint64_t>& last_offset);
+// A send test's server: keeps receive WQEs posted and reposts one per completion.
+void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received);
+
+// One row of a bandwidth test (perftest_bw.cpp) and of a latency test (perftest_lat.cpp).
+json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat);
+json run_lat(const params& p, side& client, side& server, histogram& lat);
+
+}  // namespace perftest
+}  // namespace hcasim

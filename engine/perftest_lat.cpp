@@ -1,0 +1,136 @@
+#include "engine/perftest.h"
+
+#include "engine/mem_step.h"
+#include "sim/units.h"
+
+namespace hcasim {
+namespace perftest {
+
+// Waits until the last byte of [va, va+len) of `s` equals `value` (a process polling its memory).
+void wait_for_byte(side& s, uint64_t va, uint8_t value) {
+    while (true) {
+        std::vector<uint8_t> b;
+        require(s.h->read_mem(s.pid, va, 1, b), s.node + ": polling the buffer");
+        if (b[0] == value) return;
+        sc_core::sc_event landed;
+        bool fired = false;
+        s.h->watch(s.pid, va, 1, [&] {
+            fired = true;
+            landed.notify();
+        });
+        ++kernel_events();
+        sc_core::wait(k_stall, landed);
+        if (!fired) throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
+    }
+}
+
+json run_lat(const params& p, side& client, side& server, histogram& lat) {
+    lat.keep_samples();  // t_typical and the percentiles from the sorted samples, as perftest
+    // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes
+    // into.
+    const uint64_t n = p.size;
+    const bool pingpong = !is_read(p.type) && !is_atomic(p.type);
+    const bool send = is_send(p.type);
+    auto wr_to = [&](side& from, side& to, uint64_t wr_id) {
+        send_wr wr;
+        wr.wr_id = wr_id;
+        wr.opcode = is_atomic(p.type) ? wqe_opcode::atomic_fetch_add
+                    : is_read(p.type) ? wqe_opcode::rdma_read
+                    : send            ? wqe_opcode::send
+                                      : wqe_opcode::rdma_write;
+        wr.compare_add = 1;
+        const uint64_t len = is_atomic(p.type) ? 8 : n;
+        if (is_read(p.type) || is_atomic(p.type))
+            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey,
+                                  from.mr.iova + n});  // response lands in the receive half
+        else
+            wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey, from.mr.iova});
+        wr.inline_data = goes_inline(p, len);
+        wr.remote_addr = to.mr.iova + (pingpong ? n : 0);
+        wr.rkey = to.mr.rkey;
+        address(wr, p, from, to, 0);
+        return wr;
+    };
+    auto recv_into = [&](side& s, uint64_t id) {
+        recv_wr r;
+        r.wr_id = id;
+        r.sges.push_back(sge{static_cast<uint32_t>(n + p.grh), s.mr.lkey, s.mr.iova + n});
+        require(s.h->post_recv(s.qps[0].qpn, r), s.node + ": post_recv");
+    };
+    if (send) {
+        recv_into(server, 0);
+        recv_into(client, 0);
+    }
+    const uint64_t start = now_ps();
+    for (uint64_t i = 0; i < p.iters; ++i) {
+        const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
+        const uint64_t t0 = now_ps();
+        if (pingpong) {
+            require(client.h->write_mem(client.pid, client.va + n - 1, {tag}),
+                    "tagging the client buffer");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
+                    client.node + ": post_send");
+            if (send) {
+                reap(server, 1);  // the receive
+                // Only for a next message: a receive left posted would take the next size's.
+                if (i + 1 < p.iters) recv_into(server, i + 1);
+            } else {
+                wait_for_byte(server, server.va + 2 * n - 1, tag);
+            }
+            require(server.h->write_mem(server.pid, server.va + n - 1, {tag}),
+                    "tagging the server buffer");
+            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)),
+                    server.node + ": post_send");
+            if (send) {
+                // The client's send completion and the reply's receive.
+                int got = 0;
+                while (got < 2) got += static_cast<int>(reap(client, 2).size());
+                if (i + 1 < p.iters) recv_into(client, i + 1);
+                reap(server, 1);  // the server's send completion
+            } else {
+                wait_for_byte(client, client.va + 2 * n - 1, tag);
+                // Like perftest, send completions are drained without waiting for them.
+                drain(client);
+                drain(server);
+            }
+            lat.add((now_ps() - t0) / 2);
+        } else {
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
+                    client.node + ": post_send");
+            reap(client, 1);
+            lat.add(now_ps() - t0);
+        }
+    }
+    const uint64_t end = now_ps();
+    const double seconds = static_cast<double>(end - start) * 1e-12;
+    const uint64_t per = is_atomic(p.type) ? 8 : n;
+    json r = json::object();
+    r["size"] = per;
+    r["iters"] = p.iters;
+    r["bytes"] = per * p.iters;
+    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(per * p.iters) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? static_cast<double>(p.iters) / seconds / 1e6 : 0.0;
+    r["lat_ns"] = lat.to_json_ns();
+    r["lat_ns"]["what"] = pingpong ? "half round trip (perftest)" : "post to completion (perftest)";
+    // Functional check: the last message's bytes are where the keys say.
+    std::vector<uint8_t> a, b;
+    bool ok = true;
+    if (is_atomic(p.type)) {
+        ok = !server.h->read_mem(server.pid, server.va, 8, b);
+        std::vector<uint8_t> orig = pattern_bytes(1, 8);
+        uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
+        ok = ok && after == before + p.iters;
+    } else if (is_read(p.type)) {
+        ok = !client.h->read_mem(client.pid, client.va + n, n, a) &&
+             !server.h->read_mem(server.pid, server.va, n, b) && a == b;
+    } else {
+        ok = !client.h->read_mem(client.pid, client.va, n, a) &&
+             !server.h->read_mem(server.pid, server.va + n + p.grh, n, b) && a == b;
+    }
+    r["data_check"] = ok ? "ok" : "mismatch";
+    return r;
+}
+
+}  // namespace perftest
+}  // namespace hcasim
