@@ -532,9 +532,24 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 "posting threads of the client (bandwidth tests, at most qps): QP q is posted "
                 "and polled by thread q mod threads, each with its own CQ and CPU time",
                 1),
+        opt("duration", field_kind::time,
+            "run for this simulated time instead of a count (-D): what completes between margin "
+            "and duration - margin is counted (iters then reports that count, over every QP, as "
+            "perftest's #iterations), bandwidth and rate over that window; at the end each QP "
+            "gets a last signaled WQE and drains"),
+        opt("margin", field_kind::time,
+            "with duration: warm-up and cool-down left out of the measurement (-f; default "
+            "duration / 4, as perftest when -D comes without -f)"),
+        opt("bidirectional", field_kind::flag,
+            "the server runs the same test toward the client at the same time (-b; bandwidth "
+            "tests): bandwidth and message rate are the two directions' sum, as perftest "
+            "reports them, and by_direction has each",
+            false),
     };
     s.exactly_one = {{"client", "clients", "pattern"}};
-    s.requires_key = {{"client", "server"}, {"clients", "server"}, {"nodes", "pattern"}};
+    s.at_most_one = {{"duration", "iters"}, {"duration", "all_sizes"}};
+    s.requires_key = {
+        {"client", "server"}, {"clients", "server"}, {"nodes", "pattern"}, {"margin", "duration"}};
     return s;
 }
 

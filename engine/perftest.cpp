@@ -83,12 +83,17 @@ void setup(world& w, const std::string& node, const std::string& process, const 
         s.cqs.push_back(cq);
     }
     s.cq = s.cqs.front();
+    if (p.bidir && is_send(p.type))
+        require(
+            *s.h,
+            s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), s.rcq),
+            node + ": create_cq");
     for (uint64_t q = 0; q < p.qps; ++q) {
         qp_attr qa;
         qa.pd = s.pd;
         qa.type = p.conn;
         qa.send_cqn = s.cqs[q % threads];
-        qa.recv_cqn = s.cqs[q % threads];
+        qa.recv_cqn = s.rcq ? s.rcq : s.cqs[q % threads];
         qa.max_inline_data = static_cast<uint32_t>(p.inline_size);
         qa.sq_depth = static_cast<uint32_t>(p.tx_depth);
         qa.rq_depth = static_cast<uint32_t>(p.rx_depth);
@@ -182,9 +187,13 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
     } else {
         wr.opcode = wqe_opcode::rdma_write;
     }
-    wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey, local.mr.iova + base});
+    // A read brings the remote's bytes into the local landing half; the rest carry the local's
+    // into the remote's.
+    const bool read = is_read(p.type);
+    wr.sges.push_back(sge{static_cast<uint32_t>(p.size), local.mr.lkey,
+                          local.mr.iova + base + (read ? p.half : 0)});
     wr.inline_data = goes_inline(p, p.size);
-    wr.remote_addr = remote.mr.iova + base;
+    wr.remote_addr = remote.mr.iova + base + (read ? 0 : p.half);
     wr.rkey = remote.mr.rkey;
     address(wr, p, local, remote, q);
     return wr;
@@ -201,7 +210,7 @@ void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     recv_wr r;
     r.wr_id = (q << 40) | seq;
     r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
-                         s.mr.iova + q * p.slot_bytes + (seq % slots) * p.size});
+                         s.mr.iova + q * p.slot_bytes + p.half + (seq % slots) * p.size});
     require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
 }
 
@@ -245,8 +254,8 @@ void drain(side& s) {
 
 // Bytes of the last message each QP moved are the same on both ends (functional check); over UD
 // they land past the GRH's room.
-bool data_landed(const params& p, side& client, side& server,
-                 const std::vector<uint64_t>& last_offset) {
+bool data_landed(const params& p, side& from, side& to, const std::vector<uint64_t>& last_offset,
+                 const std::vector<uint64_t>& sent) {
     // Writes and reads through a buffer in order: every slot written, each byte checked (an mr_size
     // of 1 GiB in 64 KiB messages checks the whole GiB); otherwise the last message's bytes.
     const uint64_t slots = message_slots(p);
@@ -255,10 +264,12 @@ bool data_landed(const params& p, side& client, side& server,
         std::vector<uint8_t> a, b;
         const uint64_t off = q * p.slot_bytes + (every_slot ? 0 : last_offset[q]);
         const uint64_t len = is_atomic(p.type) ? 0
-                             : every_slot      ? std::min(p.iters, slots) * p.size
+                             : every_slot      ? std::min(sent[q], slots) * p.size
                                                : p.size;
-        if (client.h->read_mem(client.pid, client.va + off, len, a) ||
-            server.h->read_mem(server.pid, server.va + off + p.grh, len, b))
+        // Reads land in the reader's landing half, the rest in the target's.
+        const bool read = is_read(p.type);
+        if (from.h->read_mem(from.pid, from.va + off + (read ? p.half : 0), len, a) ||
+            to.h->read_mem(to.pid, to.va + off + (read ? 0 : p.half) + p.grh, len, b))
             return false;
         if (a != b) return false;
     }
@@ -267,26 +278,34 @@ bool data_landed(const params& p, side& client, side& server,
 
 // A send test's server: keeps receive WQEs posted and reposts one per completion, as ib_send_bw
 // does. Over UC and UD a message finding no receive posted is dropped: once the client is done
-// and nothing arrives for k_quiet, the rest are lost.
-void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received) {
+// and nothing arrives for k_quiet, the rest are lost. A run of a count knows `expected` from the
+// start; a run of a duration learns it when the client is done, so it looks every k_poll.
+void serve_receives(const params& p, side& server, const bool& client_done,
+                    const uint64_t& expected, uint64_t& received) {
+    const bool timed = p.timed();
     std::vector<uint64_t> reposted(p.qps, 0);
+    const uint64_t first = timed ? p.rx_depth : std::min(p.rx_depth, p.iters);
     for (uint64_t q = 0; q < p.qps; ++q)
-        for (; reposted[q] < std::min(p.rx_depth, p.iters); ++reposted[q])
-            post_recv_slot(p, server, q, reposted[q]);
+        for (; reposted[q] < first; ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
     const bool reliable = p.conn == qp_type::rc;
     uint64_t idle_since = now_ps();
-    while (received < p.iters * p.qps) {
-        const auto wcs = try_reap(server, 64, reliable ? k_stall : k_quiet);
+    while (timed ? !(client_done && received >= expected) : received < expected) {
+        const auto wcs = try_reap(server, 64,
+                                  timed      ? k_poll
+                                  : reliable ? k_stall
+                                             : k_quiet,
+                                  server.rcq);
         if (wcs.empty()) {
-            if (reliable || now_ps() - idle_since >= to_ps(k_stall)) throw stalled(server);
-            if (client_done) return;
+            const uint64_t idle = now_ps() - idle_since;
+            if ((reliable && !timed) || idle >= to_ps(k_stall)) throw stalled(server);
+            if (client_done && (!timed || (!reliable && idle >= to_ps(k_quiet)))) return;
             continue;
         }
         idle_since = now_ps();
         for (const auto& wc : wcs) {
             const uint64_t q = wc.wr_id >> 40;
             ++received;
-            if (reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
+            if (timed || reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
         }
     }
 }

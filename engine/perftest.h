@@ -24,6 +24,9 @@ constexpr uint64_t k_grh = 40;  // a UD receive buffer's room for the GRH, befor
 constexpr uint64_t k_unreliable_rx_depth = 512;  // perftest's default rx depth (-r)
 // UC/UD send_bw: the client is done and no message arrived for this long = the rest were dropped.
 inline const sc_core::sc_time k_quiet = sc_core::sc_time(50, sc_core::SC_US);
+// A send server of a run of a duration looks at whether the client is done this often when no
+// message arrives.
+inline const sc_core::sc_time k_poll = sc_core::sc_time(1, sc_core::SC_US);
 
 struct workload_error {
     std::string what;
@@ -47,7 +50,8 @@ struct side {
     uint64_t length = 0;
     mr_info mr;
     uint32_t cq = 0;
-    std::vector<uint32_t> cqs;  // the client's posting threads: one CQ each (cqs[0] == cq)
+    std::vector<uint32_t> cqs;  // the posting threads: one CQ each (cqs[0] == cq)
+    uint32_t rcq = 0;           // receives' own CQ (bidirectional send tests), 0: they share cqs
     std::vector<qp_info> qps;
     uint32_t ah = 0;  // UD: the address handle to the peer
 };
@@ -66,6 +70,13 @@ struct params {
     uint64_t post_list = 1;    // --post_list: WRs per post_send
     uint64_t threads = 1;      // posting threads of the client
     uint64_t outs = 16;        // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
+    // -D and -f: run for `duration` ps and count what completes between `margin` and
+    // `duration - margin` (0: run `iters` per QP).
+    uint64_t duration = 0, margin = 0;
+    bool bidir = false;  // -b: the server sends to the client at the same time
+    // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
+    uint64_t half = 0;
+    bool timed() const { return duration > 0; }
 };
 
 // perftest's default -I for a test type and connection.
@@ -104,11 +115,14 @@ std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& 
 std::vector<work_completion> reap(side& s, int max, uint32_t cq = 0);
 // Takes whatever completions are there without waiting (they free send-queue slots).
 void drain(side& s);
-// Functional check of a bandwidth test: the bytes each QP moved are the same on both ends.
-bool data_landed(const params& p, side& client, side& server,
-                 const std::vector<uint64_t>& last_offset);
-// A send test's server: keeps receive WQEs posted and reposts one per completion.
-void serve_receives(const params& p, side& server, const bool& client_done, uint64_t& received);
+// Functional check of a bandwidth test's direction `from` -> `to`: the bytes each QP moved (`sent`
+// messages, the last at `last_offset`) are the same on both ends.
+bool data_landed(const params& p, side& from, side& to, const std::vector<uint64_t>& last_offset,
+                 const std::vector<uint64_t>& sent);
+// A send test's server: keeps receive WQEs posted and reposts one per completion until `received`
+// reaches `expected` (a run of a duration: once the client is done and all it sent is in).
+void serve_receives(const params& p, side& server, const bool& client_done,
+                    const uint64_t& expected, uint64_t& received);
 
 // One row of a bandwidth test (perftest_bw.cpp) and of a latency test (perftest_lat.cpp).
 json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat);

@@ -1,3 +1,5 @@
+// The bandwidth tests (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw): a count of iterations
+// per QP, or a duration (-D) whose middle is measured, in one direction or both (-b).
 #include "engine/perftest.h"
 
 #include <algorithm>
@@ -10,109 +12,280 @@
 namespace hcasim {
 namespace perftest {
 
-json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
-    // perftest signals once per post list when it posts lists, else every 100 (or tx_depth).
-    const uint64_t cq_mod = p.post_list > 1 ? p.post_list : std::min<uint64_t>(100, p.tx_depth);
-    const uint64_t slots = message_slots(p);
-    splitmix rng{seed};
-    std::vector<uint64_t> posted(p.qps, 0), completed(p.qps, 0), last_offset(p.qps, 0);
-    std::vector<std::vector<uint64_t>> post_time(p.qps);
-    const bool send = is_send(p.type);
-    bool server_done = !send, client_done = false;
-    uint64_t received = 0;
-    std::optional<workload_error> server_error;  // thrown in the server's thread, rethrown here
-    sc_core::sc_event server_finished;
-    if (send) {
-        // The server runs in its own thread (serve_receives).
-        spawn_thread(sc_core::sc_gen_unique_name("send_bw_server"), [&] {
-            try {
-                serve_receives(p, server, client_done, received);
-            } catch (const workload_error& e) {
-                server_error = e;
-            }
-            server_done = true;
-            server_finished.notify();
-        });
-    }
-    const uint64_t start = now_ps();
-    // One posting thread per CQ of the client; thread t posts to and polls QPs t, t + threads, ...
-    auto post_loop = [&](uint64_t t) {
-        const uint32_t cq = client.cqs[t];
-        uint64_t done = 0, mine = 0;
-        for (uint64_t q = t; q < p.qps; q += p.threads) mine += p.iters;
-        while (done < mine) {
-            for (uint64_t q = t; q < p.qps; q += p.threads) {
-                while (posted[q] < p.iters) {
-                    // A list goes out whole (perftest posts post_list WRs per call).
-                    const uint64_t k = std::min(p.post_list, p.iters - posted[q]);
-                    if (posted[q] - completed[q] + k > p.tx_depth) break;
-                    std::vector<send_wr> list;
-                    for (uint64_t j = 0; j < k; ++j) {
-                        const uint64_t seq = posted[q] + j;
-                        const uint64_t slot = p.random ? rng.next() % slots : seq % slots;
-                        const bool signaled = (seq + 1) % cq_mod == 0 || seq + 1 == p.iters;
-                        last_offset[q] = slot * p.size;
-                        if (signaled) post_time[q].push_back(now_ps());
-                        list.push_back(make_wr(p, client, server, q, slot * p.size, (q << 40) | seq,
-                                               signaled));
-                    }
-                    require(client.h->post_send(client.qps[q].qpn, list),
-                            client.node + ": post_send");
-                    posted[q] += k;
-                }
-            }
-            for (const auto& wc : reap(client, 64, cq)) {
-                const uint64_t q = wc.wr_id >> 40;
-                const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
-                const uint64_t before = completed[q];
-                completed[q] = seq + 1;
-                done += completed[q] - before;
-                const size_t k =
-                    seq / cq_mod < post_time[q].size() ? seq / cq_mod : post_time[q].size() - 1;
-                lat.add(now_ps() - post_time[q][k]);
-            }
-        }
-    };
-    uint64_t end = start;
-    if (p.threads == 1) {
-        post_loop(0);
-        end = now_ps();
-    } else {
-        uint64_t running = p.threads;
-        std::optional<workload_error> thread_error;
-        sc_core::sc_event all_done;
-        for (uint64_t t = 0; t < p.threads; ++t) {
-            spawn_thread(sc_core::sc_gen_unique_name("posting_thread"), [&, t] {
+namespace {
+
+// perftest's duration states (catch_alarm): warm-up until `begin`, sampling until `stop`, cool-down
+// until `end`, when posting stops. A run of a count samples everything.
+struct window {
+    window(const params& p, uint64_t start)
+        : timed(p.timed()),
+          begin(start + p.margin),
+          stop(start + p.duration - p.margin),
+          end(start + p.duration) {}
+    bool samples(uint64_t t) const { return !timed || (t >= begin && t < stop); }
+    bool over(uint64_t t) const { return timed && t >= end; }
+    bool timed;
+    uint64_t begin, stop, end;
+};
+
+// One direction of a bandwidth test: `from` posts to `to`, one posting thread per CQ of `from`
+// (thread t posts to and polls QPs t, t + threads, ...), and for sends `to` serves receives in a
+// thread of its own.
+class stream {
+  public:
+    stream(const params& p, side& from, side& to, uint64_t seed, histogram& lat)
+        : m_p(p),
+          m_from(from),
+          m_to(to),
+          m_lat(lat),
+          m_rng{seed},
+          m_cq_mod(p.post_list > 1 ? p.post_list : std::min<uint64_t>(100, p.tx_depth)),
+          m_slots(message_slots(p)),
+          m_posted(p.qps, 0),
+          m_completed(p.qps, 0),
+          m_signaled(p.qps, 0),
+          m_last_offset(p.qps, 0),
+          m_post_time(p.qps),
+          m_expected(p.timed() ? 0 : p.iters * p.qps) {}
+
+    // Runs the direction to its end (SC_THREAD context); throws workload_error.
+    void run() {
+        const bool send = is_send(m_p.type);
+        bool receiver_done = !send;
+        std::optional<workload_error> receiver_error;
+        sc_core::sc_event receiver_finished;
+        if (send) {
+            spawn_thread(sc_core::sc_gen_unique_name("send_bw_server"), [&] {
                 try {
-                    post_loop(t);
+                    serve_receives(m_p, m_to, m_posting_done, m_expected, m_received);
                 } catch (const workload_error& e) {
-                    if (!thread_error) thread_error = e;
+                    receiver_error = e;
                 }
-                end = std::max(end, now_ps());
-                if (--running == 0) all_done.notify();
+                receiver_done = true;
+                receiver_finished.notify();
             });
         }
-        ++kernel_events();
-        sc_core::wait(all_done);
-        if (thread_error) throw *thread_error;
+        m_start = now_ps();
+        const window w(m_p, m_start);
+        // The receiver's thread uses this frame: it ends before the frame does, error or not.
+        std::optional<workload_error> error;
+        try {
+            post_all(w);
+        } catch (const workload_error& e) {
+            error = e;
+        }
+        if (w.timed) {
+            m_start = m_first;
+            m_end = m_last;
+            for (uint64_t n : m_posted) m_expected += n;
+            if (!error && m_measured == 0)
+                error =
+                    workload_error{m_from.node +
+                                   ": fewer than two completions were polled between margin and "
+                                   "duration - margin (one comes every " +
+                                   std::to_string(m_cq_mod) +
+                                   " WQEs of a QP): nothing to measure; make duration longer"};
+        }
+        m_posting_done = true;
+        if (!receiver_done) sc_core::wait(receiver_finished);
+        if (error) throw *error;
+        if (receiver_error) throw *receiver_error;
     }
-    client_done = true;
-    if (!server_done) sc_core::wait(server_finished);
-    if (server_error) throw *server_error;
-    const double seconds = static_cast<double>(end - start) * 1e-12;
-    const double ops = static_cast<double>(p.iters * p.qps);
-    const uint64_t bytes = (is_atomic(p.type) ? 8 : p.size) * p.iters * p.qps;
-    json r = json::object();
-    r["size"] = p.size;
-    r["iters"] = p.iters;
-    r["bytes"] = bytes;
-    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
-    r["gbps"] = seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0;
-    r["mops"] = seconds > 0 ? ops / seconds / 1e6 : 0.0;
+
+    // A count's iterations over the whole run; a duration's WQEs completed from the first to the
+    // last completion polled inside the sampling window, over the time between them.
+    json result() const {
+        const uint64_t iters = m_p.timed() ? m_measured : m_p.iters;
+        const uint64_t ops = m_p.timed() ? m_measured : m_p.iters * m_p.qps;
+        const double seconds = static_cast<double>(m_end - m_start) * 1e-12;
+        const uint64_t bytes = (is_atomic(m_p.type) ? 8 : m_p.size) * ops;
+        json r = json::object();
+        r["size"] = m_p.size;
+        r["iters"] = iters;
+        r["bytes"] = bytes;
+        r["time_ns"] = static_cast<double>(m_end - m_start) / 1000.0;
+        r["gbps"] = seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0;
+        r["mops"] = seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0;
+        if (m_p.timed()) r["posted"] = m_expected;
+        if (is_send(m_p.type) && m_p.conn != qp_type::rc) r["lost"] = m_expected - m_received;
+        return r;
+    }
+
+    bool data_landed() const {
+        return perftest::data_landed(m_p, m_from, m_to, m_last_offset, m_posted);
+    }
+
+  private:
+    // The posting threads, one per CQ of `from`; returns when all are done.
+    void post_all(const window& w) {
+        const uint64_t threads = m_from.cqs.size();
+        m_end = m_start;
+        if (threads == 1) {
+            post_loop(0, threads, w);
+            m_end = now_ps();
+        } else {
+            uint64_t running = threads;
+            std::optional<workload_error> thread_error;
+            sc_core::sc_event all_done;
+            for (uint64_t t = 0; t < threads; ++t) {
+                spawn_thread(sc_core::sc_gen_unique_name("posting_thread"), [&, t] {
+                    try {
+                        post_loop(t, threads, w);
+                    } catch (const workload_error& e) {
+                        if (!thread_error) thread_error = e;
+                    }
+                    m_end = std::max(m_end, now_ps());
+                    if (--running == 0) all_done.notify();
+                });
+            }
+            ++kernel_events();
+            sc_core::wait(all_done);
+            if (thread_error) throw *thread_error;
+        }
+    }
+
+    // WRs QP q has still to post: the rest of its count; in a run of a duration, any number until
+    // the end, then one signaled WQE if the last one posted was not (so every WQE completes and
+    // the queue drains before the run ends).
+    uint64_t to_post(uint64_t q, const window& w) const {
+        if (!w.timed) return m_p.iters - m_posted[q];
+        if (!w.over(now_ps())) return UINT64_MAX;
+        return m_signaled[q] < m_posted[q] ? 1 : 0;
+    }
+
+    void post_loop(uint64_t t, uint64_t threads, const window& w) {
+        const uint32_t cq = m_from.cqs[t];
+        auto finished = [&] {
+            for (uint64_t q = t; q < m_p.qps; q += threads)
+                if (m_completed[q] < m_posted[q] || to_post(q, w) > 0) return false;
+            return true;
+        };
+        while (!finished()) {
+            for (uint64_t q = t; q < m_p.qps; q += threads) {
+                for (uint64_t left = to_post(q, w); left > 0; left = to_post(q, w)) {
+                    // A list goes out whole (perftest posts post_list WRs per call).
+                    const uint64_t k = std::min(m_p.post_list, left);
+                    if (m_posted[q] - m_completed[q] + k > m_p.tx_depth) break;
+                    post_list(q, k, w);
+                }
+            }
+            const auto wcs = reap(m_from, 64, cq);
+            const uint64_t now = now_ps();
+            // A duration measures from the first completion polled while sampling: the WQEs of
+            // later completions, over the time to the last.
+            const bool sampled = w.samples(now);
+            const bool measured = w.timed && sampled && m_first != UINT64_MAX;
+            if (w.timed && sampled) {
+                if (m_first == UINT64_MAX) m_first = now;
+                m_last = now;
+            }
+            for (const auto& wc : wcs) {
+                const uint64_t q = wc.wr_id >> 40;
+                const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
+                const uint64_t before = m_completed[q];
+                m_completed[q] = seq + 1;
+                if (!sampled) continue;
+                if (measured) m_measured += m_completed[q] - before;
+                const auto& times = m_post_time[q];
+                const size_t k = seq / m_cq_mod < times.size() ? seq / m_cq_mod : times.size() - 1;
+                m_lat.add(now - times[k]);
+            }
+        }
+    }
+
+    void post_list(uint64_t q, uint64_t k, const window& w) {
+        const bool over = w.over(now_ps());
+        std::vector<send_wr> list;
+        for (uint64_t j = 0; j < k; ++j) {
+            const uint64_t seq = m_posted[q] + j;
+            const uint64_t slot = m_p.random ? m_rng.next() % m_slots : seq % m_slots;
+            // perftest signals every cq_mod-th WQE, and the last of a count.
+            const bool signaled =
+                (seq + 1) % m_cq_mod == 0 || (w.timed ? over : seq + 1 == m_p.iters);
+            m_last_offset[q] = slot * m_p.size;
+            if (signaled) {
+                m_post_time[q].push_back(now_ps());
+                m_signaled[q] = seq + 1;
+            }
+            list.push_back(
+                make_wr(m_p, m_from, m_to, q, slot * m_p.size, (q << 40) | seq, signaled));
+        }
+        require(m_from.h->post_send(m_from.qps[q].qpn, list), m_from.node + ": post_send");
+        m_posted[q] += k;
+    }
+
+    const params& m_p;
+    side& m_from;
+    side& m_to;
+    histogram& m_lat;
+    splitmix m_rng;
+    const uint64_t m_cq_mod, m_slots;
+    std::vector<uint64_t> m_posted, m_completed, m_signaled, m_last_offset;
+    std::vector<std::vector<uint64_t>> m_post_time;  // post time of each signaled WQE, per QP
+    // A duration's measurement: the first and last completion polled while sampling, and the WQEs
+    // completed after the first.
+    uint64_t m_first = UINT64_MAX, m_last = 0, m_measured = 0;
+    uint64_t m_expected = 0;  // messages the receiver waits for (sends)
+    uint64_t m_received = 0;
+    bool m_posting_done = false;
+    uint64_t m_start = 0, m_end = 0;
+};
+
+// A direction's figures, for the per-direction breakdown of a bidirectional run.
+json direction_row(const json& r) {
+    json d = json::object();
+    for (const char* k : {"iters", "bytes", "time_ns", "gbps", "mops", "posted", "lost"})
+        if (r.contains(k)) d[k] = r[k];
+    return d;
+}
+
+}  // namespace
+
+json run_bw(const params& p, side& client, side& server, uint64_t seed, histogram& lat) {
+    stream forward(p, client, server, seed, lat);
+    if (!p.bidir) {
+        forward.run();
+        json r = forward.result();
+        r["lat_ns"] = lat.to_json_ns();
+        r["lat_ns"]["what"] = "post to completion of signaled WQEs";
+        r["data_check"] = forward.data_landed() ? "ok" : "mismatch";
+        return r;
+    }
+    // -b: the server runs the same test toward the client at the same time, from its own thread;
+    // perftest adds the two sides' bandwidths and message rates.
+    histogram back_lat;
+    stream back(p, server, client, seed ^ 0x9e3779b97f4a7c15ULL, back_lat);
+    bool back_done = false;
+    std::optional<workload_error> back_error;
+    sc_core::sc_event back_finished;
+    spawn_thread(sc_core::sc_gen_unique_name("bw_reverse"), [&] {
+        try {
+            back.run();
+        } catch (const workload_error& e) {
+            back_error = e;
+        }
+        back_done = true;
+        back_finished.notify();
+    });
+    std::optional<workload_error> error;  // the reverse thread uses this frame: it ends first
+    try {
+        forward.run();
+    } catch (const workload_error& e) {
+        error = e;
+    }
+    if (!back_done) sc_core::wait(back_finished);
+    if (error) throw *error;
+    if (back_error) throw *back_error;
+    const json there = forward.result(), here = back.result();
+    json r = there;
+    for (const char* k : {"gbps", "mops"}) r[k] = there[k].get<double>() + here[k].get<double>();
+    for (const char* k : {"bytes", "posted", "lost"})
+        if (there.contains(k)) r[k] = there[k].get<uint64_t>() + here[k].get<uint64_t>();
+    r["by_direction"] = {{"client_to_server", direction_row(there)},
+                         {"server_to_client", direction_row(here)}};
     r["lat_ns"] = lat.to_json_ns();
-    r["lat_ns"]["what"] = "post to completion of signaled WQEs";
-    r["data_check"] = data_landed(p, client, server, last_offset) ? "ok" : "mismatch";
-    if (send && p.conn != qp_type::rc) r["lost"] = p.iters * p.qps - received;
+    r["lat_ns"]["what"] = "post to completion of the client's signaled WQEs";
+    r["data_check"] = forward.data_landed() && back.data_landed() ? "ok" : "mismatch";
     return r;
 }
 

@@ -6,6 +6,8 @@
 namespace hcasim {
 namespace perftest {
 
+namespace {
+
 // Waits until the last byte of [va, va+len) of `s` equals `value` (a process polling its memory).
 void wait_for_byte(side& s, uint64_t va, uint8_t value) {
     while (true) {
@@ -23,6 +25,8 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
         if (!fired) throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
     }
 }
+
+}  // namespace
 
 json run_lat(const params& p, side& client, side& server, histogram& lat) {
     lat.keep_samples();  // t_typical and the percentiles from the sorted samples, as perftest
@@ -62,7 +66,20 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         recv_into(client, 0);
     }
     const uint64_t start = now_ps();
-    for (uint64_t i = 0; i < p.iters; ++i) {
+    // A count runs `iters` iterations; a duration starts new ones until start + duration and
+    // keeps those that ended between start + margin and start + duration - margin (perftest -D).
+    const uint64_t begin = start + p.margin, stop = start + p.duration - p.margin;
+    const uint64_t end_at = start + p.duration;
+    uint64_t i = 0, counted = 0;
+    // Whether iteration i is followed by another: decided once, where the first receive for it
+    // would be posted (a receive left posted would take the next size's message).
+    auto another = [&] { return p.timed() ? now_ps() < end_at : i + 1 < p.iters; };
+    auto sample = [&](uint64_t t) {
+        if (p.timed() && (now_ps() < begin || now_ps() >= stop)) return;
+        ++counted;
+        lat.add(t);
+    };
+    for (bool more = true; more; ++i) {
         const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
         const uint64_t t0 = now_ps();
         if (pingpong) {
@@ -72,8 +89,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                     client.node + ": post_send");
             if (send) {
                 reap(server, 1);  // the receive
-                // Only for a next message: a receive left posted would take the next size's.
-                if (i + 1 < p.iters) recv_into(server, i + 1);
+                more = another();
+                if (more) recv_into(server, i + 1);
             } else {
                 wait_for_byte(server, server.va + 2 * n - 1, tag);
             }
@@ -85,32 +102,36 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                 // The client's send completion and the reply's receive.
                 int got = 0;
                 while (got < 2) got += static_cast<int>(reap(client, 2).size());
-                if (i + 1 < p.iters) recv_into(client, i + 1);
+                if (more) recv_into(client, i + 1);
                 reap(server, 1);  // the server's send completion
             } else {
                 wait_for_byte(client, client.va + 2 * n - 1, tag);
                 // Like perftest, send completions are drained without waiting for them.
                 drain(client);
                 drain(server);
+                more = another();
             }
-            lat.add((now_ps() - t0) / 2);
+            sample((now_ps() - t0) / 2);
         } else {
             require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
                     client.node + ": post_send");
             reap(client, 1);
-            lat.add(now_ps() - t0);
+            sample(now_ps() - t0);
+            more = another();
         }
     }
-    const uint64_t end = now_ps();
-    const double seconds = static_cast<double>(end - start) * 1e-12;
+    const uint64_t from = p.timed() ? begin : start, to = p.timed() ? stop : now_ps();
+    const uint64_t iters = p.timed() ? counted : p.iters;
+    const double seconds = static_cast<double>(to - from) * 1e-12;
     const uint64_t per = is_atomic(p.type) ? 8 : n;
     json r = json::object();
     r["size"] = per;
-    r["iters"] = p.iters;
-    r["bytes"] = per * p.iters;
-    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
-    r["gbps"] = seconds > 0 ? static_cast<double>(per * p.iters) * 8 / seconds / 1e9 : 0.0;
-    r["mops"] = seconds > 0 ? static_cast<double>(p.iters) / seconds / 1e6 : 0.0;
+    r["iters"] = iters;
+    r["bytes"] = per * iters;
+    r["time_ns"] = static_cast<double>(to - from) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(per * iters) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? static_cast<double>(iters) / seconds / 1e6 : 0.0;
+    if (p.timed()) r["posted"] = i;
     r["lat_ns"] = lat.to_json_ns();
     r["lat_ns"]["what"] = pingpong ? "half round trip (perftest)" : "post to completion (perftest)";
     // Functional check: the last message's bytes are where the keys say.
@@ -120,7 +141,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         ok = !server.h->read_mem(server.pid, server.va, 8, b);
         std::vector<uint8_t> orig = pattern_bytes(1, 8);
         uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
-        ok = ok && after == before + p.iters;
+        ok = ok && after == before + i;
     } else if (is_read(p.type)) {
         ok = !client.h->read_mem(client.pid, client.va + n, n, a) &&
              !server.h->read_mem(server.pid, server.va, n, b) && a == b;

@@ -14,6 +14,7 @@
 #include "engine/fabric_spec.h"
 #include "engine/json_file.h"
 #include "engine/ops.h"
+#include "engine/perftest_rules.h"
 #include "engine/problems.h"
 #include "engine/set_override.h"
 #include "engine/stat_expect.h"
@@ -23,12 +24,6 @@
 namespace hcasim {
 
 namespace {
-
-// Whether a workload asks for UD (a `connection` of another type is reported by the shape check).
-bool over_ud(const json& w) {
-    auto c = w.find("connection");
-    return c != w.end() && c->is_string() && c->get<std::string>() == "UD";
-}
 
 const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    "defaults",
                                              "nodes", "fabric",      "program", "workloads",
@@ -66,9 +61,6 @@ class checker {
     void load_program(json& doc);
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
-    void fit_ud_size(json& w, const std::string& p, bool size_given,
-                     const std::vector<std::pair<std::string, std::string>>& pairs);
-    void check_posting(const json& w, const std::string& p, const std::string& type);
     void load_trace(const json& v);
     json* top_array(json& doc, const std::string& key, const std::string& expected);
 
@@ -353,6 +345,8 @@ void checker::load_workloads(json& doc) {
         }
         const bool size_given = w.contains("size");
         check_shape(decl->shape, w, p, {"type"});
+        // A run of a duration is not also a count: no default iteration count either.
+        if (w.contains("duration")) w.erase("iters");
         auto client = w.find("client"), server = w.find("server");
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
@@ -361,8 +355,8 @@ void checker::load_workloads(json& doc) {
         if (m_d.lines().size() == before && decl->shape.find("client"))
             pairs = workload_pairs(w, m_s, m_s.seed + i, p, m_d);
         if (m_d.lines().size() == before && conn && over_ud(w))
-            fit_ud_size(w, p, size_given, pairs);
-        if (decl->shape.find("inline_size")) check_posting(w, p, decl->name);
+            fit_ud_size(w, p, size_given, pairs, m_s, m_d);
+        if (decl->shape.find("inline_size")) check_perftest_options(w, p, decl->name, m_d);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
         if (m_d.lines().size() != before) continue;
@@ -375,64 +369,6 @@ void checker::load_workloads(json& doc) {
         spec.pairs = std::move(pairs);
         m_s.workloads.push_back(std::move(spec));
     }
-}
-
-// What perftest refuses of -I, --post_list and (hcasim's) threads.
-void checker::check_posting(const json& w, const std::string& p, const std::string& type) {
-    const bool lat = type.find("_lat") != std::string::npos;
-    const bool one_sided_read = type.rfind("ib_read", 0) == 0 || type.rfind("ib_atomic", 0) == 0;
-    auto u64 = [&](const char* k, uint64_t d) {
-        auto v = w.find(k);
-        return v != w.end() && v->is_number_unsigned() ? v->get<uint64_t>() : d;
-    };
-    if (one_sided_read && u64("inline_size", 0) > 0)
-        m_d.error(pointer_join(p, "inline_size"),
-                  "inline data with " + type + " (perftest: inline is for writes and sends only)",
-                  "no inline_size, or 0");
-    if (over_ud(w) && u64("inline_size", 0) > 884)
-        m_d.error(pointer_join(p, "inline_size"),
-                  std::to_string(u64("inline_size", 0)) + " over UD",
-                  "at most 884 (perftest's MAX_INLINE_UD)");
-    if (lat && w.contains("post_list") && u64("post_list", 1) != 1)
-        m_d.error(pointer_join(p, "post_list"), "a post list in a latency test",
-                  "post_list in bandwidth tests only (perftest)");
-    if (!lat && u64("post_list", 1) > u64("tx_depth", 128))
-        m_d.error(pointer_join(p, "post_list"),
-                  "post_list " + std::to_string(u64("post_list", 1)) + " above tx_depth " +
-                      std::to_string(u64("tx_depth", 128)),
-                  "post_list at most tx_depth (perftest)");
-    if (lat && w.contains("threads") && u64("threads", 1) != 1)
-        m_d.error(pointer_join(p, "threads"), "posting threads in a latency test",
-                  "threads in bandwidth tests only");
-    if (!lat && u64("threads", 1) > u64("qps", 1))
-        m_d.error(pointer_join(p, "threads"),
-                  std::to_string(u64("threads", 1)) + " threads for " +
-                      std::to_string(u64("qps", 1)) + " QPs",
-                  "at most one thread per QP (threads <= qps)");
-}
-
-// A UD message is one packet: perftest refuses a size above the path MTU (the smaller port MTU of
-// client and server; of every node of a pattern) and lowers its default size to it.
-void checker::fit_ud_size(json& w, const std::string& p, bool size_given,
-                          const std::vector<std::pair<std::string, std::string>>& pairs) {
-    uint64_t mtu = UINT64_MAX;
-    for (const auto& [c, s] : pairs)
-        for (const std::string* n : {&c, &s})
-            if (const node_config* cfg = m_s.node(*n)) mtu = std::min(mtu, cfg->hca.port.mtu);
-    if (mtu == UINT64_MAX) return;
-    auto size = parse_size(w["size"]);
-    if (!size || *size <= mtu) return;
-    if (size_given && !w.value("all_sizes", false))
-        m_d.error(pointer_join(p, "size"),
-                  "a UD message of " + std::to_string(*size) +
-                      " bytes does not fit the path MTU of " + std::to_string(mtu) +
-                      " bytes (hca.port.mtu of " +
-                      (w.contains("client") ? w["client"].dump() + " and " + w["server"].dump()
-                                            : std::string("the workload's nodes")) +
-                      ")",
-                  "a size of at most " + std::to_string(mtu) + " over UD");
-    else
-        w["size"] = mtu;
 }
 
 void checker::check_shape(const field_shape& shape, json& obj, const std::string& ptr,

@@ -60,10 +60,24 @@ const std::vector<stats_key>& fixed_keys() {
         {"workloads.<i>.threads", "threads", "value", "posting threads of the client"},
         {"workloads.<i>.size", "bytes", "value",
          "message size (with `all_sizes`: the largest; every size in `sizes`)"},
-        {"workloads.<i>.iters", "operations", "value", "operations per QP (dma: transfers)"},
+        {"workloads.<i>.iters", "operations", "value",
+         "operations per QP (dma: transfers); a run of a `duration`: the WQEs measured, over "
+         "every QP (perftest's #iterations then), latency tests the iterations that ended "
+         "inside the window"},
+        {"workloads.<i>.posted", "WQEs", "value",
+         "a run of a `duration`: WQEs posted over the whole run, warm-up, cool-down and the last "
+         "signaled WQE per QP included (latency tests: iterations run)"},
+        {"workloads.<i>.by_direction", "", "object",
+         "`bidirectional`: each direction's figures (`client_to_server`, `server_to_client`: "
+         "iters, bytes, time_ns, gbps, mops, and posted and lost where the run has them); gbps, "
+         "mops, bytes, posted and lost at the top are the two directions' sums, as perftest adds "
+         "them, iters and time_ns the client's",
+         true},
         {"workloads.<i>.bytes", "bytes", "value", "payload bytes moved"},
         {"workloads.<i>.time_ns", "ns", "value",
-         "bandwidth tests: first post to last completion; latency tests: whole ping-pong"},
+         "bandwidth tests: first post to last completion; latency tests: whole ping-pong; a run "
+         "of a `duration`: bandwidth tests from the first to the last completion polled between "
+         "margin and duration - margin, latency tests that window"},
         {"workloads.<i>.gbps", "Gb/s", "value", "payload bits per second (10^9)"},
         {"workloads.<i>.mops", "Mop/s", "value",
          "operations per second (10^6), perftest's MsgRate"},

@@ -130,6 +130,12 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
     // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
     p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+    // -D, -f (the loader checks duration > 2 x margin) and -b (bandwidth tests only).
+    if (a.contains("duration")) {
+        p.duration = parse_time_ps(a["duration"]).value_or(0);
+        p.margin = a.contains("margin") ? parse_time_ps(a["margin"]).value_or(0) : p.duration / 4;
+    }
+    p.bidir = !lat && a.value("bidirectional", false);
     // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
     const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
                                                                w.at(sn).hca().config().port.mtu)
@@ -149,6 +155,11 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.size = largest;
     p.mr_size = std::max(arg_u64(a, "mr_size", largest), largest);
     p.slot_bytes = (lat ? 2 * largest : p.mr_size) + p.grh;
+    // -b: each QP's slot has a half to send from and a half the peer's messages land in.
+    if (p.bidir) {
+        p.half = p.slot_bytes;
+        p.slot_bytes *= 2;
+    }
     if (p.page_size > 4096)
         p.slot_bytes = (p.slot_bytes + p.page_size - 1) / p.page_size * p.page_size;
     out["description"] =
@@ -157,10 +168,14 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (p.random ? ", random offsets" : "") +
         (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
         (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
-        (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "");
+        (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "") +
+        (p.bidir ? ", bidirectional" : "") +
+        (p.timed()
+             ? ", for " + format_time_ps(p.duration) + " (margin " + format_time_ps(p.margin) + ")"
+             : "");
     side client, server;
     setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
-    setup(w, sn, process, p, 1, server);
+    setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1);
     connect(p, client, server);
     if (gate) gate();
     json rows = json::array();
@@ -262,8 +277,17 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
     }
     const uint64_t events = kernel_events() - events_before;
     out["events"] = events;
-    const uint64_t ops = out.value("iters", uint64_t{0}) * out.value("qps", uint64_t{1}) *
-                         std::max<size_t>(1, spec.pairs.size());
+    // WQEs of the run: a count's iterations on every QP (both ways with -b), a duration's posts.
+    auto wqes = [](const json& r) -> uint64_t {
+        if (r.contains("posted")) return r["posted"].get<uint64_t>();
+        return r.value("iters", uint64_t{0}) * r.value("qps", uint64_t{1}) *
+               (r.contains("by_direction") ? 2 : 1);
+    };
+    uint64_t ops = 0;
+    if (out.contains("pairs"))
+        for (const json& r : out["pairs"]) ops += wqes(r);
+    else
+        ops = wqes(out);
     out["events_per_op"] = ops ? static_cast<double>(events) / static_cast<double>(ops) : 0.0;
     return out;
 }

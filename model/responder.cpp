@@ -103,16 +103,18 @@ void responder::prefetch(uint32_t qpn, const qp_context& c) {
     const uint64_t room_all = m_cfg.recv_prefetch_total > m_prefetch_used
                                   ? m_cfg.recv_prefetch_total - m_prefetch_used
                                   : 0;
-    const auto n = static_cast<uint32_t>(std::min<uint64_t>(
-        {static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
-    if (n == 0) return;
+    const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     const uint32_t first = rq.prefetch_next;
+    // No more than one read takes: a batch stops at the end of the ring and of a page.
+    const auto want = static_cast<uint32_t>(std::min<uint64_t>(
+        {static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
+    if (want == 0) return;
+    const uint32_t n = m_fetcher.batch(q, first, want);
     rq.prefetch_next += n;
     rq.held += n;
     m_prefetch_used += n;
     rq.prefetching = true;
     for (uint32_t i = 0; i < n; ++i) rq.inflight.insert(first + i);
-    const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     m_fetcher.fetch(
         q, first, n,
         [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](

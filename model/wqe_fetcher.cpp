@@ -17,46 +17,57 @@ wqe_fetcher::wqe_fetcher(sc_core::sc_module_name name, const wqe_fetcher_config&
       m_stats(this->name()),
       m_bt("bt_", m_stats, cfg.bt_cache, clk, dma, m_queue),
       m_wqes(m_stats.counter("wqes", "WQEs", "WQEs read from host memory (send and receive)")),
-      m_dma_reads(m_stats.counter("dma_reads", "reads", "DMA reads of WQEs (one may carry several WQEs)")),
-      m_errors(m_stats.counter("errors", "reads", "WQE reads that failed (bad buffer table or DMA error)")),
+      m_dma_reads(
+          m_stats.counter("dma_reads", "reads", "DMA reads of WQEs (one may carry several WQEs)")),
+      m_errors(m_stats.counter("errors", "reads",
+                               "WQE reads that failed (bad buffer table or DMA error)")),
       m_latency(m_stats.latency("latency", "fetch request to WQE bytes on chip")) {}
+
+uint32_t wqe_fetcher::batch(const queue_desc& q, uint32_t index, uint32_t count) const {
+    const uint64_t depth = 1ULL << q.log_depth;
+    const uint64_t stride = 1ULL << q.wqe_shift;
+    const uint64_t page = 1ULL << q.page_shift;
+    const uint64_t offset = (index & (depth - 1)) * stride;
+    const uint64_t in_page = (page - offset % page) / stride;
+    const uint64_t to_ring_end = depth - (index & (depth - 1));
+    return static_cast<uint32_t>(std::max<uint64_t>(
+        1, std::min({static_cast<uint64_t>(count), in_page, to_ring_end, m_cfg.max_batch})));
+}
 
 void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, callback fn) {
     const sc_core::sc_time start = sc_core::sc_time_stamp();
     const uint64_t depth = 1ULL << q.log_depth;
     const uint64_t stride = 1ULL << q.wqe_shift;
     const uint64_t page = 1ULL << q.page_shift;
-    const uint64_t slot = index & (depth - 1);
-    const uint64_t offset = slot * stride;
-    const uint64_t in_page = (page - offset % page) / stride;
-    const uint64_t to_ring_end = depth - slot;
-    const uint32_t n = static_cast<uint32_t>(
-        std::max<uint64_t>(1, std::min({static_cast<uint64_t>(count), in_page, to_ring_end, m_cfg.max_batch})));
+    const uint64_t offset = (index & (depth - 1)) * stride;
+    const uint32_t n = batch(q, index, count);
     const uint64_t entry_addr = q.buf_table + 8 * (offset >> q.page_shift);
-    m_bt.fetch(entry_addr, 1, [this, q, offset, page, stride, n, start, fn](bool ok, const std::vector<uint64_t>& w) {
-        if (!ok) {
-            ++m_errors;
-            fn(false, 0, {});
-            return;
-        }
-        auto op = std::make_shared<dma_op>();
-        op->dir = dma_op::direction::read;
-        op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
-        op->ptag = q.ptag;
-        op->tail = m_clk.cycles(m_cfg.parse_cycles * n);
-        op->done = [this, n, start, fn](dma_op& done) {
-            if (!done.ok) {
+    m_bt.fetch(
+        entry_addr, 1,
+        [this, q, offset, page, stride, n, start, fn](bool ok, const std::vector<uint64_t>& w) {
+            if (!ok) {
                 ++m_errors;
                 fn(false, 0, {});
                 return;
             }
-            m_wqes += n;
-            m_latency.add(to_ps(sc_core::sc_time_stamp() - start));
-            fn(true, n, std::move(done.data));
-        };
-        ++m_dma_reads;
-        m_dma.submit(op);
-    });
+            auto op = std::make_shared<dma_op>();
+            op->dir = dma_op::direction::read;
+            op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
+            op->ptag = q.ptag;
+            op->tail = m_clk.cycles(m_cfg.parse_cycles * n);
+            op->done = [this, n, start, fn](dma_op& done) {
+                if (!done.ok) {
+                    ++m_errors;
+                    fn(false, 0, {});
+                    return;
+                }
+                m_wqes += n;
+                m_latency.add(to_ps(sc_core::sc_time_stamp() - start));
+                fn(true, n, std::move(done.data));
+            };
+            ++m_dma_reads;
+            m_dma.submit(op);
+        });
 }
 
 void wqe_fetcher::forget(const queue_desc& q) {

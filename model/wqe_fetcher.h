@@ -24,15 +24,20 @@ struct wqe_fetcher_config {
         bt_cache_config() { entries = 512, ways = 4, hit_cycles = 2; }
         template <class V>
         void visit(V& v) {
-            cache_geometry::visit(v, "buffer-table entries (queue page addresses)", "design estimate");
+            cache_geometry::visit(v, "buffer-table entries (queue page addresses)",
+                                  "design estimate");
         }
     } bt_cache;
 
     template <class V>
     void visit(V& v) {
-        v(max_batch, p_count("max_batch", "WQEs", "most WQEs fetched by one DMA read when several are pending")
-                         .range(1, 64).from("design estimate; mlx5 devices prefetch several WQE basic blocks"));
-        v(parse_cycles, p_count("parse_cycles", "cycles", "cycles to parse one fetched WQE").range(0, 1000).from("design estimate"));
+        v(max_batch,
+          p_count("max_batch", "WQEs", "most WQEs fetched by one DMA read when several are pending")
+              .range(1, 64)
+              .from("design estimate; mlx5 devices prefetch several WQE basic blocks"));
+        v(parse_cycles, p_count("parse_cycles", "cycles", "cycles to parse one fetched WQE")
+                            .range(0, 1000)
+                            .from("design estimate"));
         v.group("bt_cache", bt_cache, "cache of queue buffer-table entries");
     }
 };
@@ -46,20 +51,22 @@ struct queue_desc {
 };
 
 class wqe_fetcher : public sc_core::sc_module {
-public:
+  public:
     using callback = std::function<void(bool ok, uint32_t count, std::vector<uint8_t> bytes)>;
 
-    wqe_fetcher(sc_core::sc_module_name name, const wqe_fetcher_config& cfg, const clock_domain& clk,
-                dma_engine& dma);
+    wqe_fetcher(sc_core::sc_module_name name, const wqe_fetcher_config& cfg,
+                const clock_domain& clk, dma_engine& dma);
 
     // Reads up to `count` WQEs from slot `index` on, never past the end of a page or of the
     // ring; `fn` gets how many were read and their bytes (count * stride).
     void fetch(const queue_desc& q, uint32_t index, uint32_t count, callback fn);
     uint32_t max_batch() const { return static_cast<uint32_t>(m_cfg.max_batch); }
+    // How many of `count` WQEs from slot `index` on one fetch reads (at least one).
+    uint32_t batch(const queue_desc& q, uint32_t index, uint32_t count) const;
     // Drops cached buffer-table entries of a destroyed queue.
     void forget(const queue_desc& q);
 
-private:
+  private:
     wqe_fetcher_config m_cfg;
     const clock_domain& m_clk;
     dma_engine& m_dma;

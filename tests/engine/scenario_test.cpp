@@ -493,6 +493,35 @@ TEST(scenario_loader, perftest_connection_follows_perftest) {
     EXPECT_TRUE(bad.s.workloads.empty());
 }
 
+TEST(scenario_loader, duration_and_bidirectional_follow_perftest) {
+    auto ok = load(R"({"workloads": [
+        {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms",
+         "bidirectional": true},
+        {"type": "ib_send_lat", "client": "a", "server": "b", "duration": "100us",
+         "margin": "10us"}]})");
+    ASSERT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
+    EXPECT_EQ(ok.s.workloads[0].args["duration"], "1ms");
+    EXPECT_FALSE(ok.s.workloads[0].args.contains("iters")) << "a duration is not also a count";
+    auto bad = load(R"({"workloads": [
+        {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms", "iters": 10},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms", "all_sizes": true},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "margin": "1us"},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "10us", "margin": "5us"},
+        {"type": "ib_write_lat", "client": "a", "server": "b", "bidirectional": true},
+        {"type": "ib_read_bw", "client": "a", "server": "b", "duration": "0us"}]})");
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/0/iters: duration, iters exclude each other"));
+    EXPECT_TRUE(
+        has_prefix(bad, "t.json: /workloads/1/all_sizes: duration, all_sizes exclude each other"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/2: \"margin\" needs \"duration\""));
+    EXPECT_TRUE(has_line(bad,
+                         "t.json: /workloads/3/margin: margin 5us leaves nothing of duration 10us "
+                         "to measure (expected duration > 2 x margin (perftest))"));
+    EXPECT_TRUE(
+        has_prefix(bad, "t.json: /workloads/4/bidirectional: a bidirectional latency test"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/5/duration: a duration of 0"));
+    EXPECT_TRUE(bad.s.workloads.empty());
+}
+
 TEST(scenario_loader, stat_expectations) {
     auto l = load(R"({"expect": [{"stat": "nodes.a.hca.qpc_cache.hit_rate", "min": 0.9},
         {"stat": ""}, {"stat": "x", "mni": 1}, {"min": 1}]})");

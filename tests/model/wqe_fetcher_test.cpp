@@ -2,7 +2,8 @@
 // physically scattered pages, named by a buffer table in the stub host memory (seed 001). Each
 // fetch must return the bytes of the slots the test computes (slot -> offset -> page -> DMA
 // address), batch at most max_batch WQEs, stop at the page end and at the ring end, wrap the
-// index modulo the depth, cache buffer-table entries until forget(), and fail on a bad table.
+// index modulo the depth, cache buffer-table entries until forget(), and fail on a bad table;
+// batch() tells beforehand how many WQEs a fetch reads.
 #include "model/wqe_fetcher.h"
 
 #include <gtest/gtest.h>
@@ -67,6 +68,12 @@ void bench::run() {
     EXPECT_EQ(fetch(q, 64 + 5, 1), 1u) << "index 69 wraps to slot 5";
     EXPECT_EQ(fetch(q, 0xFFFFFFFF, 1), 1u) << "a free-running index near 2^32 is slot 63";
     EXPECT_EQ(fetch(q, 7, 0), 1u) << "a fetch reads at least one WQE";
+    // batch() says beforehand what a fetch reads (the responder's receive prefetch relies on it).
+    for (const auto& [index, count] : std::vector<std::pair<uint32_t, uint32_t>>{
+             {0, 4}, {8, 20}, {30, 8}, {62, 8}, {64 + 62, 8}, {0xFFFFFFFF, 1}, {7, 0}})
+        EXPECT_EQ(fetcher.batch(q, index, count),
+                  std::max<uint32_t>(1, std::min<uint32_t>({count, 8, 32 - index % 32})))
+            << "index " << index << " count " << count;
     json s = test::stats_of("bench.wqe_fetcher");
     EXPECT_EQ(s["dma_reads"], 8) << "one WQE read per fetch";
     EXPECT_EQ(s["wqes"], 4 + 8 + 2 + 3 + 2 + 1 + 1 + 1);

@@ -1,0 +1,85 @@
+#include "engine/perftest_rules.h"
+
+#include <optional>
+
+#include "sim/units.h"
+
+namespace hcasim {
+
+bool over_ud(const json& w) {
+    auto c = w.find("connection");
+    return c != w.end() && c->is_string() && c->get<std::string>() == "UD";
+}
+
+void check_perftest_options(const json& w, const std::string& p, const std::string& type, diag& d) {
+    const bool lat = type.find("_lat") != std::string::npos;
+    const bool one_sided_read = type.rfind("ib_read", 0) == 0 || type.rfind("ib_atomic", 0) == 0;
+    auto u64 = [&](const char* k, uint64_t dflt) {
+        auto v = w.find(k);
+        return v != w.end() && v->is_number_unsigned() ? v->get<uint64_t>() : dflt;
+    };
+    if (one_sided_read && u64("inline_size", 0) > 0)
+        d.error(pointer_join(p, "inline_size"),
+                "inline data with " + type + " (perftest: inline is for writes and sends only)",
+                "no inline_size, or 0");
+    if (over_ud(w) && u64("inline_size", 0) > 884)
+        d.error(pointer_join(p, "inline_size"), std::to_string(u64("inline_size", 0)) + " over UD",
+                "at most 884 (perftest's MAX_INLINE_UD)");
+    if (lat && w.contains("post_list") && u64("post_list", 1) != 1)
+        d.error(pointer_join(p, "post_list"), "a post list in a latency test",
+                "post_list in bandwidth tests only (perftest)");
+    if (!lat && u64("post_list", 1) > u64("tx_depth", 128))
+        d.error(pointer_join(p, "post_list"),
+                "post_list " + std::to_string(u64("post_list", 1)) + " above tx_depth " +
+                    std::to_string(u64("tx_depth", 128)),
+                "post_list at most tx_depth (perftest)");
+    if (lat && w.contains("threads") && u64("threads", 1) != 1)
+        d.error(pointer_join(p, "threads"), "posting threads in a latency test",
+                "threads in bandwidth tests only");
+    if (lat && w.value("bidirectional", false))
+        d.error(pointer_join(p, "bidirectional"), "a bidirectional latency test",
+                "bidirectional in bandwidth tests only (perftest: \"Bidirectional is only "
+                "available in BW test\")");
+    if (w.contains("duration")) {
+        const auto dur = parse_time_ps(w["duration"]);
+        const auto m =
+            w.contains("margin") ? parse_time_ps(w["margin"]) : std::optional<uint64_t>(0);
+        if (dur && *dur == 0)
+            d.error(pointer_join(p, "duration"), "a duration of 0", "a positive duration");
+        else if (dur && m && *dur <= 2 * *m)
+            d.error(pointer_join(p, "margin"),
+                    "margin " + format_time_ps(*m) + " leaves nothing of duration " +
+                        format_time_ps(*dur) + " to measure",
+                    "duration > 2 x margin (perftest)");
+    }
+    if (!lat && u64("threads", 1) > u64("qps", 1))
+        d.error(pointer_join(p, "threads"),
+                std::to_string(u64("threads", 1)) + " threads for " +
+                    std::to_string(u64("qps", 1)) + " QPs",
+                "at most one thread per QP (threads <= qps)");
+}
+
+void fit_ud_size(json& w, const std::string& p, bool size_given,
+                 const std::vector<std::pair<std::string, std::string>>& pairs, const scenario& sc,
+                 diag& d) {
+    uint64_t mtu = UINT64_MAX;
+    for (const auto& [c, s] : pairs)
+        for (const std::string* n : {&c, &s})
+            if (const node_config* cfg = sc.node(*n)) mtu = std::min(mtu, cfg->hca.port.mtu);
+    if (mtu == UINT64_MAX) return;
+    auto size = parse_size(w["size"]);
+    if (!size || *size <= mtu) return;
+    if (size_given && !w.value("all_sizes", false))
+        d.error(pointer_join(p, "size"),
+                "a UD message of " + std::to_string(*size) +
+                    " bytes does not fit the path MTU of " + std::to_string(mtu) +
+                    " bytes (hca.port.mtu of " +
+                    (w.contains("client") ? w["client"].dump() + " and " + w["server"].dump()
+                                          : std::string("the workload's nodes")) +
+                    ")",
+                "a size of at most " + std::to_string(mtu) + " over UD");
+    else
+        w["size"] = mtu;
+}
+
+}  // namespace hcasim
