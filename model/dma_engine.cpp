@@ -1,6 +1,7 @@
 #include "model/dma_engine.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/tracer.h"
 
@@ -19,32 +20,46 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
       m_stats(this->name()),
       m_read_bytes(m_stats.counter("read_bytes", "bytes", "bytes read from host memory")),
       m_write_bytes(m_stats.counter("write_bytes", "bytes", "bytes written to host memory")),
-      m_read_ops(m_stats.counter("read_ops", "operations", "DMA read operations (one per WQE fetch, context miss, payload gather, ...)")),
+      m_read_ops(m_stats.counter(
+          "read_ops", "operations",
+          "DMA read operations (one per WQE fetch, context miss, payload gather, ...)")),
       m_write_ops(m_stats.counter("write_ops", "operations", "DMA write operations")),
-      m_read_requests(m_stats.counter("read_requests", "requests", "read requests issued (each holds a tag)")),
-      m_errors(m_stats.counter("errors", "transactions", "transactions that got an error response")),
-      m_tag_wait_ps(m_stats.counter("tag_wait_ps", "ps", "total time read requests waited for a free tag")),
-      m_tag_busy_ps(m_stats.counter("tag_busy_ps", "ps", "total time read tags were held (request issued to last completion)")),
-      m_read_latency(m_stats.latency("read_latency", "DMA read operation: issue to last byte arrived")),
-      m_write_latency(m_stats.latency("write_latency", "DMA write operation: issue to last TLP sent")) {
-    m_stats.formula("tag_utilization", "fraction", "share of the run read tags were held, averaged over tags",
-                    [this] {
+      m_read_requests(
+          m_stats.counter("read_requests", "requests", "read requests issued (each holds a tag)")),
+      m_errors(
+          m_stats.counter("errors", "transactions", "transactions that got an error response")),
+      m_tag_wait_ps(
+          m_stats.counter("tag_wait_ps", "ps", "total time read requests waited for a free tag")),
+      m_tag_busy_ps(
+          m_stats.counter("tag_busy_ps", "ps",
+                          "total time read tags were held (request issued to last completion)")),
+      m_read_latency(
+          m_stats.latency("read_latency", "DMA read operation: issue to last byte arrived")),
+      m_write_latency(
+          m_stats.latency("write_latency", "DMA write operation: issue to last TLP sent")) {
+    m_stats.formula("tag_utilization", "fraction",
+                    "share of the run read tags were held, averaged over tags", [this] {
                         double now = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
-                        return json(now > 0 ? static_cast<double>(m_tag_busy_ps) / (now * static_cast<double>(m_tags)) : 0.0);
+                        return json(now > 0 ? static_cast<double>(m_tag_busy_ps) /
+                                                  (now * static_cast<double>(m_tags))
+                                            : 0.0);
                     });
 }
 
 uint64_t dma_engine::outstanding_reads() const {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    return static_cast<uint64_t>(
-        std::count_if(m_tag_free.begin(), m_tag_free.end(), [&](const sc_core::sc_time& t) { return t > now; }));
+    return static_cast<uint64_t>(std::count_if(m_tag_free.begin(), m_tag_free.end(),
+                                               [&](const sc_core::sc_time& t) { return t > now; }));
 }
 
 sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
                                       uint64_t len, const sc_core::sc_time& start, dma_op& op,
                                       const dma_origin& origin) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    tlm::tlm_generic_payload gp;
+    std::optional<tlm::tlm_generic_payload> nested;
+    const bool own = !m_gp_busy;
+    tlm::tlm_generic_payload& gp = own ? m_gp : nested.emplace();
+    m_gp_busy = true;
     gp.set_command(cmd);
     gp.set_address(addr);
     gp.set_data_ptr(data);
@@ -59,6 +74,7 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
     if (origin.valid()) gp.clear_extension(&ext);
+    if (own) m_gp_busy = false;
     if (!gp.is_response_ok()) {
         op.ok = false;
         ++m_errors;
@@ -87,13 +103,14 @@ void dma_engine::submit(dma_op_ptr op) {
                     m_tag_wait_ps += to_ps(*tag - issue);
                     issue = *tag;
                 }
-                sc_core::sc_time arrived =
-                    transact(tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
-                             seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
+                sc_core::sc_time arrived = transact(
+                    tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
+                    seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 *tag = arrived;
                 op->arrivals.push_back({offset, arrived});
                 if (m_cfg.line_cycles)  // the data path reaches the next request after these lines
-                    issue += m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
+                    issue +=
+                        m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
                 HCASIM_TRACE(busy(name(), "read_tags", issue, arrived));
                 m_tag_busy_ps += to_ps(arrived - issue);
                 finish = std::max(finish, arrived);
@@ -114,7 +131,8 @@ void dma_engine::submit(dma_op_ptr op) {
         for (const auto& seg : op->segments) {
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
-                while (pace + 1 < op->pacing.size() && op->pacing[pace + 1].offset <= offset) ++pace;
+                while (pace + 1 < op->pacing.size() && op->pacing[pace + 1].offset <= offset)
+                    ++pace;
                 uint64_t chunk = left;
                 sc_core::sc_time ready = begin;
                 if (!op->pacing.empty()) {
@@ -123,12 +141,14 @@ void dma_engine::submit(dma_op_ptr op) {
                         chunk = std::min(chunk, op->pacing[pace + 1].offset - offset);
                 }
                 if (m_cfg.line_cycles) {  // the bytes leave as the data path moves them
-                    ready = std::max(ready, path) + m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
+                    ready =
+                        std::max(ready, path) +
+                        m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
                     path = ready;
                 }
-                sc_core::sc_time sent =
-                    transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op,
-                             seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
+                sc_core::sc_time sent = transact(
+                    tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op,
+                    seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
                 finish = std::max(finish, sent);
                 addr += chunk;
                 offset += chunk;
@@ -138,7 +158,8 @@ void dma_engine::submit(dma_op_ptr op) {
         m_write_latency.add(to_ps(finish - begin));
     }
     op->done_at = finish + op->tail;
-    HCASIM_TRACE(span(name(), op->dir == dma_op::direction::read ? "read" : "write", op->trace_id, begin, finish, total));
+    HCASIM_TRACE(span(name(), op->dir == dma_op::direction::read ? "read" : "write", op->trace_id,
+                      begin, finish, total));
     m_done.at(op->done_at, [op] {
         if (op->done) op->done(*op);
     });
@@ -152,7 +173,8 @@ void dma_engine::read(uint64_t addr, uint64_t length, std::function<void(dma_op&
     submit(op);
 }
 
-void dma_engine::write(uint64_t addr, std::vector<uint8_t> data, std::function<void(dma_op&)> done) {
+void dma_engine::write(uint64_t addr, std::vector<uint8_t> data,
+                       std::function<void(dma_op&)> done) {
     auto op = std::make_shared<dma_op>();
     op->dir = dma_op::direction::write;
     op->segments.push_back({addr, data.size()});

@@ -16,9 +16,9 @@
 #include <memory>
 #include <vector>
 
+#include <tlm_utils/simple_initiator_socket.h>
 #include <systemc>
 #include <tlm>
-#include <tlm_utils/simple_initiator_socket.h>
 
 #include "sim/kernel.h"
 #include "sim/params.h"
@@ -33,16 +33,38 @@ struct dma_config {
     uint64_t line_cycles = 0;
 
     // The tag count in use: read_tags, or when 0 the generation's default.
-    uint64_t tags_for(uint64_t pcie_gen) const { return read_tags ? read_tags : pcie_gen >= 4 ? 768 : 128; }
+    uint64_t tags_for(uint64_t pcie_gen) const {
+        return read_tags ? read_tags : pcie_gen >= 4 ? 768 : 128;
+    }
 
     template <class V>
     void visit(V& v) {
-        v(read_tags, p_count("read_tags", "tags", "outstanding DMA read requests (PCIe tags) the engine may have at once; 0: by generation, 128 on Gen1-3 (8-bit tags), 768 on Gen4-5 (10-bit tags)")
-                         .range(0, 1024).from("PCIe Base Spec 4.0 §2.2.6.2: 10-bit tags (mandatory for Gen4+ requesters that use more than 256) allow 768 outstanding requests; ConnectX-4/5 (Gen3) use 8-bit extended tags, >=128"));
-        v(issue_cycles, p_count("issue_cycles", "cycles", "cycles to set up one DMA operation (descriptor to first request)")
-                            .range(0, 1000).from("ConnectX: unpublished; a hard-wired engine's arbitration, request formation and header build, a few pipeline stages (20 ns at 500 MHz), far below the NFP-6000's 70-120 ns, which goes through a microengine command (Neugebauer et al., SIGCOMM 2018)"));
-        v(line_cycles, p_count("line_cycles", "cycles", "the engine's data path per operation: one 64 B line per line_cycles (reads: the next request of an operation waits for the lines before it; writes: a line's bytes leave no earlier); 0: never the limit")
-                           .range(0, 1000).from("ConnectX: one QP's ib_read_bw reaches the 100 Gb/s line rate, so the per-operation path is not a limit (0); an NFP-6000 moves ~18 ns per line per DMA (pcie-bench LAT_RD grows 0.28 ns/B across requests while its BW_RD fills Gen3 x8): scenarios/validation"));
+        v(read_tags,
+          p_count("read_tags", "tags",
+                  "outstanding DMA read requests (PCIe tags) the engine may have at once; 0: by "
+                  "generation, 128 on Gen1-3 (8-bit tags), 768 on Gen4-5 (10-bit tags)")
+              .range(0, 1024)
+              .from("PCIe Base Spec 4.0 §2.2.6.2: 10-bit tags (mandatory for Gen4+ requesters that "
+                    "use more than 256) allow 768 outstanding requests; ConnectX-4/5 (Gen3) use "
+                    "8-bit extended tags, >=128"));
+        v(issue_cycles,
+          p_count("issue_cycles", "cycles",
+                  "cycles to set up one DMA operation (descriptor to first request)")
+              .range(0, 1000)
+              .from("ConnectX: unpublished; a hard-wired engine's arbitration, request formation "
+                    "and header build, a few pipeline stages (20 ns at 500 MHz), far below the "
+                    "NFP-6000's 70-120 ns, which goes through a microengine command (Neugebauer et "
+                    "al., SIGCOMM 2018)"));
+        v(line_cycles,
+          p_count("line_cycles", "cycles",
+                  "the engine's data path per operation: one 64 B line per line_cycles (reads: the "
+                  "next request of an operation waits for the lines before it; writes: a line's "
+                  "bytes leave no earlier); 0: never the limit")
+              .range(0, 1000)
+              .from("ConnectX: one QP's ib_read_bw reaches the 100 Gb/s line rate, so the "
+                    "per-operation path is not a limit (0); an NFP-6000 moves ~18 ns per line per "
+                    "DMA (pcie-bench LAT_RD grows 0.28 ns/B across requests while its BW_RD fills "
+                    "Gen3 x8): scenarios/validation"));
     }
 };
 
@@ -66,17 +88,17 @@ struct dma_pacing {
 struct dma_op {
     enum class direction { read, write } dir = direction::read;
     std::vector<dma_segment> segments;
-    std::vector<uint8_t> data;          // read: filled in; write: the bytes to write
-    std::vector<dma_pacing> pacing;     // write only; empty = all bytes available now
+    std::vector<uint8_t> data;       // read: filled in; write: the bytes to write
+    std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
     // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
     // `offset` up to the next entry's offset are on chip at `when` (the request's last completion
     // arrived). Lets a consumer start on the first bytes before the whole operation is done.
     std::vector<dma_pacing> arrivals;
     sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
     sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
-    uint32_t ptag = 0;                  // owning process of the memory, for host-side checks
-    uint64_t trace_id = 0;              // the WQE this operation works for (traces), 0 if none
-    bool ok = true;                     // false if any transaction got an error response
+    uint32_t ptag = 0;      // owning process of the memory, for host-side checks
+    uint64_t trace_id = 0;  // the WQE this operation works for (traces), 0 if none
+    bool ok = true;         // false if any transaction got an error response
     sc_core::sc_time done_at;
     std::function<void(dma_op&)> done;
 
@@ -90,7 +112,7 @@ struct dma_op {
 using dma_op_ptr = std::shared_ptr<dma_op>;
 
 class dma_engine : public sc_core::sc_module {
-public:
+  public:
     tlm_utils::simple_initiator_socket<dma_engine> dma_out;
 
     dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
@@ -104,7 +126,7 @@ public:
 
     uint64_t outstanding_reads() const;
 
-private:
+  private:
     sc_core::sc_time transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint64_t len,
                               const sc_core::sc_time& start, dma_op& op, const dma_origin& origin);
 
@@ -113,6 +135,10 @@ private:
     uint64_t m_mrrs;
     uint64_t m_tags;
     std::vector<sc_core::sc_time> m_tag_free;  // when each read tag is free again
+    // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
+    // target ever issued one, gets its own.
+    tlm::tlm_generic_payload m_gp;
+    bool m_gp_busy = false;
     callback_queue m_done;
     stats_group m_stats;
     uint64_t& m_read_bytes;

@@ -229,11 +229,12 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         sc_core::sc_time issued = now + delay;
         // Request TLPs, one per MRRS chunk, then the completer answers each request with its own
         // completions (PCIe 3.0 §2.3.1.1: completions never cross a request's boundary).
-        struct request {
-            uint64_t addr, length;
-            sc_core::sc_time arrival;
-        };
-        std::vector<request> requests;
+        // A read issued from inside the host's answer (none is today) gets its own list.
+        std::vector<read_request> nested;
+        std::vector<read_request>& requests = m_requests_busy ? nested : m_requests;
+        const bool own = !m_requests_busy;
+        m_requests_busy = true;
+        requests.clear();
         uint64_t a = addr, left = len;
         sc_core::sc_time ready = now + delay;
         pcie_credit_use credits;
@@ -255,12 +256,13 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         const sc_core::sc_time memory = (now + host_delay) - requests.front().arrival;
         m_down_payload += len;
         sc_core::sc_time arrival = now;
-        for (const request& r : requests)
+        for (const read_request& r : requests)
             arrival =
                 send_tlps(m_down, m_down_bytes, r.addr, r.length, m_cpl_max, m_cfg.rcb,
                           tlp_overhead(false), r.arrival + memory, nullptr, pacing.line_interval);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
+        if (own) m_requests_busy = false;
     } else {
         gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     }

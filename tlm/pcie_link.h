@@ -229,6 +229,13 @@ class pcie_link : public sc_core::sc_module {
     uint64_t& m_order_wait_ps;
     uint64_t& m_credit_wait_ps;
     histogram& m_read_latency;
+    // A DMA read's request TLPs, one per MRRS chunk (kept to spare an allocation per read).
+    struct read_request {
+        uint64_t addr, length;
+        sc_core::sc_time arrival;
+    };
+    std::vector<read_request> m_requests;
+    bool m_requests_busy = false;
     sc_core::sc_time m_posted_sent =
         sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
 };
