@@ -52,7 +52,7 @@ class scenario_player : public sc_core::sc_module {
         const auto& ws = m_spec.workloads;
         for (size_t first = 0; first < ws.size();) {
             size_t last = first + 1;
-            while (last < ws.size() && ws[last].args.value("concurrent", false)) ++last;
+            while (last < ws.size() && ws[last].concurrent) ++last;
             if (last == first + 1) {
                 m_workload_results.push_back(run_one(first));
             } else {
@@ -76,11 +76,8 @@ class scenario_player : public sc_core::sc_module {
     // Workload `i`, from its start time on.
     json run_one(size_t i) {
         const workload_spec& w = m_spec.workloads[i];
-        if (auto start = w.args.find("start"); start != w.args.end()) {
-            const auto ps = parse_time_ps(*start);
-            const sc_core::sc_time at = ps ? ps_time(*ps) : sc_core::SC_ZERO_TIME;
-            if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
-        }
+        const sc_core::sc_time at = ps_time(w.start_ps);
+        if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
         return run_workload(m_world, w, m_spec.seed + i);
     }
     void finish() {

@@ -367,6 +367,9 @@ void checker::load_workloads(json& doc) {
         spec.args = w;
         spec.args.erase("type");
         spec.pairs = std::move(pairs);
+        if (auto start = w.find("start"); start != w.end())
+            spec.start_ps = parse_time_ps(*start).value_or(0);
+        spec.concurrent = w.value("concurrent", false);
         m_s.workloads.push_back(std::move(spec));
     }
 }

@@ -69,6 +69,8 @@ struct workload_spec {
     // (client, server) of every pair of a perftest workload: one for `client`, many for
     // `clients` or `pattern` (engine/traffic_pattern.h); empty for other workloads.
     std::vector<std::pair<std::string, std::string>> pairs;
+    uint64_t start_ps = 0;    // `start`: not before this simulated time
+    bool concurrent = false;  // `concurrent`: runs together with the workload before it
 };
 
 struct expectation {

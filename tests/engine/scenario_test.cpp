@@ -493,6 +493,18 @@ TEST(scenario_loader, perftest_connection_follows_perftest) {
     EXPECT_TRUE(bad.s.workloads.empty());
 }
 
+TEST(scenario_loader, start_and_concurrent_are_read_once) {
+    auto ok = load(R"({"workloads": [
+        {"type": "ib_write_bw", "client": "a", "server": "b"},
+        {"type": "ib_write_lat", "client": "a", "server": "b", "concurrent": true,
+         "start": "20us"}]})");
+    ASSERT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
+    EXPECT_FALSE(ok.s.workloads[0].concurrent);
+    EXPECT_EQ(ok.s.workloads[0].start_ps, 0u);
+    EXPECT_TRUE(ok.s.workloads[1].concurrent);
+    EXPECT_EQ(ok.s.workloads[1].start_ps, 20000000u);
+}
+
 TEST(scenario_loader, duration_and_bidirectional_follow_perftest) {
     auto ok = load(R"({"workloads": [
         {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms",
