@@ -532,6 +532,10 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 "posting threads of the client (bandwidth tests, at most qps): QP q is posted "
                 "and polled by thread q mod threads, each with its own CQ and CPU time",
                 1),
+        integer("cq_mod", 1, 65536, false,
+                "a signaled WQE, so a completion, every cq_mod WQEs of a QP (-Q; bandwidth tests "
+                "without a post list, at most tx_depth; perftest's default 100, or tx_depth when "
+                "smaller); a run of a short duration measures finer with a smaller one"),
         opt("duration", field_kind::time,
             "run for this simulated time instead of a count (-D): what completes between margin "
             "and duration - margin is counted (iters then reports that count, over every QP, as "

@@ -70,6 +70,7 @@ struct params {
     uint64_t post_list = 1;    // --post_list: WRs per post_send
     uint64_t threads = 1;      // posting threads of the client
     uint64_t outs = 16;        // read/atomic tests: max_rd_atomic and max_dest_rd_atomic (-o)
+    uint64_t cq_mod = 100;     // -Q: a signaled WQE every cq_mod (bandwidth tests, no post list)
     // -D and -f: run for `duration` ps and count what completes between `margin` and
     // `duration - margin` (0: run `iters` per QP).
     uint64_t duration = 0, margin = 0;

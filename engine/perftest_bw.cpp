@@ -39,7 +39,7 @@ class stream {
           m_to(to),
           m_lat(lat),
           m_rng{seed},
-          m_cq_mod(p.post_list > 1 ? p.post_list : std::min<uint64_t>(100, p.tx_depth)),
+          m_cq_mod(p.post_list > 1 ? p.post_list : std::min(p.cq_mod, p.tx_depth)),
           m_slots(message_slots(p)),
           m_posted(p.qps, 0),
           m_completed(p.qps, 0),
@@ -79,12 +79,12 @@ class stream {
             m_end = m_last;
             for (uint64_t n : m_posted) m_expected += n;
             if (!error && m_measured == 0)
-                error =
-                    workload_error{m_from.node +
-                                   ": fewer than two completions were polled between margin and "
-                                   "duration - margin (one comes every " +
-                                   std::to_string(m_cq_mod) +
-                                   " WQEs of a QP): nothing to measure; make duration longer"};
+                error = workload_error{
+                    m_from.node +
+                    ": fewer than two completions were polled between margin and "
+                    "duration - margin (one comes every " +
+                    std::to_string(m_cq_mod) +
+                    " WQEs of a QP): nothing to measure; make duration longer or cq_mod smaller"};
         }
         m_posting_done = true;
         if (!receiver_done) sc_core::wait(receiver_finished);

@@ -36,6 +36,19 @@ void check_perftest_options(const json& w, const std::string& p, const std::stri
     if (lat && w.contains("threads") && u64("threads", 1) != 1)
         d.error(pointer_join(p, "threads"), "posting threads in a latency test",
                 "threads in bandwidth tests only");
+    if (w.contains("cq_mod")) {
+        if (lat)
+            d.error(pointer_join(p, "cq_mod"), "CQ moderation in a latency test",
+                    "cq_mod in bandwidth tests only (latency tests signal every WQE)");
+        else if (u64("post_list", 1) > 1)
+            d.error(pointer_join(p, "cq_mod"), "cq_mod with a post list",
+                    "no cq_mod with post_list (perftest signals once per post list)");
+        else if (u64("cq_mod", 100) > u64("tx_depth", 128))
+            d.error(pointer_join(p, "cq_mod"),
+                    "cq_mod " + std::to_string(u64("cq_mod", 100)) + " above tx_depth " +
+                        std::to_string(u64("tx_depth", 128)),
+                    "cq_mod at most tx_depth (a completion must come before the queue is full)");
+    }
     if (lat && w.value("bidirectional", false))
         d.error(pointer_join(p, "bidirectional"), "a bidirectional latency test",
                 "bidirectional in bandwidth tests only (perftest: \"Bidirectional is only "

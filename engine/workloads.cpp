@@ -127,6 +127,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.grh = p.conn == qp_type::ud ? k_grh : 0;
     p.inline_size = arg_u64(a, "inline_size", default_inline(spec.type, p.conn));
     p.post_list = std::max<uint64_t>(1, arg_u64(a, "post_list", 1));
+    p.cq_mod = std::max<uint64_t>(1, arg_u64(a, "cq_mod", 100));
     p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
     // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
     p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
@@ -169,6 +170,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (p.inline_size ? ", inline " + std::to_string(p.inline_size) + " B" : "") +
         (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
         (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "") +
+        (a.contains("cq_mod") ? ", cq_mod " + std::to_string(p.cq_mod) : "") +
         (p.bidir ? ", bidirectional" : "") +
         (p.timed()
              ? ", for " + format_time_ps(p.duration) + " (margin " + format_time_ps(p.margin) + ")"

@@ -505,7 +505,7 @@ TEST(scenario_loader, start_and_concurrent_are_read_once) {
     EXPECT_EQ(ok.s.workloads[1].start_ps, 20000000u);
 }
 
-TEST(scenario_loader, duration_and_bidirectional_follow_perftest) {
+TEST(scenario_loader, duration_bidirectional_and_cq_mod_follow_perftest) {
     auto ok = load(R"({"workloads": [
         {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms",
          "bidirectional": true},
@@ -520,7 +520,10 @@ TEST(scenario_loader, duration_and_bidirectional_follow_perftest) {
         {"type": "ib_write_bw", "client": "a", "server": "b", "margin": "1us"},
         {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "10us", "margin": "5us"},
         {"type": "ib_write_lat", "client": "a", "server": "b", "bidirectional": true},
-        {"type": "ib_read_bw", "client": "a", "server": "b", "duration": "0us"}]})");
+        {"type": "ib_read_bw", "client": "a", "server": "b", "duration": "0us"},
+        {"type": "ib_write_lat", "client": "a", "server": "b", "cq_mod": 10},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "cq_mod": 10, "post_list": 4},
+        {"type": "ib_write_bw", "client": "a", "server": "b", "cq_mod": 64, "tx_depth": 32}]})");
     EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/0/iters: duration, iters exclude each other"));
     EXPECT_TRUE(
         has_prefix(bad, "t.json: /workloads/1/all_sizes: duration, all_sizes exclude each other"));
@@ -531,6 +534,9 @@ TEST(scenario_loader, duration_and_bidirectional_follow_perftest) {
     EXPECT_TRUE(
         has_prefix(bad, "t.json: /workloads/4/bidirectional: a bidirectional latency test"));
     EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/5/duration: a duration of 0"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/6/cq_mod: CQ moderation in a latency test"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/7/cq_mod: cq_mod with a post list"));
+    EXPECT_TRUE(has_prefix(bad, "t.json: /workloads/8/cq_mod: cq_mod 64 above tx_depth 32"));
     EXPECT_TRUE(bad.s.workloads.empty());
 }
 
