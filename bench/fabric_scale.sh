@@ -8,7 +8,7 @@
 # bandwidths, min/avg/max per pair, Jain's fairness index).
 #
 # usage: bench/fabric_scale.sh [-n NODES] [-s SIZE] [-i ITERS]
-#   -n NODES  nodes (default 64: 4,032 pairs)
+#   -n NODES  nodes, 2..254 (one switch's ports; default 64: 4,032 pairs)
 #   -s SIZE   message size (default 4KiB)
 #   -i ITERS  iterations per pair (default 100)
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
@@ -27,6 +27,9 @@ while getopts "n:s:i:h" opt; do
         *) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
+
+[[ "$nodes" =~ ^[0-9]+$ ]] && [ "$nodes" -ge 2 ] && [ "$nodes" -le 254 ] ||
+    { echo "fabric_scale.sh: -n $nodes: expected 2..254 nodes (a switch has at most 254 ports)" >&2; exit 2; }
 
 hcasim="${HCASIM:-build/hcasim}"
 [ -x "$hcasim" ] || { echo "fabric_scale.sh: $hcasim not found; run ./build.sh run first" >&2; exit 2; }

@@ -145,6 +145,18 @@ void connect(const params& p, side& a, side& b) {
             }
 }
 
+json rate_row(uint64_t size, uint64_t iters, uint64_t bytes, uint64_t ops, uint64_t ps) {
+    const double seconds = static_cast<double>(ps) * 1e-12;
+    json r = json::object();
+    r["size"] = size;
+    r["iters"] = iters;
+    r["bytes"] = bytes;
+    r["time_ns"] = static_cast<double>(ps) / 1000.0;
+    r["gbps"] = seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0;
+    r["mops"] = seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0;
+    return r;
+}
+
 uint64_t now_ps() {
     return to_ps(sc_core::sc_time_stamp());
 }

@@ -94,6 +94,24 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 void connect(const params& p, side& a, side& b);
 
 uint64_t now_ps();
+
+// perftest's duration states (catch_alarm): warm-up until `begin`, sampling until `stop`, cool-down
+// until `end`, when a run stops starting work. A run of a count samples everything.
+struct window {
+    window(const params& p, uint64_t start)
+        : timed(p.timed()),
+          begin(start + p.margin),
+          stop(start + p.duration - p.margin),
+          end(start + p.duration) {}
+    bool samples(uint64_t t) const { return !timed || (t >= begin && t < stop); }
+    bool over(uint64_t t) const { return timed && t >= end; }
+    bool timed;
+    uint64_t begin, stop, end;
+};
+
+// A result row's figures: `ops` operations of `iters` (perftest's #iterations) moving `bytes` of
+// `size`-byte messages in `ps`: size, iters, bytes, time_ns, gbps (10^9 bit/s), mops (10^6/s).
+json rate_row(uint64_t size, uint64_t iters, uint64_t bytes, uint64_t ops, uint64_t ps);
 bool is_atomic(const std::string& t);
 bool is_read(const std::string& t);
 bool is_send(const std::string& t);

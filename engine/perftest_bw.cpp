@@ -7,26 +7,11 @@
 
 #include "engine/sim_threads.h"
 #include "sim/splitmix.h"
-#include "sim/units.h"
 
 namespace hcasim {
 namespace perftest {
 
 namespace {
-
-// perftest's duration states (catch_alarm): warm-up until `begin`, sampling until `stop`, cool-down
-// until `end`, when posting stops. A run of a count samples everything.
-struct window {
-    window(const params& p, uint64_t start)
-        : timed(p.timed()),
-          begin(start + p.margin),
-          stop(start + p.duration - p.margin),
-          end(start + p.duration) {}
-    bool samples(uint64_t t) const { return !timed || (t >= begin && t < stop); }
-    bool over(uint64_t t) const { return timed && t >= end; }
-    bool timed;
-    uint64_t begin, stop, end;
-};
 
 // One direction of a bandwidth test: `from` posts to `to`, one posting thread per CQ of `from`
 // (thread t posts to and polls QPs t, t + threads, ...), and for sends `to` serves receives in a
@@ -97,15 +82,8 @@ class stream {
     json result() const {
         const uint64_t iters = m_p.timed() ? m_measured : m_p.iters;
         const uint64_t ops = m_p.timed() ? m_measured : m_p.iters * m_p.qps;
-        const double seconds = static_cast<double>(m_end - m_start) * 1e-12;
         const uint64_t bytes = (is_atomic(m_p.type) ? 8 : m_p.size) * ops;
-        json r = json::object();
-        r["size"] = m_p.size;
-        r["iters"] = iters;
-        r["bytes"] = bytes;
-        r["time_ns"] = static_cast<double>(m_end - m_start) / 1000.0;
-        r["gbps"] = seconds > 0 ? static_cast<double>(bytes) * 8 / seconds / 1e9 : 0.0;
-        r["mops"] = seconds > 0 ? static_cast<double>(ops) / seconds / 1e6 : 0.0;
+        json r = rate_row(m_p.size, iters, bytes, ops, m_end - m_start);
         if (m_p.timed()) r["posted"] = m_expected;
         if (is_send(m_p.type) && m_p.conn != qp_type::rc) r["lost"] = m_expected - m_received;
         return r;

@@ -1,8 +1,5 @@
 #include "engine/perftest.h"
 
-#include "engine/mem_step.h"
-#include "sim/units.h"
-
 namespace hcasim {
 namespace perftest {
 
@@ -66,16 +63,15 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         recv_into(client, 0);
     }
     const uint64_t start = now_ps();
-    // A count runs `iters` iterations; a duration starts new ones until start + duration and
-    // keeps those that ended between start + margin and start + duration - margin (perftest -D).
-    const uint64_t begin = start + p.margin, stop = start + p.duration - p.margin;
-    const uint64_t end_at = start + p.duration;
+    // A count runs `iters` iterations; a duration starts new ones until it is over and keeps those
+    // that ended inside its window (perftest -D).
+    const window w(p, start);
     uint64_t i = 0, counted = 0;
     // Whether iteration i is followed by another: decided once, where the first receive for it
     // would be posted (a receive left posted would take the next size's message).
-    auto another = [&] { return p.timed() ? now_ps() < end_at : i + 1 < p.iters; };
+    auto another = [&] { return w.timed ? !w.over(now_ps()) : i + 1 < p.iters; };
     auto sample = [&](uint64_t t) {
-        if (p.timed() && (now_ps() < begin || now_ps() >= stop)) return;
+        if (!w.samples(now_ps())) return;
         ++counted;
         lat.add(t);
     };
@@ -120,17 +116,10 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             more = another();
         }
     }
-    const uint64_t from = p.timed() ? begin : start, to = p.timed() ? stop : now_ps();
-    const uint64_t iters = p.timed() ? counted : p.iters;
-    const double seconds = static_cast<double>(to - from) * 1e-12;
+    const uint64_t from = w.timed ? w.begin : start, to = w.timed ? w.stop : now_ps();
+    const uint64_t iters = w.timed ? counted : p.iters;
     const uint64_t per = is_atomic(p.type) ? 8 : n;
-    json r = json::object();
-    r["size"] = per;
-    r["iters"] = iters;
-    r["bytes"] = per * iters;
-    r["time_ns"] = static_cast<double>(to - from) / 1000.0;
-    r["gbps"] = seconds > 0 ? static_cast<double>(per * iters) * 8 / seconds / 1e9 : 0.0;
-    r["mops"] = seconds > 0 ? static_cast<double>(iters) / seconds / 1e6 : 0.0;
+    json r = rate_row(per, iters, per * iters, iters, to - from);
     if (p.timed()) r["posted"] = i;
     r["lat_ns"] = lat.to_json_ns();
     r["lat_ns"]["what"] = pingpong ? "half round trip (perftest)" : "post to completion (perftest)";

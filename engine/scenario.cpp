@@ -345,8 +345,6 @@ void checker::load_workloads(json& doc) {
         }
         const bool size_given = w.contains("size");
         check_shape(decl->shape, w, p, {"type"});
-        // A run of a duration is not also a count: no default iteration count either.
-        if (w.contains("duration")) w.erase("iters");
         auto client = w.find("client"), server = w.find("server");
         if (client != w.end() && server != w.end() && client->is_string() && *client == *server)
             m_d.error(pointer_join(p, "server"), "client and server are both " + client->dump(),
@@ -369,6 +367,11 @@ void checker::load_workloads(json& doc) {
         spec.pairs = std::move(pairs);
         if (auto start = w.find("start"); start != w.end())
             spec.start_ps = parse_time_ps(*start).value_or(0);
+        if (auto d = w.find("duration"); d != w.end()) {
+            spec.duration_ps = parse_time_ps(*d).value_or(0);
+            auto m = w.find("margin");
+            spec.margin_ps = m != w.end() ? parse_time_ps(*m).value_or(0) : spec.duration_ps / 4;
+        }
         spec.concurrent = w.value("concurrent", false);
         m_s.workloads.push_back(std::move(spec));
     }
@@ -418,8 +421,18 @@ void checker::check_shape(const field_shape& shape, json& obj, const std::string
         if (obj.contains(first) && !obj.contains(second))
             m_d.error(ptr, "\"" + first + "\" needs \"" + second + "\"",
                       "\"" + second + "\" with \"" + first + "\"");
+    // A default stands for an absent key, unless a key that excludes it is there (a duration is
+    // not also a count of iterations).
+    auto excluded = [&](const std::string& key) {
+        for (const auto& group : shape.at_most_one)
+            if (std::find(group.begin(), group.end(), key) != group.end())
+                for (const auto& other : group)
+                    if (other != key && obj.contains(other)) return true;
+        return false;
+    };
     for (const auto& f : shape.fields)
-        if (!obj.contains(f.key) && !f.default_value.is_null()) obj[f.key] = f.default_value;
+        if (!obj.contains(f.key) && !f.default_value.is_null() && !excluded(f.key))
+            obj[f.key] = f.default_value;
 }
 
 bool checker::check_var(const json& v, const std::string& ptr) {

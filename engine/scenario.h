@@ -69,7 +69,9 @@ struct workload_spec {
     // (client, server) of every pair of a perftest workload: one for `client`, many for
     // `clients` or `pattern` (engine/traffic_pattern.h); empty for other workloads.
     std::vector<std::pair<std::string, std::string>> pairs;
-    uint64_t start_ps = 0;    // `start`: not before this simulated time
+    uint64_t start_ps = 0;  // `start`: not before this simulated time
+    // `duration` and `margin` (default a quarter of it, as perftest -D without -f); 0: a count.
+    uint64_t duration_ps = 0, margin_ps = 0;
     bool concurrent = false;  // `concurrent`: runs together with the workload before it
 };
 

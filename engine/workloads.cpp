@@ -1,12 +1,10 @@
 #include "engine/workloads.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <functional>
 #include <memory>
 #include <optional>
 
-#include "engine/mem_step.h"
 #include "engine/perftest.h"
 #include "engine/sim_threads.h"
 #include "engine/traffic_pattern.h"
@@ -73,14 +71,7 @@ json run_dma(world& w, const workload_spec& spec) {
     sc_core::wait(finished);
     std::vector<uint8_t> now;
     require(h.read_mem(pid, va, size, now), node_name + ": reading the buffer back");
-    const double seconds = static_cast<double>(end - start) * 1e-12;
-    json r = json::object();
-    r["size"] = size;
-    r["iters"] = count;
-    r["bytes"] = size * count;
-    r["time_ns"] = static_cast<double>(end - start) / 1000.0;
-    r["gbps"] = seconds > 0 ? static_cast<double>(size * count) * 8 / seconds / 1e9 : 0.0;
-    r["mops"] = seconds > 0 ? static_cast<double>(count) / seconds / 1e6 : 0.0;
+    json r = rate_row(size, count, size * count, count, end - start);
     r["lat_ns"] = json{{"what", "not measured for dma: transfers are issued back to back"}};
     r["data_check"] =
         all_ok && now == pattern_bytes(7, size) && (write || last_read == now) ? "ok" : "mismatch";
@@ -132,10 +123,8 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
     p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
     // -D, -f (the loader checks duration > 2 x margin) and -b (bandwidth tests only).
-    if (a.contains("duration")) {
-        p.duration = parse_time_ps(a["duration"]).value_or(0);
-        p.margin = a.contains("margin") ? parse_time_ps(a["margin"]).value_or(0) : p.duration / 4;
-    }
+    p.duration = spec.duration_ps;
+    p.margin = spec.margin_ps;
     p.bidir = !lat && a.value("bidirectional", false);
     // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
     const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
@@ -194,7 +183,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     out["inline_size"] = p.inline_size;  // perftest: "Max inline data"
     out["post_list"] = p.post_list;
     out["threads"] = p.threads;
-    for (auto it = rows.back().begin(); it != rows.back().end(); ++it) out[it.key()] = it.value();
+    out.update(rows.back());
     if (rows.size() > 1) out["sizes"] = rows;
     bool ok = true;
     for (const auto& r : rows) ok = ok && r["data_check"] == "ok";
@@ -267,7 +256,7 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
             out["description"] = "DMA " + a.value("op", std::string("read")) + " on node " +
                                  a.value("node", std::string("a"));
             json r = run_dma(w, spec);
-            for (auto it = r.begin(); it != r.end(); ++it) out[it.key()] = it.value();
+            out.update(r);
         } else if (spec.args.contains("client")) {
             run_perftest(w, spec, spec.pairs[0].first, spec.pairs[0].second,
                          "perftest" + std::to_string(spec.index), seed, out);

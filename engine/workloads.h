@@ -5,9 +5,10 @@
 // numbers plus a functional check that the bytes landed where the keys say.
 //
 // Semantics follow perftest: bandwidth tests keep `tx_depth` WQEs outstanding per QP and ask for
-// a completion every min(100, tx_depth) WQEs; bandwidth is payload bits over the time from the
-// first post to the last completion. Write and send latency tests ping-pong and report half the
-// round trip; read and atomic latency tests report the full operation time.
+// a completion every cq_mod (default min(100, tx_depth)) WQEs; bandwidth is payload bits over the
+// time from the first post to the last completion (a run of a duration: inside its window). Write
+// and send latency tests ping-pong and report half the round trip; read and atomic latency tests
+// report the full operation time.
 #pragma once
 
 #include "engine/scenario.h"

@@ -65,15 +65,15 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     port_state& in = *m_ports[static_cast<size_t>(port - 1)];
     ++*in.rx_packets;
     *in.rx_bytes += bytes;
-    const credit_calendar& buffer = in.buffer(msg->sl);
+    const size_t vl = msg->sl % in.vl_credits.size();
+    const uint64_t blocks = credit_blocks(bytes);
     // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
-    in.buffer_use->add((buffer.in_use(first) + credit_blocks(bytes)) * 1000);
+    in.buffer_use->add((in.vl_credits[vl].in_use(first) + blocks) * 1000);
     const int out_port = route(msg->dst_lid);
-    const char* vl_signal = k_vl_blocks[msg->sl % in.vl_credits.size()];
-    const auto blocks = static_cast<int64_t>(credit_blocks(bytes));
     if (out_port < 1 || out_port > ports_used() || out_port == port) {
         ++*in.unroutable;
-        HCASIM_TRACE(level(in.stats.path().c_str(), vl_signal, first, last, blocks));
+        HCASIM_TRACE(level(in.stats.path().c_str(), k_vl_blocks[vl], first, last,
+                           static_cast<int64_t>(blocks)));
         return last;  // dropped on arrival: the buffer is free once the packet is in
     }
     port_state& out = *m_ports[static_cast<size_t>(out_port - 1)];
@@ -85,7 +85,8 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     ++*out.tx_packets;
     *out.tx_bytes += bytes;
     out.queue_delay->add(to_ps(sent - out_wire - ready));
-    HCASIM_TRACE(level(in.stats.path().c_str(), vl_signal, first, sent, blocks));
+    HCASIM_TRACE(
+        level(in.stats.path().c_str(), k_vl_blocks[vl], first, sent, static_cast<int64_t>(blocks)));
     // Packets held at this output past their cut-through time: head-of-line blocking shows here.
     if (sent - out_wire > ready)
         HCASIM_TRACE(busy(out.stats.path().c_str(), "queued", ready, sent - out_wire));

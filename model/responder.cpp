@@ -106,8 +106,8 @@ void responder::prefetch(uint32_t qpn, const qp_context& c) {
     const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     const uint32_t first = rq.prefetch_next;
     // No more than one read takes: a batch stops at the end of the ring and of a page.
-    const auto want = static_cast<uint32_t>(std::min<uint64_t>(
-        {static_cast<uint64_t>(posted), room_qp, room_all, m_fetcher.max_batch()}));
+    const auto want = static_cast<uint32_t>(
+        std::min<uint64_t>({static_cast<uint64_t>(posted), room_qp, room_all}));
     if (want == 0) return;
     const uint32_t n = m_fetcher.batch(q, first, want);
     rq.prefetch_next += n;

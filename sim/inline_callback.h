@@ -28,7 +28,7 @@ class inline_callback {
     void emplace(F&& f) {
         using D = std::decay_t<F>;
         if constexpr (std::is_same<D, inline_callback>::value) {
-            *this = std::move(f);
+            *this = std::forward<F>(f);  // an lvalue does not compile: it is not copyable
         } else {
             reset();
             construct<D>(std::forward<F>(f));

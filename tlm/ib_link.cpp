@@ -191,11 +191,8 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
     credit_calendar* credits =
         m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl) : nullptr;
     const uint64_t blocks = credit_blocks(bytes);
-    sc_core::sc_time start;
-    if (!credits) {
-        start = m_dir[end].reserve(ready, dur);
-    } else {
-        start = m_dir[end].first_fit(ready, dur);
+    sc_core::sc_time start = m_dir[end].first_fit(ready, dur);
+    if (credits) {
         const sc_core::sc_time free_wire = start;
         for (;;) {
             const sc_core::sc_time c = credits->find(start, blocks, dur);
@@ -209,8 +206,8 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
                               end == 0 ? "credit_wait_0to1" : "credit_wait_1to0", free_wire,
                               start));
         }
-        m_dir[end].book(start, dur);
     }
+    m_dir[end].book(start, dur);
     HCASIM_TRACE(
         busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
     const sc_core::sc_time sent = start + dur;

@@ -229,11 +229,9 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         sc_core::sc_time issued = now + delay;
         // Request TLPs, one per MRRS chunk, then the completer answers each request with its own
         // completions (PCIe 3.0 §2.3.1.1: completions never cross a request's boundary).
-        // A read issued from inside the host's answer (none is today) gets its own list.
-        std::vector<read_request> nested;
-        std::vector<read_request>& requests = m_requests_busy ? nested : m_requests;
-        const bool own = !m_requests_busy;
-        m_requests_busy = true;
+        // The kept list is borrowed for this read and given back at its end.
+        std::vector<read_request> requests;
+        requests.swap(m_requests);
         requests.clear();
         uint64_t a = addr, left = len;
         sc_core::sc_time ready = now + delay;
@@ -262,7 +260,7 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
                           tlp_overhead(false), r.arrival + memory, nullptr, pacing.line_interval);
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
-        if (own) m_requests_busy = false;
+        m_requests.swap(requests);
     } else {
         gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     }

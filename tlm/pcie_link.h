@@ -235,7 +235,6 @@ class pcie_link : public sc_core::sc_module {
         sc_core::sc_time arrival;
     };
     std::vector<read_request> m_requests;
-    bool m_requests_busy = false;
     sc_core::sc_time m_posted_sent =
         sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
 };

@@ -514,6 +514,9 @@ TEST(scenario_loader, duration_bidirectional_and_cq_mod_follow_perftest) {
     ASSERT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
     EXPECT_EQ(ok.s.workloads[0].args["duration"], "1ms");
     EXPECT_FALSE(ok.s.workloads[0].args.contains("iters")) << "a duration is not also a count";
+    EXPECT_EQ(ok.s.workloads[0].duration_ps, 1000000000u);
+    EXPECT_EQ(ok.s.workloads[0].margin_ps, 250000000u) << "a quarter, as perftest without -f";
+    EXPECT_EQ(ok.s.workloads[1].margin_ps, 10000000u);
     auto bad = load(R"({"workloads": [
         {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms", "iters": 10},
         {"type": "ib_write_bw", "client": "a", "server": "b", "duration": "1ms", "all_sizes": true},
