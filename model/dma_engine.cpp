@@ -71,8 +71,12 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     dma_origin_ext ext;
     ext.origin = origin;
     if (origin.valid()) gp.set_extension(&ext);
+    dma_stream_ext stream;
+    stream.stream = op.stream;
+    gp.set_extension(&stream);
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
+    gp.clear_extension(&stream);
     if (origin.valid()) gp.clear_extension(&ext);
     if (own) m_gp_busy = false;
     if (!gp.is_response_ok()) {

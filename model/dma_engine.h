@@ -24,6 +24,7 @@
 #include "sim/params.h"
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
+#include "tlm/dma_stream.h"
 
 namespace hcasim {
 
@@ -96,7 +97,10 @@ struct dma_op {
     std::vector<dma_pacing> arrivals;
     sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
     sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
-    uint32_t ptag = 0;      // owning process of the memory, for host-side checks
+    uint32_t ptag = 0;  // owning process of the memory, for host-side checks
+    // The stream whose order the transactions keep on PCIe (tlm/dma_stream.h): the responder's
+    // data path is the receive stream, everything else the transmit stream.
+    dma_stream stream = dma_stream::transmit;
     uint64_t trace_id = 0;  // the WQE this operation works for (traces), 0 if none
     bool ok = true;         // false if any transaction got an error response
     sc_core::sc_time done_at;

@@ -439,6 +439,7 @@ void responder::rdma_write(request_ptr r) {
         };
         if (r->msg->length == 0) return finish();
         auto op = std::make_shared<dma_op>();
+        op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
         op->segments = t.segments;
         op->data = r->msg->payload;
@@ -536,6 +537,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                     return on_error(wc_status::loc_prot_err, ib_nak::rem_op);
                 }
             auto op = std::make_shared<dma_op>();
+            op->stream = dma_stream::receive;
             op->dir = dma_op::direction::write;
             for (const auto& t : *results)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
@@ -596,6 +598,7 @@ void responder::rdma_read(request_ptr r) {
         if (halted(r)) return m_tpt.release(t);
         if (r->msg->length == 0) return answer(r, ib_op::rdma_read_response);
         auto op = std::make_shared<dma_op>();
+        op->stream = dma_stream::receive;
         op->dir = dma_op::direction::read;
         op->segments = t.segments;
         op->ptag = t.ptag;
@@ -645,6 +648,7 @@ void responder::run_next_atomic() {
             return next();
         }
         auto rd = std::make_shared<dma_op>();
+        rd->stream = dma_stream::receive;
         rd->dir = dma_op::direction::read;
         rd->segments = t.segments;
         rd->ptag = t.ptag;
@@ -663,6 +667,7 @@ void responder::run_next_atomic() {
             std::vector<uint8_t> result(8);
             put<uint64_t>(result.data(), original);
             auto wr = std::make_shared<dma_op>();
+            wr->stream = dma_stream::receive;
             wr->dir = dma_op::direction::write;
             wr->segments = t.segments;
             wr->ptag = t.ptag;

@@ -86,6 +86,15 @@ class serial_resource {
     // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
     // not searched again); returns it.
     sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration);
+    // For a short item that the sender's arbiter puts ahead of items booked before it that have
+    // not started (a read request passing another stream's queued writes): it starts at
+    // `earliest`, or, when the resource is busy then, after the item in progress, taken to end
+    // `in_progress` later at most (and no later than the busy stretch). Items booked earlier that
+    // it overlaps keep their times; the time it takes from them is booked at the first gap after
+    // it, so the backlog ends as late as if they had moved. Two such items never overlap.
+    // Returns the start.
+    sc_core::sc_time cut_in(const sc_core::sc_time& earliest, const sc_core::sc_time& duration,
+                            const sc_core::sc_time& in_progress);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;
@@ -96,7 +105,8 @@ class serial_resource {
         sc_core::sc_time start, end;
     };
     void prune(const sc_core::sc_time& now);
-    std::deque<interval> m_calendar;  // disjoint, by start
+    std::deque<interval> m_calendar;                        // disjoint, by start
+    sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;  // end of the last cut_in item
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
 };
 

@@ -43,14 +43,18 @@ constexpr double k_dllp_bytes = 8;  // 6 B DLLP + 2 B framing (SDP, or SDP/END)
 double pcie_config::dllp_share() const {
     const size_t g = gen <= 1 ? 0 : gen == 2 ? 1 : 2;
     size_t w = 0;  // the largest tabulated width not above the link's
-    for (uint64_t l = 2; l <= std::min<uint64_t>(lanes, 16); l *= 2) ++w;
+    uint64_t width = 1;
+    for (uint64_t l = 2; l <= std::min<uint64_t>(lanes, 16); l *= 2, width *= 2) ++w;
     size_t m = 0;
     for (uint64_t p = 256; p <= std::min<uint64_t>(mps, 4096); p *= 2) ++m;
-    const double limit = k_ack_limit[g][w][m];
+    // The limits are symbol times, and in one symbol time each lane carries a symbol (a byte):
+    // the link moves limit x width bytes between two Acks (the spec's formula divides the TLP
+    // bytes by the width: ((MPS + overhead) x AckFactor / width) + internal delay).
+    const double limit_bytes = k_ack_limit[g][w][m] * static_cast<double>(width);
     // One Ack and one UpdateFC per limit; SKP: 8b/10b 4 symbols per 1538, 128b/130b one
-    // 16-symbol block per 370 blocks of data (§4.2.7).
+    // 16-symbol block per 370 blocks of data (§4.2.7), on every lane alike.
     const double skp = gen <= 2 ? 4.0 / 1538.0 : 1.0 / 371.0;
-    return 2 * k_dllp_bytes / limit + skp;
+    return 2 * k_dllp_bytes / limit_bytes + skp;
 }
 
 double pcie_config::bytes_per_second() const {
@@ -92,13 +96,14 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
                                "transactions answered with an error response")),
       m_order_wait_ps(m_stats.counter("order_wait_ps", "ps",
                                       "total time DMA read requests waited behind posted writes "
-                                      "handed to the link before them")),
+                                      "their DMA stream handed to the link before them")),
       m_credit_wait_ps(m_stats.counter("credit_wait_ps", "ps",
                                        "total time DMA request TLPs waited for the root port's "
                                        "flow-control credits (pcie.credits)")),
       m_read_latency(m_stats.latency(
           "read_latency",
           "DMA read: request handed to the link until its last completion arrived")) {
+    m_max_tlp = wire_time(m_cfg.mps + tlp_overhead(true));
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
     auto utilization = [this](const serial_resource& r) {
@@ -144,7 +149,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                                       uint64_t overhead, const sc_core::sc_time& start,
                                       sc_core::sc_time* last_sent,
                                       const sc_core::sc_time& line_interval,
-                                      const pcie_credit_use& credits) {
+                                      const pcie_credit_use& credits, bool pass_queued) {
     sc_core::sc_time ready = start;
     const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
@@ -168,7 +173,8 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             m_credit_wait_ps += to_ps(free - ready);
             ready = free;
         }
-        sc_core::sc_time begin = dir.reserve(ready, dur);
+        sc_core::sc_time begin =
+            pass_queued ? dir.cut_in(ready, dur, m_max_tlp) : dir.reserve(ready, dur);
         if (credits.headers) {
             const sc_core::sc_time back = begin + dur + 2 * to_time(m_cfg.latency);
             credits.headers->book(ready, back, 1);
@@ -192,6 +198,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const uint64_t addr = gp.get_address();
     const uint64_t len = gp.get_data_length();
+    const auto* stream_ext = gp.get_extension<dma_stream_ext>();
+    const dma_stream stream = stream_ext ? stream_ext->stream : dma_stream::transmit;
     if (gp.is_write()) {
         ++m_dma_writes;
         m_up_payload += len;
@@ -206,7 +214,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         sc_core::sc_time arrival =
             send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1, tlp_overhead(true), now + delay,
                       &sent, sc_core::SC_ZERO_TIME, credits);
-        m_posted_sent = std::max(m_posted_sent, sent);
+        sc_core::sc_time& posted = m_posted_sent[static_cast<size_t>(stream)];
+        posted = std::max(posted, sent);
         const sc_core::sc_time offered = arrival - now;
         sc_core::sc_time host_delay = offered;
         dma_out->b_transport(gp, host_delay);
@@ -221,10 +230,12 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         delay = sent - now + held;
     } else if (gp.is_read()) {
         ++m_dma_reads;
-        // A read request may not pass the posted writes handed to the link before it (§2.4.1).
-        if (now + delay < m_posted_sent) {
-            m_order_wait_ps += to_ps(m_posted_sent - (now + delay));
-            delay = m_posted_sent - now;
+        // A read request may not pass the posted writes its stream handed to the link before it
+        // (§2.4.1); it passes other streams' queued writes (tlm/dma_stream.h).
+        const sc_core::sc_time after = m_posted_sent[static_cast<size_t>(stream)];
+        if (now + delay < after) {
+            m_order_wait_ps += to_ps(after - (now + delay));
+            delay = after - now;
         }
         sc_core::sc_time issued = now + delay;
         // Request TLPs, one per MRRS chunk, then the completer answers each request with its own
@@ -239,8 +250,9 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         if (!m_nph.infinite()) credits.headers = &m_nph;
         do {
             uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
-            sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true),
-                                                 ready, nullptr, sc_core::SC_ZERO_TIME, credits);
+            sc_core::sc_time arrival =
+                send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready, nullptr,
+                          sc_core::SC_ZERO_TIME, credits, /*pass_queued=*/true);
             ready = arrival - to_time(m_cfg.latency);
             requests.push_back({a, chunk, arrival});
             a += chunk;

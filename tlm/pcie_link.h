@@ -22,14 +22,19 @@
 // Data link and physical layer traffic besides TLPs takes a fixed share of each direction,
 // computed in closed form (no per-TLP cost): Ack DLLPs (8 B with framing) at the spec's
 // AckNak latency limit and UpdateFC DLLPs (8 B) at its UpdateFC guideline, both per
-// generation, width and MPS (PCIe Base Spec 5.0 tables 3-7..3-9 and 2-46..2-48, taken, as
-// pcie-bench's model does, as one DLLP per that many link bytes), and SKP ordered sets (8b/10b:
-// 4 symbols per 1538; 128b/130b: one SKP block per 370 data blocks, §4.2.7). The share is
-// `dllp_share()`; `wire_time` stretches every booking by 1 / (1 - share).
-// Ordering: a DMA read request leaves after the posted writes handed to the link before it
-// (it may not pass them, §2.4.1), and the root complex answers it only after those writes are
-// committed (host/root_complex.h). Each read request is answered on its own: its completions
-// start when the root complex has done that request's memory access.
+// generation, width and MPS (PCIe Base Spec 5.0 tables 3-7..3-9 and 2-46..2-48, in symbol
+// times: one DLLP of each kind per limit x width link bytes; pcie-bench's model reads them as
+// bytes), and SKP ordered sets (8b/10b: 4 symbols per 1538; 128b/130b: one SKP block per 370
+// data blocks, §4.2.7). The share is `dllp_share()`; `wire_time` stretches every booking by
+// 1 / (1 - share).
+// Ordering: a DMA read request leaves after the posted writes its DMA stream handed to the link
+// before it (it may not pass them, §2.4.1), and the root complex answers it only after the writes
+// that arrived before it are committed (host/root_complex.h). Between the HCA's streams
+// (tlm/dma_stream.h: transmit and receive) the port arbitrates per TLP: a read request goes
+// after the TLP on the wire, ahead of another stream's writes that wait for the link, whose time
+// it takes is added at the end of their backlog (serial_resource::cut_in). Each read request is
+// answered on its own: its completions start when the root complex has done that request's memory
+// access.
 // Flow control (§2.6.1): the root port's receive buffers for the HCA's requests are credits
 // (`pcie.credits`: posted headers, posted data in 16 B units, non-posted headers; 0 is the spec's
 // infinite advertisement and the default). A TLP leaves only when the credits it needs are free;
@@ -54,6 +59,7 @@
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
+#include "tlm/dma_stream.h"
 #include "tlm/flow_credits.h"
 
 namespace hcasim {
@@ -197,6 +203,8 @@ class pcie_link : public sc_core::sc_module {
     // one has arrived at the far end (and when it left, in `last_sent`). With `line_interval`,
     // the data's 64 B lines become ready that far apart from `start` (the first line), and a TLP
     // leaves no earlier than its last line.
+    // With `pass_queued` (a read request of one DMA stream), the TLPs go ahead of other
+    // streams' TLPs booked but not started, after the TLP on the wire (serial_resource::cut_in).
     // With `credits`, each TLP first waits for the receiver's credits and holds them until it
     // has arrived and an UpdateFC has come back; each TLP's return time and data credits go to
     // `credits.returned`.
@@ -205,14 +213,15 @@ class pcie_link : public sc_core::sc_module {
                                uint64_t overhead, const sc_core::sc_time& start,
                                sc_core::sc_time* last_sent = nullptr,
                                const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
-                               const pcie_credit_use& credits = {});
+                               const pcie_credit_use& credits = {}, bool pass_queued = false);
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.
     sc_core::sc_time credits_free(const pcie_credit_use& c, sc_core::sc_time t,
                                   uint64_t data_credits, const sc_core::sc_time& hold) const;
 
     pcie_config m_cfg;
     double m_ps_per_byte;
-    uint64_t m_cpl_max;  // largest completion payload: RCB or MPS (pcie.completions)
+    uint64_t m_cpl_max;          // largest completion payload: RCB or MPS (pcie.completions)
+    sc_core::sc_time m_max_tlp;  // wire time of the largest TLP the HCA sends (an MPS write)
     credit_calendar m_ph, m_pd,
         m_nph;  // the root port's posted header/data, non-posted header credits
     serial_resource m_up, m_down;
@@ -235,8 +244,9 @@ class pcie_link : public sc_core::sc_module {
         sc_core::sc_time arrival;
     };
     std::vector<read_request> m_requests;
-    sc_core::sc_time m_posted_sent =
-        sc_core::SC_ZERO_TIME;  // when the last posted write TLP has left
+    // Per DMA stream (tlm/dma_stream.h), when the last posted write TLP it handed to the link
+    // has left: a later read request of the stream may not pass it.
+    sc_core::sc_time m_posted_sent[2] = {sc_core::SC_ZERO_TIME, sc_core::SC_ZERO_TIME};
 };
 
 }  // namespace hcasim

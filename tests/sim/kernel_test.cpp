@@ -78,6 +78,28 @@ TEST(serial_resource, a_later_booking_does_not_hold_up_an_earlier_one) {
     EXPECT_EQ(r.booked_intervals(), 1u) << "[0,170) is one merged interval";
 }
 
+TEST(serial_resource, cut_in_goes_after_the_item_in_progress_and_conserves_the_backlog) {
+    const sc_time now = sc_core::sc_time_stamp();
+    const sc_time ns(1, SC_NS);
+    serial_resource r;
+    // A backlog of ten 28 ns items, [0, 280) merged into one stretch.
+    for (int i = 0; i < 10; ++i) r.reserve(now, 28 * ns);
+    ASSERT_EQ(r.free_at(), now + 280 * ns);
+    EXPECT_EQ(r.cut_in(now + 10 * ns, 2 * ns, 28 * ns), now + 38 * ns)
+        << "busy at 10 ns: after the item in progress (at most 28 ns later), ahead of the rest";
+    EXPECT_EQ(r.free_at(), now + 282 * ns) << "the backlog ends its 2 ns later";
+    EXPECT_EQ(to_ps(r.busy_time()), 282000u) << "busy time counts the item once";
+    EXPECT_EQ(r.cut_in(now + 10 * ns, 2 * ns, 28 * ns), now + 40 * ns)
+        << "a second cut-in item goes after the first, never on top of it";
+    EXPECT_EQ(r.free_at(), now + 284 * ns);
+    EXPECT_EQ(r.cut_in(now + 283 * ns, 2 * ns, 28 * ns), now + 284 * ns)
+        << "near the end of the stretch: it ends before the in-progress bound";
+    EXPECT_EQ(r.cut_in(now + 400 * ns, 2 * ns, 28 * ns), now + 400 * ns) << "idle: at once";
+    EXPECT_EQ(r.free_at(), now + 402 * ns);
+    // A reservation made after the cut-ins finds the conserved time booked.
+    EXPECT_EQ(r.reserve(now + 100 * ns, 28 * ns), now + 286 * ns);
+}
+
 TEST(clock_domain, cycles_convert_at_the_rounded_period) {
     clock_domain c(500e6);
     EXPECT_EQ(c.period(), sc_time(2000, SC_PS)) << "500 MHz is a 2 ns period";

@@ -125,9 +125,10 @@ class ref_memory : public sc_core::sc_module {
 };
 
 // One blocking transaction from a bench initiator; `delay` in and out as TLM-2.0 annotates it.
-template <class Socket>
+// Extensions given ride along with it (the bench keeps them).
+template <class Socket, class... Ext>
 tlm::tlm_response_status transact(Socket& s, bool write, uint64_t addr, uint8_t* data, size_t len,
-                                  sc_core::sc_time& delay) {
+                                  sc_core::sc_time& delay, Ext*... ext) {
     tlm::tlm_generic_payload gp;
     gp.set_command(write ? tlm::TLM_WRITE_COMMAND : tlm::TLM_READ_COMMAND);
     gp.set_address(addr);
@@ -135,7 +136,9 @@ tlm::tlm_response_status transact(Socket& s, bool write, uint64_t addr, uint8_t*
     gp.set_data_length(static_cast<unsigned>(len));
     gp.set_streaming_width(static_cast<unsigned>(len));
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    (gp.set_extension(ext), ...);
     s->b_transport(gp, delay);
+    (gp.clear_extension(ext), ...);
     return gp.get_response_status();
 }
 

@@ -59,6 +59,13 @@ tlp_count spec_read_tlps(uint64_t addr, uint64_t len, uint64_t mrrs, uint64_t mp
     return t;
 }
 
+// The DMA stream the HCA's engine would attach to a transaction (tlm/dma_stream.h).
+dma_stream_ext on_stream(dma_stream stream) {
+    dma_stream_ext ext;
+    ext.stream = stream;
+    return ext;
+}
+
 struct rig : sc_core::sc_module {
     tlm_utils::simple_initiator_socket<rig> dma{"dma"}, mmio{"mmio"};
     pcie_link link;
@@ -87,6 +94,12 @@ struct rig : sc_core::sc_module {
         return sc_time(std::floor(static_cast<double>(bytes) / bytes_per_s * 1e12), sc_core::SC_PS);
     }
     sc_time latency() const { return to_time(link.config().latency); }
+    // The wire time the link books for `bytes`: the rate after the DLLP/SKP share, rounded up to
+    // a picosecond.
+    sc_time booked(uint64_t bytes) const {
+        return ps_time(static_cast<uint64_t>(
+            std::ceil(static_cast<double>(bytes) * 1e12 / link.config().tlp_bytes_per_second())));
+    }
 };
 
 pcie_config gen3_x16(const std::string& completions) {
@@ -265,15 +278,17 @@ void bench::run() {
 
     // ---- DLLP and SKP share of each direction, from the spec's tables ----
     {
-        EXPECT_NEAR(a.link.config().dllp_share(), 16.0 / 168 + 1.0 / 371, 1e-12)
-            << "Gen3 x16 MPS 256: Ack + UpdateFC per 168, SKP block per 371 blocks";
+        EXPECT_NEAR(a.link.config().dllp_share(), 16.0 / (168 * 16) + 1.0 / 371, 1e-12)
+            << "Gen3 x16 MPS 256: Ack + UpdateFC per 168 symbol times of 16 lanes, SKP block "
+               "per 371 blocks";
         EXPECT_NEAR(slow.link.config().dllp_share(), 16.0 / 416 + 4.0 / 1538, 1e-12)
-            << "Gen1 x1 MPS 256: limit 416 symbol times; 8b/10b SKP 4 per 1538";
+            << "Gen1 x1 MPS 256: limit 416 symbol times of one lane; 8b/10b SKP 4 per 1538";
         pcie_config g4 = gen3_x16("mps");
         g4.gen = 5, g4.lanes = 8, g4.mps = 512;
-        EXPECT_NEAR(g4.dllp_share(), 16.0 / 182 + 1.0 / 371, 1e-12) << "Gen5 x8 MPS 512";
+        EXPECT_NEAR(g4.dllp_share(), 16.0 / (182 * 8) + 1.0 / 371, 1e-12) << "Gen5 x8 MPS 512";
         g4.lanes = 12;
-        EXPECT_NEAR(g4.dllp_share(), 16.0 / 182 + 1.0 / 371, 1e-12) << "x12 uses the x8 column";
+        EXPECT_NEAR(g4.dllp_share(), 16.0 / (182 * 8) + 1.0 / 371, 1e-12)
+            << "x12 uses the x8 column";
         EXPECT_NEAR(a.link.config().tlp_bytes_per_second(),
                     a.link.config().bytes_per_second() * (1 - a.link.config().dllp_share()), 1);
     }
@@ -293,6 +308,42 @@ void bench::run() {
         EXPECT_GE(rd, wd + a.wire(a.overhead(true)) + 2 * a.latency())
             << "the request leaves after the write's last TLP, then crosses and comes back";
         EXPECT_GT(a.stat("order_wait_ps"), wait0) << "the wait is counted";
+    }
+
+    // ---- a read request of one DMA stream passes another stream's queued writes ----
+    {
+        wait(sc_time(10, SC_US));
+        // 16 KiB of transmit-stream writes: 64 TLPs of MPS 256 queue on the upstream.
+        auto data = test::pattern(16384, 13);
+        sc_time wd = sc_core::SC_ZERO_TIME;
+        test::transact(a.dma, true, 0x80000, data.data(), 16384, wd);
+        const sc_time tlp = a.booked(256 + a.overhead(true));
+        const sc_time request = a.booked(a.overhead(true));
+        ASSERT_GE(wd, 64 * tlp);
+        std::vector<uint8_t> buf(64);
+        sc_time rd = sc_core::SC_ZERO_TIME;
+        const uint64_t wait0 = a.stat("order_wait_ps");
+        dma_stream_ext receive = on_stream(dma_stream::receive);
+        EXPECT_EQ(test::transact(a.dma, false, 0x90000, buf.data(), 64, rd, &receive),
+                  tlm::TLM_OK_RESPONSE);
+        EXPECT_EQ(a.stat("order_wait_ps"), wait0) << "no ordering wait across streams";
+        EXPECT_EQ(a.host.log.back().begin, sc_core::sc_time_stamp() + tlp + request + a.latency())
+            << "the request leaves after the TLP on the wire, ahead of the queued writes";
+        EXPECT_LT(rd, wd) << "its data is back before the writes have all left";
+        // The writes keep their times; the request's wire time is added at the backlog's end.
+        auto more = test::pattern(64, 14);
+        sc_time wd2 = sc_core::SC_ZERO_TIME;
+        test::transact(a.dma, true, 0xa0000, more.data(), 64, wd2);
+        EXPECT_EQ(wd2, wd + request + a.booked(64 + a.overhead(true)))
+            << "the next write leaves after the writes and the request's time";
+        // A read of the writes' own stream still waits for them (§2.4.1).
+        sc_time rd2 = sc_core::SC_ZERO_TIME;
+        dma_stream_ext transmit = on_stream(dma_stream::transmit);
+        EXPECT_EQ(test::transact(a.dma, false, 0x80000, buf.data(), 64, rd2, &transmit),
+                  tlm::TLM_OK_RESPONSE);
+        EXPECT_GT(a.stat("order_wait_ps"), wait0);
+        EXPECT_GE(rd2, wd2 + 2 * a.latency());
+        EXPECT_EQ(buf, std::vector<uint8_t>(data.begin(), data.begin() + 64));
     }
 
     // ---- Gen1 x1, 32-bit addressing, ECRC: rate and overhead change with the config ----
@@ -360,14 +411,14 @@ void bench::run() {
     const json s = test::stats_of("bench.a.pcie");
     const double now_ps = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
     // Gen3 x16, MPS 256: Ack and UpdateFC DLLPs (8 B) each per 168 symbol times (PCIe 5.0
-    // tables 3-9 and 2-48) and one SKP block per 370 data blocks take their share.
-    const double share = 2 * 8.0 / 168 + 1.0 / 371;
+    // tables 3-9 and 2-48) of 16 lanes and one SKP block per 370 data blocks take their share.
+    const double share = 2 * 8.0 / (168 * 16) + 1.0 / 371;
     const double up_ps = static_cast<double>(s["up_bytes"].get<uint64_t>()) * 1e12 /
                          (a.link.config().bytes_per_second() * (1 - share));
     EXPECT_NEAR(s["up_utilization"].get<double>() * now_ps, up_ps, s["tlps"].get<double>())
         << "upstream busy time = up bytes / rate (each TLP rounds up to a picosecond)";
     EXPECT_GT(s["down_utilization"].get<double>(), 0.0);
-    EXPECT_EQ(s["dma_writes"], 15) << "every DMA write counted, the failed one included";
+    EXPECT_EQ(s["dma_writes"], 17) << "every DMA write counted, the failed one included";
     finished = true;
 }
 
