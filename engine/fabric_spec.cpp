@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "engine/ops.h"
 #include "engine/problems.h"
@@ -114,7 +115,9 @@ class fabric_loader {
             const json& l = links[i];
             const std::string p = pointer_join("/fabric/links", i);
             if (!l.is_object()) {
-                m_d.error(p, type_problem(l), "an object {\"a\", \"b\", \"latency\", \"gbps\"}");
+                m_d.error(p, type_problem(l),
+                          "an object {\"a\", \"b\", \"a_port\", \"b_port\", \"latency\", "
+                          "\"gbps\"}");
                 continue;
             }
             link_spec spec;
@@ -144,9 +147,30 @@ class fabric_loader {
                           "two different ends");
                 ok = false;
             }
+            // A node end may name its HCA port (two-port HCAs); by default the next free one.
+            for (const char* key : {"a_port", "b_port"}) {
+                auto e = l.find(key);
+                if (e == l.end()) continue;
+                const std::string& end = key[0] == 'a' ? spec.a : spec.b;
+                const node_config* n = ok ? m_s.node(end) : nullptr;
+                if (ok && !n) {
+                    m_d.error(pointer_join(p, key), "a port for switch \"" + end + "\"",
+                              "a port only for a node's end (switch ports are numbered as linked)");
+                    ok = false;
+                } else if (n && (!e->is_number_unsigned() || e->get<uint64_t>() < 1 ||
+                                 e->get<uint64_t>() > n->hca.ports)) {
+                    m_d.error(pointer_join(p, key),
+                              e->is_number() ? "port " + e->dump() : type_problem(*e),
+                              "a port of node \"" + end + "\": 1.." + std::to_string(n->hca.ports) +
+                                  " (hca.ports)");
+                    ok = false;
+                } else if (n) {
+                    (key[0] == 'a' ? spec.a_port : spec.b_port) =
+                        static_cast<int>(e->get<uint64_t>());
+                }
+            }
             json params = l;
-            params.erase("a");
-            params.erase("b");
+            for (const char* key : {"a", "b", "a_port", "b_port"}) params.erase(key);
             spec.latency_given = params.contains("latency");
             load_config(spec.config, params, p, m_d);
             const ib_link_faults& f = spec.config.faults;
@@ -157,15 +181,31 @@ class fabric_loader {
         }
     }
 
-    // Checks the ends' free ports and records the link.
-    void add_link(const link_spec& spec) {
+    // Checks the ends' free ports, gives a node end without a port its next free one, and records
+    // the link.
+    void add_link(link_spec spec) {
         bool ok = true;
         for (const std::string* end : {&spec.a, &spec.b}) {
-            const std::string ep = pointer_join(spec.pointer, end == &spec.a ? "a" : "b");
-            if (m_s.node(*end)) {
-                if (m_used.count(*end)) {
-                    m_d.error(ep, "node \"" + *end + "\" already has a link at " + m_first[*end],
-                              "at most one link per node (an HCA has one port)");
+            const bool is_a = end == &spec.a;
+            const std::string ep = pointer_join(spec.pointer, is_a ? "a" : "b");
+            if (const node_config* n = m_s.node(*end)) {
+                int& port = is_a ? spec.a_port : spec.b_port;
+                std::set<int>& used = m_node_ports[*end];
+                if (port == 0)
+                    for (int q = 1; q <= static_cast<int>(n->hca.ports) && port == 0; ++q)
+                        if (!used.count(q)) port = q;
+                if (port == 0) {
+                    m_d.error(ep,
+                              "node \"" + *end + "\" has all its " + std::to_string(n->hca.ports) +
+                                  " HCA port" + (n->hca.ports == 1 ? "" : "s") +
+                                  " linked already (first at " + m_first[*end] + ")",
+                              "at most hca.ports links per node (a_port/b_port name a port)");
+                    ok = false;
+                } else if (used.count(port)) {
+                    m_d.error(pointer_join(spec.pointer, is_a ? "a_port" : "b_port"),
+                              "port " + std::to_string(port) + " of node \"" + *end +
+                                  "\" is linked already",
+                              "a port not yet linked");
                     ok = false;
                 }
             } else if (const switch_spec* sw = m_s.fabric_switch(*end);
@@ -181,6 +221,8 @@ class fabric_loader {
         for (const std::string* end : {&spec.a, &spec.b}) {
             if (!m_used[*end]++) m_first[*end] = spec.pointer;
         }
+        if (spec.a_port) m_node_ports[spec.a].insert(spec.a_port);
+        if (spec.b_port) m_node_ports[spec.b].insert(spec.b_port);
         m_s.links.push_back(spec);
     }
 
@@ -323,8 +365,9 @@ class fabric_loader {
 
     scenario& m_s;
     diag& m_d;
-    std::map<std::string, uint64_t> m_used;      // links per node or switch
-    std::map<std::string, std::string> m_first;  // pointer of an end's first link
+    std::map<std::string, uint64_t> m_used;             // links per node or switch
+    std::map<std::string, std::string> m_first;         // pointer of an end's first link
+    std::map<std::string, std::set<int>> m_node_ports;  // HCA ports linked, per node
 };
 
 }  // namespace

@@ -2,10 +2,10 @@
 
 namespace hcasim {
 
-node::node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid)
+node::node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid,
+           uint16_t lid2)
     : sc_core::sc_module(name),
-      m_lid(lid),
-      m_host("host", cfg.host, seed, lid),
+      m_host("host", cfg.host, seed, lid, lid2),
       m_pcie("pcie", cfg.pcie, std::string(this->name()) + ".hca.pcie"),
       m_hca("hca", cfg.hca, cfg.pcie.mrrs, cfg.pcie.gen) {
     m_host.mmio_out.bind(m_pcie.mmio_in);

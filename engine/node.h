@@ -16,16 +16,17 @@
 namespace hcasim {
 
 class node : public sc_core::sc_module {
-public:
-    node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid);
+  public:
+    // `lid2`: the LID of the HCA's port 2 (0: one port).
+    node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, uint16_t lid,
+         uint16_t lid2 = 0);
 
     hcasim::host& host() { return m_host; }
     hcasim::hca& hca() { return m_hca; }
     pcie_link& pcie() { return m_pcie; }
-    uint16_t lid() const { return m_lid; }
+    uint16_t lid(int port = 1) const { return m_host.lid(port); }
 
-private:
-    uint16_t m_lid;
+  private:
     hcasim::host m_host;
     pcie_link m_pcie;
     hcasim::hca m_hca;

@@ -85,7 +85,11 @@ std::vector<field_decl> qp_attribute_fields() {
             integer("min_rnr_timer", 0, 255, false,
                     "RC: the wait this QP's RNR NAKs ask for, IBA Table 45 code (0..31: 1 = 10 us, "
                     "12 = 640 us, 0 = 655 ms; "
-                    "INIT -> RTR); default 12")};
+                    "INIT -> RTR); default 12"),
+            integer("port", 0, 255, false,
+                    "the HCA port the QP sends and receives through (IBV_QP_PORT, set on RESET -> "
+                    "INIT; connect: both QPs): 1, or 2 on a two-port HCA (hca.ports); another "
+                    "number: EINVAL. Default 1")};
 }
 
 field_decl list(std::string key, field_decl item, bool required, std::string desc,
@@ -364,7 +368,7 @@ std::vector<op_decl> build_ops() {
         "report a QP's state and attributes (ibv_query_qp): state, type, qpn, dest_qp_num, dlid, "
         "qkey, "
         "max_rd_atomic, max_dest_rd_atomic, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, "
-        "max_inline_data, pd, access",
+        "max_inline_data, pd, access, port_num",
         s);
     s = {};
     add("query_device",
@@ -372,10 +376,12 @@ std::vector<op_decl> build_ops() {
         "max_cqe, "
         "max_mr, max_mw, max_pd, max_qp_rd_atom, max_qp_init_rd_atom, max_mr_size, ...",
         s);
+    s.fields = {integer("port", 0, 255, false,
+                        "port number, 1 or 2 on a two-port HCA (hca.ports); another: EINVAL", 1)};
     add("query_port",
-        "report the port's attributes (ibv_query_port): state, max_mtu, active_mtu, lid, lmc, "
-        "sm_lid, "
-        "max_msg_sz, active_width, active_speed, gid_tbl_len, pkey_tbl_len",
+        "report the port's attributes (ibv_query_port): state (ACTIVE when linked, else DOWN), "
+        "max_mtu, active_mtu, lid, lmc, sm_lid, max_msg_sz, active_width, active_speed, "
+        "gid_tbl_len, pkey_tbl_len",
         s);
 
     s = {};
@@ -399,13 +405,14 @@ std::vector<op_decl> build_ops() {
         define(resource_kind::ah, "address handle name"),
         ref("pd", resource_kind::pd, true, "protection domain"),
         ref("dest", resource_kind::node, false, "destination node: its port's LID (and GID)"),
+        integer("dest_port", 1, 2, false, "with dest: which of its ports (two-port HCAs)", 1),
         integer("dlid", 0, 65535, false, "destination LID (instead of dest)"),
         integer("sl", 0, 255, false, "service level (0..15)", 0),
         opt("grh", field_kind::flag, "global routing: the datagrams carry a GRH", false),
         opt("dgid", field_kind::hex_data,
             "destination GID, 16 bytes (with grh; default: the dest node's port GID)")};
     s.exactly_one = {{"dest", "dlid"}};
-    s.requires_key = {{"dgid", "grh"}};
+    s.requires_key = {{"dgid", "grh"}, {"dest_port", "dest"}};
     add("create_ah", "create an address handle for UD sends (ibv_create_ah)", s);
     s = {};
     s.fields = {ref("ah", resource_kind::ah, true, "address handle")};
@@ -549,6 +556,12 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
             "tests): bandwidth and message rate are the two directions' sum, as perftest "
             "reports them, and by_direction has each",
             false),
+        integer("ib_port", 1, 2, false,
+                "the client's HCA port (-i): 1, or 2 on a two-port HCA (hca.ports); the "
+                "server's too unless server_ib_port says otherwise",
+                1),
+        integer("server_ib_port", 1, 2, false,
+                "the server's HCA port (its own -i); default ib_port"),
     };
     s.exactly_one = {{"client", "clients", "pattern"}};
     s.at_most_one = {{"duration", "iters"}, {"duration", "all_sizes"}};
@@ -693,7 +706,7 @@ const std::vector<std::string>& result_fields() {
         "slid", "sl", "grh", "max_inline_data", "posted", "bad_wr", "reason",
         // query_qp
         "dest_qp_num", "qkey", "max_rd_atomic", "max_dest_rd_atomic", "max_send_wr", "max_recv_wr",
-        "max_send_sge", "max_recv_sge",
+        "max_send_sge", "max_recv_sge", "port_num",
         // query_device
         "max_mr_size", "page_size_cap", "vendor_id", "vendor_part_id", "hw_ver", "max_qp",
         "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",

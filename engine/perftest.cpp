@@ -111,15 +111,18 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 // other through one address handle.
 void bring_up_ud(side& s, const side& peer) {
     for (const auto& qp : s.qps)
-        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
+        for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts}) {
+            const bool init = st == qp_state::init;
             require(*s.h,
-                    s.h->modify_qp(
-                        qp.qpn, st, 0, 0,
-                        st == qp_state::init ? std::optional<uint32_t>(k_qkey) : std::nullopt),
+                    s.h->modify_qp(qp.qpn, st, 0, 0,
+                                   init ? std::optional<uint32_t>(k_qkey) : std::nullopt,
+                                   std::nullopt, std::nullopt, {},
+                                   init ? std::optional<uint32_t>(s.port) : std::nullopt),
                     s.node + ": modify_qp");
+        }
     ah_attr attr;
     attr.pd = s.pd;
-    attr.dlid = peer.h->lid();
+    attr.dlid = peer.h->lid(static_cast<int>(peer.port));
     require(*s.h, s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
 }
 
@@ -138,9 +141,12 @@ void connect(const params& p, side& a, side& b) {
             for (side* s : {&a, &b}) {
                 const side& peer = s == &a ? b : a;
                 require(*s->h,
-                        s->h->modify_qp(s->qps[q].qpn, st, peer.qps[q].qpn, peer.h->lid(),
-                                        std::nullopt, st == qp_state::rts ? outs : std::nullopt,
-                                        st == qp_state::rtr ? outs : std::nullopt),
+                        s->h->modify_qp(
+                            s->qps[q].qpn, st, peer.qps[q].qpn,
+                            peer.h->lid(static_cast<int>(peer.port)), std::nullopt,
+                            st == qp_state::rts ? outs : std::nullopt,
+                            st == qp_state::rtr ? outs : std::nullopt, {},
+                            st == qp_state::init ? std::optional<uint32_t>(s->port) : std::nullopt),
                         s->node + ": modify_qp");
             }
 }

@@ -53,7 +53,8 @@ struct side {
     std::vector<uint32_t> cqs;  // the posting threads: one CQ each (cqs[0] == cq)
     uint32_t rcq = 0;           // receives' own CQ (bidirectional send tests), 0: they share cqs
     std::vector<qp_info> qps;
-    uint32_t ah = 0;  // UD: the address handle to the peer
+    uint32_t ah = 0;    // UD: the address handle to the peer
+    uint32_t port = 1;  // the HCA port its QPs use (-i)
 };
 
 struct params {
@@ -75,6 +76,7 @@ struct params {
     // `duration - margin` (0: run `iters` per QP).
     uint64_t duration = 0, margin = 0;
     bool bidir = false;  // -b: the server sends to the client at the same time
+    uint32_t client_port = 1, server_port = 1;  // -i of each side
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
     uint64_t half = 0;
     bool timed() const { return duration > 0; }

@@ -1,6 +1,8 @@
 #include "engine/perftest_rules.h"
 
 #include <optional>
+#include <set>
+#include <tuple>
 
 #include "sim/units.h"
 
@@ -93,6 +95,29 @@ void fit_ud_size(json& w, const std::string& p, bool size_given,
                 "a size of at most " + std::to_string(mtu) + " over UD");
     else
         w["size"] = mtu;
+}
+
+void check_ib_ports(const json& w, const std::string& p,
+                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                    const scenario& sc, diag& d) {
+    auto port_of = [&](const char* key, uint64_t dflt) {
+        auto v = w.find(key);
+        return v != w.end() && v->is_number_unsigned() ? v->get<uint64_t>() : dflt;
+    };
+    const uint64_t client = port_of("ib_port", 1);
+    const uint64_t server = port_of("server_ib_port", client);
+    const char* server_key = w.contains("server_ib_port") ? "server_ib_port" : "ib_port";
+    std::set<std::string> told;
+    for (const auto& [c, s] : pairs)
+        for (const auto& [n, port, key] :
+             {std::tuple{c, client, "ib_port"}, std::tuple{s, server, server_key}}) {
+            const node_config* cfg = sc.node(n);
+            if (!cfg || port <= cfg->hca.ports || !told.insert(n + key).second) continue;
+            d.error(pointer_join(p, key),
+                    "port " + std::to_string(port) + " of node \"" + n + "\", whose HCA has " +
+                        std::to_string(cfg->hca.ports) + (cfg->hca.ports == 1 ? " port" : " ports"),
+                    "a port its hca.ports has (1.." + std::to_string(cfg->hca.ports) + ")");
+        }
 }
 
 }  // namespace hcasim

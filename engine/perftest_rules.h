@@ -24,4 +24,9 @@ void fit_ud_size(json& w, const std::string& p, bool size_given,
                  const std::vector<std::pair<std::string, std::string>>& pairs, const scenario& sc,
                  diag& d);
 
+// -i: each side's port (ib_port, server_ib_port) must be one its node's HCA has (hca.ports).
+void check_ib_ports(const json& w, const std::string& p,
+                    const std::vector<std::pair<std::string, std::string>>& pairs,
+                    const scenario& sc, diag& d);
+
 }  // namespace hcasim

@@ -584,10 +584,12 @@ void program_runner::op_connect(const json& a, step_result& r) {
             return;
         }
     }
+    std::optional<uint32_t> port;
+    if (a.contains("port")) port = static_cast<uint32_t>(u64_or(a, "port", 1));
     for (int i = 0; i < 2; ++i) {
         q[i]->peer_node = nodes[1 - i];
         q[i]->peer_qpn = q[1 - i]->info.qpn;
-        q[i]->peer_lid = m_world.at(nodes[1 - i]).lid();
+        q[i]->peer_lid = m_world.at(nodes[1 - i]).host().lid(static_cast<int>(port.value_or(1)));
     }
     std::optional<uint32_t> ord, ird;
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
@@ -606,7 +608,10 @@ void program_runner::op_connect(const json& a, step_result& r) {
                 st == qp_state::rts ? ord : std::nullopt, st == qp_state::rtr ? ird : std::nullopt,
                 st == qp_state::rtr   ? on_rtr
                 : st == qp_state::rts ? on_rts
-                                      : qp_reliability{});
+                                      : qp_reliability{},
+                st == qp_state::init ? port : std::nullopt);
+    if (!r.err && port)
+        for (int i = 0; i < 2; ++i) q[i]->port = *port;
 }
 
 qp_reliability program_runner::reliability_of(const json& a) {
@@ -632,9 +637,13 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
     if (a.contains("max_dest_rd_atomic"))
         ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
+    std::optional<uint32_t> port;
+    if (a.contains("port")) port = static_cast<uint32_t>(u64_or(a, "port", 1));
     r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
-                                           it->second.peer_lid, qkey, ord, ird, reliability_of(a));
+                                           it->second.peer_lid, qkey, ord, ird, reliability_of(a),
+                                           port);
     if (!r.err && qkey) it->second.qkey = *qkey;
+    if (!r.err && port) it->second.port = *port;
 }
 
 void program_runner::op_address_handle(const std::string& op, const std::string& n, uint32_t pid,
@@ -651,7 +660,9 @@ void program_runner::op_address_handle(const std::string& op, const std::string&
     auto pd = pds.find(a["pd"].get<std::string>());
     attr.pd = pd == pds.end() ? 0 : pd->second;
     const std::string dest = str_or(a, "dest", "");
-    attr.dlid = static_cast<uint16_t>(dest.empty() ? u64_or(a, "dlid", 0) : m_world.at(dest).lid());
+    attr.dlid = static_cast<uint16_t>(
+        dest.empty() ? u64_or(a, "dlid", 0)
+                     : m_world.at(dest).host().lid(static_cast<int>(u64_or(a, "dest_port", 1))));
     attr.sl = static_cast<uint8_t>(u64_or(a, "sl", 0));
     attr.grh = bool_or(a, "grh", false);
     if (attr.grh) {

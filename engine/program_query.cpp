@@ -71,12 +71,15 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
         // beyond the port GID are modelled.
         device_attr d;
         r.err = h.query_device(d);  // the port answers once the driver is up
+        const uint64_t num = u64_or(a, "port", 1);
+        if (!r.err && (num < 1 || num > d.phys_port_cnt)) r.err = EINVAL;
         if (r.err) return true;
         auto& hca = m_world.at(n).hca();
-        r.fields["state"] = "ACTIVE";
+        port& p = hca.ib_port(static_cast<int>(num));
+        r.fields["state"] = p.connected() ? "ACTIVE" : "DOWN";
         r.fields["max_mtu"] = 4096;
-        r.fields["active_mtu"] = hca.ib_port().mtu();
-        r.fields["lid"] = m_world.at(n).lid();
+        r.fields["active_mtu"] = p.mtu();
+        r.fields["lid"] = h.lid(static_cast<int>(num));
         r.fields["lmc"] = 0;
         r.fields["sm_lid"] = 0;
         r.fields["max_msg_sz"] = 1u << 30;  // mlx5: 1 << log_max_msg (30)
@@ -107,6 +110,7 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
         r.fields["max_inline_data"] = q.max_inline_data;
         r.fields["pd"] = q.pd;
         r.fields["access"] = access_list(q.access);
+        r.fields["port_num"] = q.port_num;
         return true;
     }
     return false;

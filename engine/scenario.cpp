@@ -354,6 +354,7 @@ void checker::load_workloads(json& doc) {
             pairs = workload_pairs(w, m_s, m_s.seed + i, p, m_d);
         if (m_d.lines().size() == before && conn && over_ud(w))
             fit_ud_size(w, p, size_given, pairs, m_s, m_d);
+        if (m_d.lines().size() == before) check_ib_ports(w, p, pairs, m_s, m_d);
         if (decl->shape.find("inline_size")) check_perftest_options(w, p, decl->name, m_d);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];

@@ -37,7 +37,8 @@ struct node_config {
 };
 
 struct link_spec {
-    std::string a, b;  // node or switch names
+    std::string a, b;            // node or switch names
+    int a_port = 0, b_port = 0;  // a node end's HCA port (0: port 1); switches number their own
     ib_link_config config;
     std::string pointer;         // where it was declared
     bool latency_given = false;  // else a switch end takes its SerDes out (fabric/README)

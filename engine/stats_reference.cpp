@@ -186,8 +186,10 @@ void generalise_fabric(std::vector<std::string>& parts) {
 std::vector<stats_key> unit_keys() {
     json doc = json::object();
     doc["name"] = "stats-reference";
-    // Two nodes on a switch: the links then have credit counters and the switch its ports.
+    // Two nodes on a switch: the links then have credit counters and the switch its ports; their
+    // HCAs have two ports, so port 2's group is there too.
     doc["fabric"] = json{{"topology", "star"}};
+    doc["defaults"] = json{{"hca", json{{"ports", 2}}}};
     scenario s;
     diag d("<stats-reference>");
     if (!load_scenario_json("<stats-reference>", doc, s, d)) return {};

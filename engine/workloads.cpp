@@ -126,6 +126,8 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.duration = spec.duration_ps;
     p.margin = spec.margin_ps;
     p.bidir = !lat && a.value("bidirectional", false);
+    p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
+    p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
     // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
     const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
                                                                w.at(sn).hca().config().port.mtu)
@@ -161,12 +163,17 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "") +
         (a.contains("cq_mod") ? ", cq_mod " + std::to_string(p.cq_mod) : "") +
         (p.bidir ? ", bidirectional" : "") +
+        (p.client_port != 1 || p.server_port != 1
+             ? ", ports " + std::to_string(p.client_port) + " -> " + std::to_string(p.server_port)
+             : "") +
         (p.timed()
              ? ", for " + format_time_ps(p.duration) + " (margin " + format_time_ps(p.margin) + ")"
              : "");
     side client, server;
     setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
     setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1);
+    client.port = p.client_port;
+    server.port = p.server_port;
     connect(p, client, server);
     if (gate) gate();
     json rows = json::array();

@@ -8,17 +8,26 @@ namespace hcasim {
 
 world::world(const scenario& s) : m_spec(s) {
     // The fabric as the subnet manager sees it: every HCA and switch with its linked ports.
+    // Each HCA port is an end node of its own (a CA port with its LID); switches take one LID
+    // each (their port 0). LIDs: the nodes' first ports in order, the switches, then second
+    // ports.
     std::vector<fabric_device> devices;
-    std::map<std::string, size_t> device;
-    uint16_t lid = 1;
+    std::map<std::string, size_t> device;  // a node's port 1, or a switch
+    std::map<std::string, size_t> second;  // a two-port node's port 2
+    uint16_t lid = static_cast<uint16_t>(1 + s.nodes.size() + s.switches.size());
+    std::map<std::string, uint16_t> lid2;
+    for (const auto& [name, cfg] : s.nodes)
+        if (cfg.hca.ports > 1) lid2[name] = lid++;
+    lid = 1;
     for (const auto& [name, cfg] : s.nodes) {
         m_order.push_back(name);
-        m_nodes[name] = std::make_unique<node>(name.c_str(), cfg, s.seed * 1000003ULL + lid, lid);
+        const uint16_t l2 = lid2.count(name) ? lid2[name] : 0;
+        m_nodes[name] =
+            std::make_unique<node>(name.c_str(), cfg, s.seed * 1000003ULL + lid, lid, l2);
         device[name] = devices.size();
         devices.push_back(fabric_device{lid, false, {}});
         ++lid;
     }
-    // Switches take the LIDs after the nodes' (each switch's port 0 has one LID).
     std::vector<ib_switch*> switch_at(devices.size(), nullptr);  // by device index
     for (const switch_spec& sw : s.switches) {
         auto& d = m_switches[sw.name] =
@@ -26,6 +35,11 @@ world::world(const scenario& s) : m_spec(s) {
         device[sw.name] = devices.size();
         devices.push_back(fabric_device{lid++, true, {}});
         switch_at.push_back(d.get());
+    }
+    for (const auto& [name, l2] : lid2) {
+        second[name] = devices.size();
+        devices.push_back(fabric_device{l2, false, {}});
+        switch_at.push_back(nullptr);
     }
     std::map<std::string, uint64_t> parallel;
     for (const link_spec& l : s.links) {
@@ -59,12 +73,18 @@ world::world(const scenario& s) : m_spec(s) {
         const uint64_t seed = s.seed * 0x9E3779B97F4A7C15ULL + m_links.size() + 1;
         auto link = std::make_unique<ib_link>(local.c_str(), cfg, gbps, static_cast<uint32_t>(mtu),
                                               name, seed);
-        const size_t ends_at[2] = {device.at(l.a), device.at(l.b)};
+        // A node end is its HCA port's device: port 1's, or port 2's.
+        const int hca_port[2] = {std::max(1, l.a_port), std::max(1, l.b_port)};
+        const std::string* names[2] = {&l.a, &l.b};
+        size_t ends_at[2];
         node* const nodes_at[2] = {a, b};
+        for (int end = 0; end < 2; ++end)
+            ends_at[end] = nodes_at[end] && hca_port[end] == 2 ? second.at(*names[end])
+                                                               : device.at(*names[end]);
         for (int end = 0; end < 2; ++end) {
-            int port = 1;  // an HCA's one port
+            int port = 1;  // a CA port's device has one port
             if (nodes_at[end])
-                nodes_at[end]->hca().ib_port().attach(*link, end);
+                nodes_at[end]->hca().ib_port(hca_port[end]).attach(*link, end);
             else
                 port = switch_at[ends_at[end]]->attach(*link, end);
             devices[ends_at[end]].ports.emplace_back(port, ends_at[1 - end]);

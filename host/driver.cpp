@@ -33,12 +33,13 @@ bool is_recv(cqe_opcode op) {
 }  // namespace
 
 driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
-               phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
+               uint16_t lid2, phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
                process_fn process, mmio_fn mmio, stats_group& stats, uint64_t& page_faults)
     : sc_core::sc_module(name),
       m_stats_ref(stats),
       m_cfg(cfg),
       m_lid(lid),
+      m_lid2(lid2),
       m_mem(mem),
       m_frames(frames),
       m_rc(rc),
@@ -598,8 +599,8 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                       std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
-                      std::optional<uint32_t> max_dest_rd_atomic,
-                      const qp_reliability& reliability) {
+                      std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
+                      std::optional<uint32_t> port) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -639,8 +640,16 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
         if (!err && value && *value > most)
             err = refuse(EINVAL, std::string("modify_qp: ") + name + " " + std::to_string(*value) +
                                      " > " + std::to_string(most));
+    // The port (IBV_QP_PORT) goes with the move to INIT (ib_modify_qp_is_ok's mask), and must be
+    // one the device has (ib_modify_qp: EINVAL otherwise).
+    if (!err && port && state != qp_state::init)
+        err = refuse(EINVAL, "modify_qp: port is set on the way to INIT only");
+    if (!err && port && (*port < 1 || *port > dev.phys_port_cnt))
+        err = refuse(EINVAL, "modify_qp: port " + std::to_string(*port) + " (the HCA has " +
+                                 std::to_string(dev.phys_port_cnt) + ")");
     if (!err) {
         ctx.state = state;
+        if (port) ctx.port = static_cast<uint8_t>(*port);
         if (qkey) ctx.qkey = *qkey;
         if (reliability.timeout) ctx.timeout = static_cast<uint8_t>(*reliability.timeout);
         if (reliability.retry_cnt) ctx.retry_cnt = static_cast<uint8_t>(*reliability.retry_cnt);

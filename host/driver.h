@@ -96,9 +96,10 @@ class driver : public sc_core::sc_module {
     static constexpr uint32_t first_qpn = 0x40;
 
     SC_HAS_PROCESS(driver);
+    // `lid2`: port 2's LID, 0 when the HCA has one port.
     driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
-           phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu, process_fn process,
-           mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
+           uint16_t lid2, phys_mem& mem, frame_allocator& frames, root_complex& rc, iommu& mmu,
+           process_fn process, mmio_fn mmio, stats_group& stats, uint64_t& page_faults);
     ~driver() override;
 
     bool booted() const { return m_booted; }
@@ -121,7 +122,8 @@ class driver : public sc_core::sc_module {
                   std::optional<uint32_t> qkey = std::nullopt,
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
-                  const qp_reliability& reliability = {});
+                  const qp_reliability& reliability = {},
+                  std::optional<uint32_t> port = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     // ibv_query_qp: state (read back from the HCA's context) and the attributes (driver_query.cpp).
     int query_qp(uint32_t qpn, qp_query& out);
@@ -322,7 +324,7 @@ class driver : public sc_core::sc_module {
 
     stats_group& m_stats_ref;
     host_config m_cfg;
-    uint16_t m_lid;
+    uint16_t m_lid, m_lid2;
     phys_mem& m_mem;
     frame_allocator& m_frames;
     root_complex& m_rc;

@@ -107,6 +107,7 @@ void driver::boot() {
         {reg::port_lid, m_lid},
     };
     for (const auto& [offset, value] : regs) mmio(offset, value, delay);
+    if (m_lid2) mmio(reg::port2_lid, m_lid2, delay);
     m_booted = true;
     m_boot_done.notify(sc_core::SC_ZERO_TIME);
 }

@@ -79,7 +79,7 @@ device_attr driver::limits() const {
     d.max_ah = 2147483647u;
     d.atomic_cap = 1;
     d.local_ca_ack_delay = 16;
-    d.phys_port_cnt = 1;
+    d.phys_port_cnt = m_lid2 ? 2 : 1;
     d.max_inline_data = max_inline_for(static_cast<uint32_t>(m_cfg.driver.max_sq_wqe));
     if (m_booted) {
         d.max_qp = static_cast<uint32_t>((uint64_t{1} << m_qpc.log_entries) - first_qpn);
@@ -117,6 +117,7 @@ int driver::query_qp(uint32_t qpn, qp_query& out) {
         out.dlid = ctx.remote_lid;
     }
     if (qp.attr.type == qp_type::ud) out.qkey = ctx.qkey;
+    out.port_num = ctx.port;
     if (qp.attr.type == qp_type::rc) {
         out.max_rd_atomic = ctx.max_rd_atomic;
         out.max_dest_rd_atomic = ctx.max_dest_rd_atomic;

@@ -8,10 +8,16 @@
 
 namespace hcasim {
 
-host::host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid)
-    : sc_core::sc_module(name), mmio_out("mmio_out"), dma_in("dma_in"), m_cfg(cfg), m_lid(lid) {
+host::host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
+           uint16_t lid2)
+    : sc_core::sc_module(name),
+      mmio_out("mmio_out"),
+      dma_in("dma_in"),
+      m_cfg(cfg),
+      m_lid(lid),
+      m_lid2(lid2) {
     dma_in.register_b_transport(this, &host::dma_transport);
-    m_impl = std::make_unique<host_impl>(*this, cfg, seed, lid);
+    m_impl = std::make_unique<host_impl>(*this, cfg, seed, lid, lid2);
 }
 
 host::~host() = default;
@@ -162,9 +168,10 @@ int host::destroy_qp(uint32_t qpn) {
 }
 int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                     std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
-                    std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability) {
+                    std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
+                    std::optional<uint32_t> port) {
     return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
-                                       max_dest_rd_atomic, reliability);
+                                       max_dest_rd_atomic, reliability, port);
 }
 int host::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
     return m_impl->m_driver->create_ah(pid, attr, handle);

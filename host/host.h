@@ -362,11 +362,15 @@ class host : public sc_core::sc_module {
     tlm_utils::simple_initiator_socket<host> mmio_out;  // CPU stores to device BARs
     tlm_utils::simple_target_socket<host> dma_in;       // device DMA (the root complex)
 
-    host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid);
+    // `lid` and `lid2`: the LIDs the subnet manager gave the HCA's port 1 and port 2 (0: the HCA
+    // has one port); the driver programs them into the ports.
+    host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
+         uint16_t lid2 = 0);
     ~host() override;
 
     const host_config& config() const { return m_cfg; }
-    uint16_t lid() const { return m_lid; }
+    // The LID of the HCA's port `port` (1 or 2).
+    uint16_t lid(int port = 1) const { return port == 2 ? m_lid2 : m_lid; }
 
     // ---- processes and memory (SC_THREAD context where time passes) ----
     // Process ids are assigned in order of first use of a name.
@@ -415,12 +419,14 @@ class host : public sc_core::sc_module {
     // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR;
     // `qkey` (UD only, required on RESET->INIT) is the Q_Key incoming datagrams must carry.
     // RC: `max_rd_atomic` (initiator depth) and `max_dest_rd_atomic` (responder resources),
-    // 0..max_qp_rd_atom (16), default 16; EINVAL beyond.
+    // 0..max_qp_rd_atom (16), default 16; EINVAL beyond. `port` (IBV_QP_PORT, on the way to
+    // INIT): the HCA port the QP uses, 1..phys_port_cnt, default 1.
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                   std::optional<uint32_t> qkey = std::nullopt,
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
-                  const qp_reliability& reliability = {});
+                  const qp_reliability& reliability = {},
+                  std::optional<uint32_t> port = std::nullopt);
     // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);
@@ -453,7 +459,7 @@ class host : public sc_core::sc_module {
     void dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
 
     host_config m_cfg;
-    uint16_t m_lid;
+    uint16_t m_lid, m_lid2;
     std::unique_ptr<host_impl> m_impl;
 };
 

@@ -15,7 +15,8 @@ frame_placement placement_of(const std::string& name) {
 }
 }  // namespace
 
-host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_t lid)
+host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_t lid,
+                     uint16_t lid2)
     : m_host(owner),
       m_cfg(cfg),
       m_stats(owner.name()),
@@ -50,7 +51,7 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
         to_time(cfg.root_complex.write_commit), to_time(cfg.root_complex.line_interval));
     m_rc->set_iommu(m_iommu.get());
     m_driver = std::make_unique<driver>(
-        "driver", cfg, seed, lid, m_mem, m_frames, *m_rc, *m_iommu,
+        "driver", cfg, seed, lid, lid2, m_mem, m_frames, *m_rc, *m_iommu,
         [this](uint32_t pid) -> address_space& { return process(pid); },
         [this](uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay) {
             return mmio_store(offset, data, length, delay);

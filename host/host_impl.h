@@ -25,7 +25,7 @@ namespace hcasim {
 
 class host_impl {
   public:
-    host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_t lid);
+    host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_t lid, uint16_t lid2);
     ~host_impl();
 
     uint32_t process_id(const std::string& name);

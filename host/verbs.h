@@ -168,6 +168,7 @@ struct qp_query {
     uint32_t max_inline_data = 0;
     uint32_t pd = 0;
     uint8_t access = 0;
+    uint8_t port_num = 1;  // the HCA port the QP uses
 };
 
 struct work_completion {

@@ -50,12 +50,14 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
                 *field = v;
                 return true;
             };
-    m_regs.add("port_lid", reg::port_lid, register_bank::access::rw).on_write =
-        [this](uint64_t v, const sc_core::sc_time&) {
-            ++m_config_writes;
-            m_tables.lid = static_cast<uint16_t>(v);
-            return true;
-        };
+    for (auto [n, off, field] : {std::tuple{"port_lid", reg::port_lid, &m_tables.lid},
+                                 {"port2_lid", reg::port2_lid, &m_tables.lid2}})
+        m_regs.add(n, off, register_bank::access::rw).on_write =
+            [this, field = field](uint64_t v, const sc_core::sc_time&) {
+                ++m_config_writes;
+                *field = static_cast<uint16_t>(v);
+                return true;
+            };
     for (auto [n, off] :
          {std::pair{"cmd_in0", reg::cmd_in0}, {"cmd_in1", reg::cmd_in1}, {"cmd_out", reg::cmd_out}})
         m_regs.add(n, off, register_bank::access::rw).on_write = [this](uint64_t,

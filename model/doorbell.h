@@ -33,7 +33,7 @@ namespace hcasim {
 struct device_tables {
     uint64_t qpc_base = 0, cqc_base = 0, mpt_base = 0, mtt_base = 0;
     uint64_t qpc_entries = 0, cqc_entries = 0, mpt_entries = 0, mtt_entries = 0;
-    uint16_t lid = 0;
+    uint16_t lid = 0, lid2 = 0;            // port 1's and port 2's LIDs
     uint64_t eq_base = 0, eq_entries = 0;  // event queue ring (event_unit)
     uint64_t msi_addr = 0, msi_data = 0;   // MSI-X message (0 = interrupts off)
 };

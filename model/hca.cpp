@@ -2,6 +2,15 @@
 
 namespace hcasim {
 
+namespace {
+port_set ports_of(port& first, port* second) {
+    port_set s;
+    s.add(first);
+    if (second) s.add(*second);
+    return s;
+}
+}  // namespace
+
 hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uint64_t pcie_gen)
     : sc_core::sc_module(name),
       m_cfg(cfg),
@@ -14,10 +23,12 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
       m_window_binder("window_binder", cfg.window_binder, m_clk, m_tpt),
       m_completion("completion", cfg.completion, m_clk, m_dma),
       m_port("port", cfg.port),
-      m_requester("requester", cfg.requester, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_window_binder, m_dma, m_completion,
-                  m_port),
-      m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt, m_window_binder, m_dma,
-                  m_completion, m_port),
+      m_port2(cfg.ports > 1 ? std::make_unique<port>("port2", cfg.port) : nullptr),
+      m_ports(ports_of(m_port, m_port2.get())),
+      m_requester("requester", cfg.requester, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt,
+                  m_window_binder, m_dma, m_completion, m_ports),
+      m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt,
+                  m_window_binder, m_dma, m_completion, m_ports),
       m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt),
       m_event("event", cfg.event, m_clk, m_dma, m_doorbell.tables()) {
     m_tpt.on_page_fault = [this](const hca_if::eqe& e) { m_event.post(e); };
@@ -34,11 +45,19 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
         m_command.submit(c);
     };
     m_requester.on_qp_error = [this](uint32_t qpn) { m_responder.flush_receives(qpn); };
-    m_port.to_requester = [this](ib_message_ptr m) { m_requester.on_response(std::move(m)); };
-    m_port.to_responder = [this](ib_message_ptr m) { m_responder.on_message(std::move(m)); };
+    for (int p = 1; p <= m_ports.count(); ++p) {
+        m_ports.at(p).to_requester = [this](ib_message_ptr m) {
+            m_requester.on_response(std::move(m));
+        };
+        m_ports.at(p).to_responder = [this](ib_message_ptr m) {
+            m_responder.on_message(std::move(m));
+        };
+    }
 }
 
-void hca::start_of_simulation() { tables_changed(); }
+void hca::start_of_simulation() {
+    tables_changed();
+}
 
 // The driver programs the table registers once at boot, before its first command or doorbell;
 // the units pick up the values when the first command arrives.
@@ -47,8 +66,8 @@ void hca::tables_changed() {
     m_qpc_cache.set_table(t.qpc_base, t.qpc_entries);
     m_completion.set_table(t.cqc_base, t.cqc_entries);
     m_tpt.set_tables(t.mpt_base, t.mpt_entries, t.mtt_base, t.mtt_entries);
-    m_requester.lid = t.lid;
-    m_responder.lid = t.lid;
+    m_ports.set_lid(1, t.lid);
+    if (m_ports.count() > 1) m_ports.set_lid(2, t.lid2);
 }
 
 }  // namespace hcasim

@@ -10,14 +10,15 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 
 #include <systemc>
 
 #include "model/command_unit.h"
 #include "model/completion.h"
 #include "model/dma_engine.h"
-#include "model/event_unit.h"
 #include "model/doorbell.h"
+#include "model/event_unit.h"
 #include "model/port.h"
 #include "model/qpc_cache.h"
 #include "model/requester.h"
@@ -42,11 +43,14 @@ struct hca_config {
     command_unit_config command;
     event_unit_config event;
     port_config port;
+    uint64_t ports = 1;
 
     template <class V>
     void visit(V& v) {
-        v(clock, p_frequency("clock", "core clock of the HCA; every unit's cycles are of this clock").range(1e6, 1e10)
-                     .from("design estimate for ConnectX-4/5-class ASICs (hundreds of MHz)"));
+        v(clock,
+          p_frequency("clock", "core clock of the HCA; every unit's cycles are of this clock")
+              .range(1e6, 1e10)
+              .from("design estimate for ConnectX-4/5-class ASICs (hundreds of MHz)"));
         v.group("doorbell", doorbell, "doorbell decoder (BAR0)");
         v.group("qpc_cache", qpc_cache, "QP context cache");
         v.group("wqe_fetcher", wqe_fetcher, "WQE fetcher");
@@ -58,21 +62,28 @@ struct hca_config {
         v.group("completion", completion, "CQE writer");
         v.group("command", command, "command unit (firmware)");
         v.group("event", event, "event unit (event queue and MSI-X: on-demand paging faults)");
-        v.group("port", port, "IB port");
+        v.group("port", port, "IB port (both ports of a two-port HCA)");
+        v(ports, p_count("ports", "ports",
+                         "IB ports of the HCA, each with its own LID and link (stats: hca.port, "
+                         "hca.port2); they share the PCIe link and every on-chip unit")
+                     .range(1, 2)
+                     .from("ConnectX-4/5 VPI adapters come with one or two ports (MCX455A / "
+                           "MCX456A, MCX555A / MCX556A datasheets)"));
     }
 };
 
 class hca : public sc_core::sc_module {
-public:
+  public:
     hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uint64_t pcie_gen = 3);
 
     tlm_utils::simple_target_socket<doorbell>& bar_in() { return m_doorbell.bar_in; }
     tlm_utils::simple_initiator_socket<dma_engine>& dma_out() { return m_dma.dma_out; }
-    port& ib_port() { return m_port; }
+    // Port `num` (1-based) of the HCA's `config().ports`.
+    port& ib_port(int num = 1) { return m_ports.at(num); }
     dma_engine& dma() { return m_dma; }
     const hca_config& config() const { return m_cfg; }
 
-private:
+  private:
     void start_of_simulation() override;
     void tables_changed();
 
@@ -86,6 +97,8 @@ private:
     window_binder m_window_binder;
     completion m_completion;
     port m_port;
+    std::unique_ptr<port> m_port2;  // a two-port HCA's second port
+    port_set m_ports;
     requester m_requester;
     responder m_responder;
     command_unit m_command;

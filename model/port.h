@@ -41,6 +41,33 @@ std::vector<dma_pacing> pacing_of(const ib_message& msg);
 // packet).
 std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu);
 
+class port;
+
+// The HCA's IB ports (one or two), numbered from 1 as IBA numbers them, each with the LID the
+// subnet manager gave it (the driver writes it to the port's register). A QP sends and receives
+// through the port its context names (modify_qp to INIT sets it, as IBV_QP_PORT does).
+class port_set {
+  public:
+    static constexpr int max_ports = 2;
+    void add(port& p) { m_ports[m_count++] = &p; }
+    int count() const { return m_count; }
+    // Port `num` (1-based); a number the HCA does not have gets port 1 (the driver refuses it).
+    port& at(int num) const { return *m_ports[num >= 1 && num <= m_count ? num - 1 : 0]; }
+    uint16_t lid(int num) const { return m_lids[num >= 1 && num <= m_count ? num - 1 : 0]; }
+    void set_lid(int num, uint16_t lid) { m_lids[num - 1] = lid; }
+    // The port whose LID is `lid`, 0 if none.
+    int with_lid(uint16_t lid) const {
+        for (int i = 0; i < m_count; ++i)
+            if (m_lids[i] == lid) return i + 1;
+        return 0;
+    }
+
+  private:
+    port* m_ports[max_ports] = {nullptr, nullptr};
+    uint16_t m_lids[max_ports] = {0, 0};
+    int m_count = 0;
+};
+
 class port : public sc_core::sc_module {
   public:
     std::function<void(ib_message_ptr)> to_responder;

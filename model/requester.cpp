@@ -109,7 +109,7 @@ bool carries_local_payload(wqe_opcode op) {
 
 requester::requester(sc_core::sc_module_name name, const requester_config& cfg,
                      const clock_domain& clk, qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit,
-                     window_binder& binder, dma_engine& dma, completion& cq, port& p)
+                     window_binder& binder, dma_engine& dma, completion& cq, const port_set& ports)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -119,7 +119,7 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg,
       m_binder(binder),
       m_dma(dma),
       m_cq(cq),
-      m_port(p),
+      m_ports(ports),
       m_queue("queue"),
       m_stats(this->name()),
       m_wqes(m_stats.counter("wqes", "WQEs", "send-queue WQEs whose message went on the wire")),
@@ -247,8 +247,8 @@ void requester::kick(uint32_t qpn) {
                 // nothing, a message one PSN per packet, a read one per response packet.
                 if (!is_window_op(s->w.opcode)) {
                     s->psn = sq.next_psn;
-                    s->psns =
-                        request_psns(wire_opcode(s->w.opcode), gather_length(s->w), m_port.mtu());
+                    s->psns = request_psns(wire_opcode(s->w.opcode), gather_length(s->w),
+                                           m_ports.at(sq.ctx.port).mtu());
                     sq.next_psn += s->psns;
                 }
                 s->doorbell_time = sq.last_doorbell;
@@ -350,7 +350,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         complete(qpn, s, wc_status::loc_len_err);
         return;
     }
-    if (ctx.type == qp_type::ud && total > m_port.mtu()) {
+    if (ctx.type == qp_type::ud && total > m_ports.at(ctx.port).mtu()) {
         // A UD message is one packet. IBA C10-93.1.1: a UD message longer than the port's MTU is
         // not sent, and the CI generates no error for it (rxe does the same).
         ++m_ud_oversize;
@@ -421,7 +421,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             // Cut-through: the message goes to the port once its first packet's bytes are on chip,
             // and the link holds each later packet until its own bytes are in.
             s->msg->payload = std::move(op->data);
-            s->msg->ready = packet_ready(*op, s->length, m_port.mtu());
+            s->msg->ready = packet_ready(*op, s->length, port_of(*s->msg).mtu());
             m_queue.at(s->msg->ready.front(), [this, qpn, s] {
                 if (s->stage != wqe_stage::reading) return;
                 s->stage = wqe_stage::ready;
@@ -434,7 +434,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
 void requester::build_message(const qp_context& ctx, slot_ptr s) {
     auto m = std::make_shared<ib_message>();
     m->op = wire_opcode(s->w.opcode);
-    m->src_lid = lid;
+    m->src_lid = m_ports.lid(ctx.port);
     m->dst_lid = ctx.remote_lid;
     m->src_qpn = ctx.qpn;
     m->dst_qpn = ctx.remote_qpn;
@@ -454,7 +454,7 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
         m->qkey = (d.qkey & controlled_qkey_bit) ? ctx.qkey : d.qkey;
         m->sl = d.sl;
         if (d.flags & datagram_flags::grh)
-            m->grh = ib_link::make_grh(m->op, m->length, port_gid(lid), d.dgid);
+            m->grh = ib_link::make_grh(m->op, m->length, port_gid(m->src_lid), d.dgid);
     }
     s->msg = std::move(m);
 }
@@ -491,10 +491,11 @@ void requester::drain(uint32_t qpn) {
             }
             ++reads;
         }
-        const sc_core::sc_time port_free = m_port.tx_free_at();
-        if (port_free > now + m_port.tx_lookahead()) {
+        port& out = port_of(*s->msg);
+        const sc_core::sc_time port_free = out.tx_free_at();
+        if (port_free > now + out.tx_lookahead()) {
             // The port has enough to send: hand it more when it is that close to done.
-            schedule_drain(qpn, sq, port_free - m_port.tx_lookahead());
+            schedule_drain(qpn, sq, port_free - out.tx_lookahead());
             break;
         }
         if (s->resend) {
@@ -509,7 +510,7 @@ void requester::drain(uint32_t qpn) {
             m_bytes += s->length;
         }
         const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.wqe_cycles));
-        const sc_core::sc_time left = m_port.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
+        const sc_core::sc_time left = out.send(s->msg, begin + m_clk.cycles(m_cfg.wqe_cycles));
         HCASIM_TRACE(span(name(), "send", s->msg->trace_id, begin,
                           begin + m_clk.cycles(m_cfg.wqe_cycles), s->length));
         s->stage = wqe_stage::sent;

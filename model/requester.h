@@ -82,14 +82,13 @@ class requester : public sc_core::sc_module {
   public:
     requester(sc_core::sc_module_name name, const requester_config& cfg, const clock_domain& clk,
               qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
-              dma_engine& dma, completion& cq, port& p);
+              dma_engine& dma, completion& cq, const port_set& ports);
 
     void doorbell(uint32_t qpn, uint32_t producer_index);
     // A BlueFlame doorbell: `wqe` is the WQE of index producer_index - 1.
     void blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe);
     void on_response(ib_message_ptr msg);
 
-    uint16_t lid = 0;
     // Told when a QP enters the error state (the responder flushes its receive queue).
     std::function<void(uint32_t qpn)> on_qp_error;
 
@@ -169,6 +168,8 @@ class requester : public sc_core::sc_module {
     void save_indices(uint32_t qpn);
     void release(slot_ptr s);
     void enter_error(uint32_t qpn);
+    // The port a message leaves by: the one whose LID it comes from (the QP's).
+    port& port_of(const ib_message& m) const { return m_ports.at(m_ports.with_lid(m.src_lid)); }
 
     requester_config m_cfg;
     const clock_domain& m_clk;
@@ -178,7 +179,7 @@ class requester : public sc_core::sc_module {
     window_binder& m_binder;
     dma_engine& m_dma;
     completion& m_cq;
-    port& m_port;
+    const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
     std::unordered_map<uint32_t, sq_state> m_sq;

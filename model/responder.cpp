@@ -11,7 +11,7 @@ using namespace hca_if;
 
 responder::responder(sc_core::sc_module_name name, const responder_config& cfg,
                      const clock_domain& clk, qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit,
-                     window_binder& binder, dma_engine& dma, completion& cq, port& p)
+                     window_binder& binder, dma_engine& dma, completion& cq, const port_set& ports)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -21,7 +21,7 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg,
       m_binder(binder),
       m_dma(dma),
       m_cq(cq),
-      m_port(p),
+      m_ports(ports),
       m_queue("queue"),
       m_stats(this->name()),
       m_messages(m_stats.counter("messages", "messages",
@@ -205,7 +205,7 @@ void responder::on_message(ib_message_ptr msg) {
     const sc_core::sc_time now = sc_core::sc_time_stamp();
     const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.message_cycles));
     const sc_core::sc_time ready_at = begin + m_clk.cycles(m_cfg.message_cycles);
-    if (msg->dst_lid != lid) {
+    if (!m_ports.with_lid(msg->dst_lid)) {
         ++m_dropped;
         return;
     }
@@ -224,7 +224,9 @@ bool receiving(const qp_context& c) {
 void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_time& ready_at) {
     // The packet's transport (its BTH opcode names UD or RC/UC) must be the QP's (IBA ch. 9,
     // header validation); anything else is dropped.
-    if (!ctx || !receiving(*ctx) || msg->datagram != (ctx->type == qp_type::ud)) {
+    // A QP receives through its own port only (its LID is the port's).
+    if (!ctx || !receiving(*ctx) || msg->datagram != (ctx->type == qp_type::ud) ||
+        m_ports.with_lid(msg->dst_lid) != ctx->port) {
         ++m_dropped;
         return;
     }
@@ -612,7 +614,8 @@ void responder::rdma_read(request_ptr r) {
         if (!op->ok) return;  // NAKed when the read is done
         // Cut-through: the response goes to the port when its first packet's bytes are on chip;
         // the link holds each later packet until its bytes are in.
-        std::vector<sc_core::sc_time> ready = packet_ready(*op, r->msg->length, m_port.mtu());
+        std::vector<sc_core::sc_time> ready =
+            packet_ready(*op, r->msg->length, m_ports.at(r->ctx.port).mtu());
         const sc_core::sc_time first = ready.front();
         m_queue.at(first, [this, r, op, ready = std::move(ready)]() mutable {
             answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data),
@@ -696,7 +699,7 @@ void responder::run_next_atomic() {
 ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
     auto out = std::make_shared<ib_message>();
     out->op = op;
-    out->src_lid = lid;
+    out->src_lid = m.dst_lid;  // the port the request came in on answers it
     out->dst_lid = m.src_lid;
     out->src_qpn = m.dst_qpn;
     out->dst_qpn = m.src_qpn;
@@ -711,7 +714,7 @@ void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc
     out->nak = nak;
     out->psn = psn;
     out->rnr_timer = rnr_timer;
-    m_port.send(out, earliest);
+    port_of(*out).send(out, earliest);
 }
 
 void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload,
@@ -761,7 +764,7 @@ void responder::send_ready(uint32_t qpn) {
             ++m_acks_coalesced;  // the next ACK acknowledges this request too
             continue;
         }
-        if (out->msg) m_port.send(out->msg, sc_core::sc_time_stamp());
+        if (out->msg) port_of(*out->msg).send(out->msg, sc_core::sc_time_stamp());
     }
 }
 

@@ -86,7 +86,7 @@ class responder : public sc_core::sc_module {
   public:
     responder(sc_core::sc_module_name name, const responder_config& cfg, const clock_domain& clk,
               qpc_cache& qpc, wqe_fetcher& fetcher, tpt& tpt_unit, window_binder& binder,
-              dma_engine& dma, completion& cq, port& p);
+              dma_engine& dma, completion& cq, const port_set& ports);
 
     void on_message(ib_message_ptr msg);
     void doorbell(uint32_t qpn, uint32_t producer_index);
@@ -96,9 +96,9 @@ class responder : public sc_core::sc_module {
     // WQEs.
     void forget(uint32_t qpn);
 
-    uint16_t lid = 0;
-
   private:
+    // The port a reply leaves by: the one whose LID it comes from.
+    port& port_of(const ib_message& out) const { return m_ports.at(m_ports.with_lid(out.src_lid)); }
     struct reply {
         uint32_t psn = 0;
         bool ready = false;
@@ -185,7 +185,7 @@ class responder : public sc_core::sc_module {
     window_binder& m_binder;
     dma_engine& m_dma;
     completion& m_cq;
-    port& m_port;
+    const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
     std::unordered_map<uint32_t, rq_state> m_rq;

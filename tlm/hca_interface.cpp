@@ -156,6 +156,7 @@ void qp_context::encode(uint8_t* p) const {
     put<uint8_t>(p + 87, retry_cnt);
     put<uint8_t>(p + 88, rnr_retry);
     put<uint8_t>(p + 89, min_rnr_timer);
+    put<uint8_t>(p + 90, port);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -190,6 +191,7 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.retry_cnt = get<uint8_t>(p + 87);
     c.rnr_retry = get<uint8_t>(p + 88);
     c.min_rnr_timer = get<uint8_t>(p + 89);
+    c.port = get<uint8_t>(p + 90);
     return c;
 }
 

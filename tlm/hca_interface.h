@@ -46,6 +46,7 @@ constexpr uint64_t eq_base = 0x050;         // RW: DMA address of the event queu
 constexpr uint64_t eq_log_entries = 0x058;  // RW: log2 of the event queue's entries
 constexpr uint64_t msi_addr = 0x060;        // RW: MSI-X message address (0 = interrupts off)
 constexpr uint64_t msi_data = 0x068;        // RW: MSI-X message data
+constexpr uint64_t port2_lid = 0x070;       // RW: port 2's local identifier (two-port HCAs)
 constexpr uint64_t cmd_in0 = 0x100;         // RW: command argument 0
 constexpr uint64_t cmd_in1 = 0x108;         // RW: command argument 1
 constexpr uint64_t cmd_out = 0x110;         // RW: DMA address of the command's completion record
@@ -271,6 +272,8 @@ struct qp_context {
     uint8_t retry_cnt = 7;
     uint8_t rnr_retry = 7;
     uint8_t min_rnr_timer = 12;
+    // The HCA port the QP sends and receives through (IBV_QP_PORT, set on RESET -> INIT), 1-based.
+    uint8_t port = 1;
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);

@@ -279,14 +279,48 @@ TEST(scenario_loader, bad_nodes_and_links) {
         "workloads": [{"type": "ib_read_lat", "client": "a", "server": "a"},
                       {"type": "dma", "node": "nowhere", "op": "read"}]})");
     EXPECT_TRUE(has_prefix(l, "t.json: /nodes/1x: bad node name \"1x\""));
-    EXPECT_TRUE(has_prefix(
-        l, "t.json: /fabric/links/1/b: node \"a\" already has a link at /fabric/links/0"));
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /fabric/links/1/b: node \"a\" has all its 1 HCA port linked "
+                           "already (first at /fabric/links/0)"));
     EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/2/b: unknown node or switch \"zz\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/0/node: unknown node \"q\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"node\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /program/1: missing key \"name\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /workloads/0/server: client and server are both \"a\""));
     EXPECT_TRUE(has_prefix(l, "t.json: /workloads/1/node: unknown node \"nowhere\""));
+}
+
+TEST(scenario_loader, two_port_hcas_link_each_port_once) {
+    // A two-port node takes two links (ports 1 and 2 in turn, or as a_port/b_port say); a third,
+    // a port it does not have, a port linked twice, a port for a switch and a perftest port
+    // beyond hca.ports are refused where they are written.
+    auto l = load(R"({"nodes": {"s": {"hca": {"ports": 2}}, "a": {}, "b": {}, "c": {}},
+        "fabric": {"switches": {"sw": {}},
+                   "links": [{"a": "a", "b": "s"}, {"a": "b", "b": "s"}, {"a": "c", "b": "s"},
+                             {"a": "sw", "a_port": 1, "b": "c"}, {"a": "c", "b": "s", "b_port": 3}]},
+        "workloads": [{"type": "ib_write_bw", "client": "a", "server": "s", "ib_port": 2}]})");
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /fabric/links/2/b: node \"s\" has all its 2 HCA ports linked "
+                           "already (first at /fabric/links/0)"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/links/3/a_port: a port for switch \"sw\""));
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /fabric/links/4/b_port: port 3 (expected a port of node "
+                           "\"s\": 1..2 (hca.ports))"));
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /workloads/0/ib_port: port 2 of node \"a\", whose HCA has "
+                           "1 port (expected a port its hca.ports has (1..1))"));
+    auto twice = load(R"({"nodes": {"s": {"hca": {"ports": 2}}, "a": {}, "b": {}},
+        "fabric": {"links": [{"a": "a", "b": "s", "b_port": 2}, {"a": "b", "b": "s", "b_port": 2}]}})");
+    EXPECT_TRUE(has_prefix(twice,
+                           "t.json: /fabric/links/1/b_port: port 2 of node \"s\" is "
+                           "linked already"));
+    auto fine = load(R"({"nodes": {"s": {"hca": {"ports": 2}}, "a": {}, "b": {}},
+        "fabric": {"links": [{"a": "a", "b": "s", "b_port": 2}, {"a": "b", "b": "s"}]},
+        "workloads": [{"type": "ib_write_bw", "client": "a", "server": "s", "server_ib_port": 2}]})");
+    EXPECT_TRUE(fine.ok) << (fine.lines.empty() ? "" : fine.lines.front());
+    ASSERT_EQ(fine.s.links.size(), 2u);
+    EXPECT_EQ(fine.s.links[0].b_port, 2) << "as written";
+    EXPECT_EQ(fine.s.links[1].b_port, 1) << "the next free port";
 }
 
 TEST(scenario_loader, switches_topologies_and_their_errors) {

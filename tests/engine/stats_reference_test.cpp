@@ -72,9 +72,11 @@ TEST(stats_reference, every_key_a_run_writes_is_documented) {
     std::map<std::string, bool> documented;
     for (const auto& k : stats_reference()) documented[k.path] = k.subtree;
     std::vector<std::string> missing;
-    // One pair back to back, many pairs through a switch, runs of a duration both ways.
+    // One pair back to back, many pairs through a switch, runs of a duration both ways, HCAs
+    // with two ports.
     for (const char* scenario :
-         {"quickstart.json", "examples/incast_8to1.json", "examples/duration_bidirectional.json"}) {
+         {"quickstart.json", "examples/incast_8to1.json", "examples/duration_bidirectional.json",
+          "examples/dual_port_server.json"}) {
         const auto r = test::run_hcasim("run '" + source_root() + "/scenarios/" + scenario +
                                         "' --quiet -o '" + out + "'");
         ASSERT_EQ(r.code, 0) << r.err;
