@@ -7,6 +7,7 @@
 
 #include "engine/ops.h"
 #include "engine/problems.h"
+#include "fabric/vl_arbiter.h"
 
 namespace hcasim {
 
@@ -102,7 +103,36 @@ class fabric_loader {
             spec.name = it.key();
             spec.pointer = p;
             load_config(spec.config, *it, p, m_d);
+            check_vl_tables(spec.config, p);
             m_s.switches.push_back(spec);
+        }
+    }
+
+    // The SL-to-VL and VL arbitration tables in OpenSM's notation, each VL an SL uses weighted.
+    void check_vl_tables(const switch_config& c, const std::string& p) {
+        std::string why;
+        const auto sl2vl = parse_sl2vl(c.sl2vl, c.vls, why);
+        if (!sl2vl) m_d.error(pointer_join(p, "sl2vl"), why, "16 comma-separated VLs, one per SL");
+        std::optional<std::vector<vlarb_entry>> tables[2];
+        const char* keys[2] = {"vlarb_high", "vlarb_low"};
+        for (int t = 0; t < 2; ++t) {
+            tables[t] = parse_vlarb(t == 0 ? c.vlarb_high : c.vlarb_low, c.vls, why);
+            if (!tables[t])
+                m_d.error(pointer_join(p, keys[t]), why, "\"VL:weight,...\" as OpenSM writes it");
+        }
+        if (!sl2vl || !tables[0] || !tables[1] || c.vlarb_low.empty()) return;
+        for (size_t sl = 0; sl < sl2vl->size(); ++sl) {
+            const uint8_t vl = (*sl2vl)[sl];
+            bool weighted = false;
+            for (const auto& table : tables)
+                for (const vlarb_entry& e : *table) weighted = weighted || (e.vl == vl && e.weight);
+            if (weighted) continue;
+            m_d.error(pointer_join(p, "vlarb_low"),
+                      "VL " + std::to_string(vl) + ", which SL " + std::to_string(sl) +
+                          " travels on, has no weight in either table (its packets could never "
+                          "leave)",
+                      "an entry VL:weight with a weight above 0 for every VL an SL uses");
+            return;
         }
     }
 
@@ -237,7 +267,10 @@ class fabric_loader {
         }
         switch_spec sw;
         sw.pointer = "/fabric/switch";
-        if (auto c = f.find("switch"); c != f.end()) load_config(sw.config, *c, sw.pointer, m_d);
+        if (auto c = f.find("switch"); c != f.end()) {
+            load_config(sw.config, *c, sw.pointer, m_d);
+            check_vl_tables(sw.config, sw.pointer);
+        }
         link_spec proto;
         proto.pointer = "/fabric/link";
         if (auto c = f.find("link"); c != f.end()) {

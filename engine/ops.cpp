@@ -89,7 +89,11 @@ std::vector<field_decl> qp_attribute_fields() {
             integer("port", 0, 255, false,
                     "the HCA port the QP sends and receives through (IBV_QP_PORT, set on RESET -> "
                     "INIT; connect: both QPs): 1, or 2 on a two-port HCA (hca.ports); another "
-                    "number: EINVAL. Default 1")};
+                    "number: EINVAL. Default 1"),
+            integer("sl", 0, 255, false,
+                    "RC/UC: the service level of the QP's packets (the address vector's sl, set on "
+                    "INIT -> RTR; connect: both QPs), which a switch maps to a VL (sl2vl): 0..15, "
+                    "above: EINVAL. Default 0")};
 }
 
 field_decl list(std::string key, field_decl item, bool required, std::string desc,
@@ -368,7 +372,7 @@ std::vector<op_decl> build_ops() {
         "report a QP's state and attributes (ibv_query_qp): state, type, qpn, dest_qp_num, dlid, "
         "qkey, "
         "max_rd_atomic, max_dest_rd_atomic, max_send_wr, max_recv_wr, max_send_sge, max_recv_sge, "
-        "max_inline_data, pd, access, port_num",
+        "max_inline_data, pd, access, port_num, sl",
         s);
     s = {};
     add("query_device",
@@ -562,6 +566,10 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 1),
         integer("server_ib_port", 1, 2, false,
                 "the server's HCA port (its own -i); default ib_port"),
+        integer("sl", 0, 15, false,
+                "service level of the test's packets (-S), both ways; a switch maps it to a VL "
+                "(fabric.switches.<s>.sl2vl)",
+                0),
     };
     s.exactly_one = {{"client", "clients", "pattern"}};
     s.at_most_one = {{"duration", "iters"}, {"duration", "all_sizes"}};

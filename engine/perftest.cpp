@@ -109,7 +109,7 @@ void setup(world& w, const std::string& node, const std::string& process, const 
 
 // UD: each QP goes to RTS on its own (a Q_Key at INIT, no remote), and each side addresses the
 // other through one address handle.
-void bring_up_ud(side& s, const side& peer) {
+void bring_up_ud(side& s, const side& peer, uint32_t sl) {
     for (const auto& qp : s.qps)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts}) {
             const bool init = st == qp_state::init;
@@ -123,13 +123,14 @@ void bring_up_ud(side& s, const side& peer) {
     ah_attr attr;
     attr.pd = s.pd;
     attr.dlid = peer.h->lid(static_cast<int>(peer.port));
+    attr.sl = static_cast<uint8_t>(sl);
     require(*s.h, s.h->create_ah(s.pid, attr, s.ah), s.node + ": create_ah");
 }
 
 void connect(const params& p, side& a, side& b) {
     if (p.conn == qp_type::ud) {
-        bring_up_ud(a, b);
-        bring_up_ud(b, a);
+        bring_up_ud(a, b, p.sl);
+        bring_up_ud(b, a, p.sl);
         return;
     }
     // perftest -o: responder resources on INIT -> RTR, initiator depth on RTR -> RTS (RC only).
@@ -146,7 +147,8 @@ void connect(const params& p, side& a, side& b) {
                             peer.h->lid(static_cast<int>(peer.port)), std::nullopt,
                             st == qp_state::rts ? outs : std::nullopt,
                             st == qp_state::rtr ? outs : std::nullopt, {},
-                            st == qp_state::init ? std::optional<uint32_t>(s->port) : std::nullopt),
+                            st == qp_state::init ? std::optional<uint32_t>(s->port) : std::nullopt,
+                            st == qp_state::rtr ? std::optional<uint32_t>(p.sl) : std::nullopt),
                         s->node + ": modify_qp");
             }
 }

@@ -77,6 +77,7 @@ struct params {
     uint64_t duration = 0, margin = 0;
     bool bidir = false;  // -b: the server sends to the client at the same time
     uint32_t client_port = 1, server_port = 1;  // -i of each side
+    uint32_t sl = 0;                            // -S
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
     uint64_t half = 0;
     bool timed() const { return duration > 0; }

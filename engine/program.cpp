@@ -584,8 +584,9 @@ void program_runner::op_connect(const json& a, step_result& r) {
             return;
         }
     }
-    std::optional<uint32_t> port;
+    std::optional<uint32_t> port, sl;
     if (a.contains("port")) port = static_cast<uint32_t>(u64_or(a, "port", 1));
+    if (a.contains("sl")) sl = static_cast<uint32_t>(u64_or(a, "sl", 0));
     for (int i = 0; i < 2; ++i) {
         q[i]->peer_node = nodes[1 - i];
         q[i]->peer_qpn = q[1 - i]->info.qpn;
@@ -609,7 +610,8 @@ void program_runner::op_connect(const json& a, step_result& r) {
                 st == qp_state::rtr   ? on_rtr
                 : st == qp_state::rts ? on_rts
                                       : qp_reliability{},
-                st == qp_state::init ? port : std::nullopt);
+                st == qp_state::init ? port : std::nullopt,
+                st == qp_state::rtr ? sl : std::nullopt);
     if (!r.err && port)
         for (int i = 0; i < 2; ++i) q[i]->port = *port;
 }
@@ -637,11 +639,12 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
     if (a.contains("max_rd_atomic")) ord = static_cast<uint32_t>(u64_or(a, "max_rd_atomic", 16));
     if (a.contains("max_dest_rd_atomic"))
         ird = static_cast<uint32_t>(u64_or(a, "max_dest_rd_atomic", 16));
-    std::optional<uint32_t> port;
+    std::optional<uint32_t> port, sl;
     if (a.contains("port")) port = static_cast<uint32_t>(u64_or(a, "port", 1));
+    if (a.contains("sl")) sl = static_cast<uint32_t>(u64_or(a, "sl", 0));
     r.err = m_world.at(n).host().modify_qp(it->second.info.qpn, st, it->second.peer_qpn,
                                            it->second.peer_lid, qkey, ord, ird, reliability_of(a),
-                                           port);
+                                           port, sl);
     if (!r.err && qkey) it->second.qkey = *qkey;
     if (!r.err && port) it->second.port = *port;
 }

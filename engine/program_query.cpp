@@ -111,6 +111,7 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
         r.fields["pd"] = q.pd;
         r.fields["access"] = access_list(q.access);
         r.fields["port_num"] = q.port_num;
+        r.fields["sl"] = q.sl;
         return true;
     }
     return false;

@@ -128,6 +128,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.bidir = !lat && a.value("bidirectional", false);
     p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
     p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
+    p.sl = static_cast<uint32_t>(arg_u64(a, "sl", 0));
     // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
     const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
                                                                w.at(sn).hca().config().port.mtu)
@@ -162,7 +163,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
         (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "") +
         (a.contains("cq_mod") ? ", cq_mod " + std::to_string(p.cq_mod) : "") +
-        (p.bidir ? ", bidirectional" : "") +
+        (p.bidir ? ", bidirectional" : "") + (p.sl ? ", SL " + std::to_string(p.sl) : "") +
         (p.client_port != 1 || p.server_port != 1
              ? ", ports " + std::to_string(p.client_port) + " -> " + std::to_string(p.server_port)
              : "") +

@@ -1,5 +1,7 @@
 #include "fabric/ib_switch.h"
 
+#include <stdexcept>
+
 #include "sim/tracer.h"
 
 namespace hcasim {
@@ -20,7 +22,21 @@ ib_switch::ib_switch(sc_core::sc_module_name name, const switch_config& cfg,
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_latency(to_time(cfg.latency)),
-      m_stats_path(stats_path) {}
+      m_stats_path(stats_path) {
+    // The loader has checked the tables (engine/fabric_spec.cpp); a bench that hands in bad ones
+    // is told here.
+    std::string why;
+    const auto sl2vl = parse_sl2vl(cfg.sl2vl, cfg.vls, why);
+    const auto high = parse_vlarb(cfg.vlarb_high, cfg.vls, why);
+    const auto low = parse_vlarb(cfg.vlarb_low, cfg.vls, why);
+    if (!sl2vl || !high || !low)
+        throw std::invalid_argument(std::string(this->name()) + ": " + why);
+    m_sl2vl = *sl2vl;
+    m_high = *high;
+    m_low = *low;
+    if (cfg.vlarb_low.empty())
+        for (uint64_t vl = 0; vl < cfg.vls; ++vl) m_low.push_back({static_cast<uint8_t>(vl), 1});
+}
 
 int ib_switch::attach(ib_link& link, int end) {
     if (m_ports.size() >= m_cfg.ports) return 0;
@@ -29,6 +45,9 @@ int ib_switch::attach(ib_link& link, int end) {
     p->link = &link;
     p->end = end;
     p->vl_credits.assign(m_cfg.vls, credit_calendar(m_cfg.vl_buffer / 64));
+    // The longest a packet on this port's wire can still take: one MTU packet with every header.
+    if (m_cfg.vls > 1)
+        p->arbiter = std::make_unique<vl_arbiter>(m_high, m_low, link.wire_time(link.mtu() + 82));
     stats_group& s = p->stats;
     p->rx_packets = &s.counter("rx_packets", "packets", "packets received at this port");
     p->rx_bytes = &s.counter("rx_bytes", "bytes", "bytes received at this port, headers included");
@@ -57,7 +76,7 @@ void ib_switch::set_route(uint16_t dlid, int port) {
 
 credit_calendar* ib_switch::input_credits(int port, uint8_t sl) {
     if (port < 1 || port > ports_used()) return nullptr;
-    return &m_ports[static_cast<size_t>(port - 1)]->buffer(sl);
+    return &m_ports[static_cast<size_t>(port - 1)]->vl_credits[vl_of(sl)];
 }
 
 sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_t i, uint32_t bytes,
@@ -65,7 +84,7 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     port_state& in = *m_ports[static_cast<size_t>(port - 1)];
     ++*in.rx_packets;
     *in.rx_bytes += bytes;
-    const size_t vl = msg->sl % in.vl_credits.size();
+    const uint8_t vl = vl_of(msg->sl);
     const uint64_t blocks = credit_blocks(bytes);
     // Recorded as 1,000 ps per block, so the histogram's ns columns read as blocks.
     in.buffer_use->add((in.vl_credits[vl].in_use(first) + blocks) * 1000);
@@ -81,7 +100,8 @@ sc_core::sc_time ib_switch::forward(int port, const ib_message_ptr& msg, uint32_
     // at the input's rate, could not follow it out at the output's.
     const sc_core::sc_time out_wire = out.link->wire_time(bytes);
     const sc_core::sc_time ready = (last > first + out_wire ? last - out_wire : first) + m_latency;
-    const sc_core::sc_time sent = out.link->send_packet(out.end, msg, i, ready);
+    const sc_core::sc_time sent =
+        out.link->send_packet(out.end, msg, i, ready, out.arbiter.get(), vl);
     ++*out.tx_packets;
     *out.tx_bytes += bytes;
     out.queue_delay->add(to_ps(sent - out_wire - ready));

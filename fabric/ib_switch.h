@@ -7,14 +7,14 @@
 // only when the credits for all its blocks are there, and gets them back when the switch has sent
 // the packet's last bit on and the flow-control packet saying so has crossed back. The fabric is
 // lossless: a full buffer holds the upstream transmitter back, it never drops. A packet's SL picks
-// its VL (SL i on VL i mod vls).
+// its VL through the SL-to-VL table (`sl2vl`; by default SL i on VL i mod vls).
 //
 // Forwarding is cut-through: a packet may start on its output port `latency` after its first bit
 // arrived (the port-to-port latency the datasheet gives), and no earlier than its last bit could
 // still follow it out; it then waits for the output port's wire and for the downstream input
-// buffer's credits. The output port serves packets in booking order (first come, first served);
-// VL arbitration tables are not modelled: with one data VL (the default) there is nothing to
-// arbitrate.
+// buffer's credits. With one data VL (the default) an output port serves packets in booking order
+// (first come, first served); with more, each output port arbitrates between its VLs by the
+// high- and low-priority tables (`vlarb_high`, `vlarb_low`; fabric/vl_arbiter.h).
 //
 // The switch is a forwarding device on the links (tlm/ib_link.h): a link books a packet through
 // the switch at the moment it is sent, so a hop costs no kernel event and no per-cycle ticking.
@@ -24,6 +24,7 @@
 // in GTKWave and Perfetto.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -31,6 +32,7 @@
 
 #include <systemc>
 
+#include "fabric/vl_arbiter.h"
 #include "sim/params.h"
 #include "sim/stats.h"
 #include "tlm/flow_credits.h"
@@ -51,6 +53,9 @@ struct switch_config {
     time_ps latency{90000};
     uint64_t vls = 1;
     uint64_t vl_buffer = 16384;
+    std::string sl2vl;
+    std::string vlarb_high;
+    std::string vlarb_low;
 
     template <class V>
     void visit(V& v) {
@@ -64,11 +69,24 @@ struct switch_config {
               .range(0, 1e9)
               .from("Mellanox SB7800 (Switch-IB 2) datasheet: 90 ns port-to-port"));
         v(vls, p_count("vls", "VLs",
-                       "data virtual lanes per port (each with its own buffer and credits); SL i "
-                       "travels on VL i mod vls")
+                       "data virtual lanes per port (each with its own buffer and credits)")
                    .range(1, 15)
                    .from("IBA 1.4 §7.6: 1, 2, 4, 8 or 15 data VLs; OpenSM without QoS maps "
                          "every SL to VL0"));
+        v(sl2vl, p_text("sl2vl",
+                        "SL-to-VL table: the VL of SL 0..15, 16 comma-separated VLs below vls; "
+                        "\"\" puts SL i on VL i mod vls")
+                     .from("IBA 1.4 §7.6.6; OpenSM's qos_sl2vl notation"));
+        v(vlarb_high,
+          p_text("vlarb_high",
+                 "high-priority VL arbitration table, \"VL:weight,...\" (weights in 64-byte "
+                 "units, 0 skips the entry), served before the low table; \"\": none")
+              .from("IBA 1.4 §7.6.9; OpenSM's qos_vlarb_high notation"));
+        v(vlarb_low,
+          p_text("vlarb_low",
+                 "low-priority VL arbitration table, \"VL:weight,...\"; \"\": every VL with "
+                 "weight 1 (equal shares). Every VL an SL maps to needs a weight in one table")
+              .from("IBA 1.4 §7.6.9; OpenSM's qos_vlarb_low notation"));
         v(vl_buffer,
           p_bytes("vl_buffer",
                   "receive buffer per input port and data VL, advertised as 64-byte credits")
@@ -104,6 +122,7 @@ class ib_switch : public sc_core::sc_module, public ib_forwarder {
         ib_link* link = nullptr;
         int end = 0;
         std::vector<credit_calendar> vl_credits;  // this port's input buffers, one per VL
+        std::unique_ptr<vl_arbiter> arbiter;      // its output's VL arbitration (vls > 1)
         stats_group stats;
         uint64_t* rx_packets = nullptr;
         uint64_t* rx_bytes = nullptr;
@@ -112,15 +131,16 @@ class ib_switch : public sc_core::sc_module, public ib_forwarder {
         uint64_t* unroutable = nullptr;
         histogram* queue_delay = nullptr;
         histogram* buffer_use = nullptr;
-        // The input buffer of a packet's service level.
-        credit_calendar& buffer(uint8_t sl) { return vl_credits[sl % vl_credits.size()]; }
     };
+    uint8_t vl_of(uint8_t sl) const { return m_sl2vl[sl & 15]; }
 
     switch_config m_cfg;
     sc_core::sc_time m_latency;  // m_cfg.latency
     std::string m_stats_path;
     std::vector<std::unique_ptr<port_state>> m_ports;  // port N at index N - 1
     std::vector<uint8_t> m_lft;                        // DLID -> port (0: no route)
+    std::array<uint8_t, 16> m_sl2vl{};                 // SL -> VL
+    std::vector<vlarb_entry> m_high, m_low;            // the VL arbitration tables
 };
 
 }  // namespace hcasim

@@ -600,7 +600,7 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                       std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                       std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
-                      std::optional<uint32_t> port) {
+                      std::optional<uint32_t> port, std::optional<uint32_t> sl) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -647,9 +647,16 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
     if (!err && port && (*port < 1 || *port > dev.phys_port_cnt))
         err = refuse(EINVAL, "modify_qp: port " + std::to_string(*port) + " (the HCA has " +
                                  std::to_string(dev.phys_port_cnt) + ")");
+    // The service level rides in the address vector, given on INIT -> RTR to an RC or UC QP (a UD
+    // QP's is in each address handle); IBA has SLs 0..15.
+    if (!err && sl && (ud || state != qp_state::rtr))
+        err = refuse(EINVAL, "modify_qp: sl is set on the way to RTR of an RC or UC QP");
+    if (!err && sl && *sl > 15)
+        err = refuse(EINVAL, "modify_qp: sl " + std::to_string(*sl) + " (SLs are 0..15)");
     if (!err) {
         ctx.state = state;
         if (port) ctx.port = static_cast<uint8_t>(*port);
+        if (sl) ctx.sl = static_cast<uint8_t>(*sl);
         if (qkey) ctx.qkey = *qkey;
         if (reliability.timeout) ctx.timeout = static_cast<uint8_t>(*reliability.timeout);
         if (reliability.retry_cnt) ctx.retry_cnt = static_cast<uint8_t>(*reliability.retry_cnt);

@@ -118,6 +118,7 @@ int driver::query_qp(uint32_t qpn, qp_query& out) {
     }
     if (qp.attr.type == qp_type::ud) out.qkey = ctx.qkey;
     out.port_num = ctx.port;
+    out.sl = ctx.sl;
     if (qp.attr.type == qp_type::rc) {
         out.max_rd_atomic = ctx.max_rd_atomic;
         out.max_dest_rd_atomic = ctx.max_dest_rd_atomic;

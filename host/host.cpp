@@ -169,9 +169,9 @@ int host::destroy_qp(uint32_t qpn) {
 int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                     std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                     std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
-                    std::optional<uint32_t> port) {
+                    std::optional<uint32_t> port, std::optional<uint32_t> sl) {
     return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
-                                       max_dest_rd_atomic, reliability, port);
+                                       max_dest_rd_atomic, reliability, port, sl);
 }
 int host::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
     return m_impl->m_driver->create_ah(pid, attr, handle);

@@ -420,13 +420,15 @@ class host : public sc_core::sc_module {
     // `qkey` (UD only, required on RESET->INIT) is the Q_Key incoming datagrams must carry.
     // RC: `max_rd_atomic` (initiator depth) and `max_dest_rd_atomic` (responder resources),
     // 0..max_qp_rd_atom (16), default 16; EINVAL beyond. `port` (IBV_QP_PORT, on the way to
-    // INIT): the HCA port the QP uses, 1..phys_port_cnt, default 1.
+    // INIT): the HCA port the QP uses, 1..phys_port_cnt, default 1. `sl` (RC/UC, the address
+    // vector's service level on the way to RTR): 0..15, default 0.
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                   std::optional<uint32_t> qkey = std::nullopt,
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
                   const qp_reliability& reliability = {},
-                  std::optional<uint32_t> port = std::nullopt);
+                  std::optional<uint32_t> port = std::nullopt,
+                  std::optional<uint32_t> sl = std::nullopt);
     // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);

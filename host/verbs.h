@@ -169,6 +169,7 @@ struct qp_query {
     uint32_t pd = 0;
     uint8_t access = 0;
     uint8_t port_num = 1;  // the HCA port the QP uses
+    uint8_t sl = 0;        // RC/UC: the service level of its packets
 };
 
 struct work_completion {

@@ -436,6 +436,7 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     m->op = wire_opcode(s->w.opcode);
     m->src_lid = m_ports.lid(ctx.port);
     m->dst_lid = ctx.remote_lid;
+    m->sl = ctx.sl;
     m->src_qpn = ctx.qpn;
     m->dst_qpn = ctx.remote_qpn;
     m->psn = s->psn;

@@ -701,6 +701,7 @@ ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
     out->op = op;
     out->src_lid = m.dst_lid;  // the port the request came in on answers it
     out->dst_lid = m.src_lid;
+    out->sl = m.sl;  // responses travel on the request's service level
     out->src_qpn = m.dst_qpn;
     out->dst_qpn = m.src_qpn;
     out->psn = m.psn;

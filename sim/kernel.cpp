@@ -87,26 +87,28 @@ sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
 sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest,
                                          const sc_core::sc_time& duration,
                                          const sc_core::sc_time& in_progress) {
-    // Right behind the previous cut-in item, or at `earliest`.
+    // Right behind the previous cut-in item (the wire is between items then), or at `earliest`
+    // after the item on the wire.
     const bool behind = earliest < m_cut_in_end;
     sc_core::sc_time start = behind ? m_cut_in_end : earliest;
-    const sc_core::sc_time fit = first_fit(start, duration);  // prunes
-    if (fit == start) {                                       // a gap: no one passed
-        m_cut_in_end = start + duration;
-        return book(start, duration);
-    }
-    // The stretch that is busy at `start`, if any: the item on the wire then ends within it
-    // (behind a cut-in item, the wire is between items).
-    auto it = std::upper_bound(
-        m_calendar.begin(), m_calendar.end(), start,
-        [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; });
-    if (!behind && it != m_calendar.begin() && std::prev(it)->end > start)
-        start = std::min(std::prev(it)->end, start + in_progress);
+    if (!behind && first_fit(start, duration) != start) start = after_item_at(start, in_progress);
     m_cut_in_end = start + duration;
-    // In a gap after the item in progress, or ahead of bookings that have not started: then
-    // their time is conserved at the next gap.
-    book(first_fit(start, duration), duration);
+    book_over(start, duration);
     return start;
+}
+
+sc_core::sc_time serial_resource::after_item_at(const sc_core::sc_time& t,
+                                                const sc_core::sc_time& in_progress) {
+    prune(sc_core::sc_time_stamp());
+    auto it = std::upper_bound(
+        m_calendar.begin(), m_calendar.end(), t,
+        [](const sc_core::sc_time& x, const interval& iv) { return x < iv.start; });
+    if (it == m_calendar.begin() || std::prev(it)->end <= t) return t;
+    return std::min(std::prev(it)->end, t + in_progress);
+}
+
+void serial_resource::book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
+    book(first_fit(start, duration), duration);
 }
 
 sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,

@@ -95,6 +95,14 @@ class serial_resource {
     // Returns the start.
     sc_core::sc_time cut_in(const sc_core::sc_time& earliest, const sc_core::sc_time& duration,
                             const sc_core::sc_time& in_progress);
+    // When the item on the resource at `t` ends at the latest: `t` when the resource is free then,
+    // else the end of the busy stretch or `t + in_progress`, whichever is first.
+    sc_core::sc_time after_item_at(const sc_core::sc_time& t, const sc_core::sc_time& in_progress);
+    // Occupies [start, start + duration) for an item put ahead of bookings that have not started
+    // (an arbiter's choice): booked there when free, else its time is booked at the first gap
+    // after `start` (the bookings it passes keep their times; the backlog ends as late as if they
+    // had moved).
+    void book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;

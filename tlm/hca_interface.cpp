@@ -157,6 +157,7 @@ void qp_context::encode(uint8_t* p) const {
     put<uint8_t>(p + 88, rnr_retry);
     put<uint8_t>(p + 89, min_rnr_timer);
     put<uint8_t>(p + 90, port);
+    put<uint8_t>(p + 91, sl);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -192,6 +193,7 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.rnr_retry = get<uint8_t>(p + 88);
     c.min_rnr_timer = get<uint8_t>(p + 89);
     c.port = get<uint8_t>(p + 90);
+    c.sl = get<uint8_t>(p + 91);
     return c;
 }
 

@@ -274,6 +274,8 @@ struct qp_context {
     uint8_t min_rnr_timer = 12;
     // The HCA port the QP sends and receives through (IBV_QP_PORT, set on RESET -> INIT), 1-based.
     uint8_t port = 1;
+    // RC/UC: the service level of its packets (ah_attr.sl of IBV_QP_AV, set on INIT -> RTR).
+    uint8_t sl = 0;
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);

@@ -179,7 +179,8 @@ sc_core::sc_time ib_link::send(int end, ib_message_ptr msg, const sc_core::sc_ti
 }
 
 sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32_t i,
-                                      const sc_core::sc_time& ready) {
+                                      const sc_core::sc_time& ready, ib_output_arbiter* arbiter,
+                                      uint8_t vl) {
     const uint32_t n = msg->packets();
     const int far = 1 - end;
     const uint32_t payload = msg->packet_payload(i);
@@ -191,13 +192,17 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
     credit_calendar* credits =
         m_fwd[far] ? m_fwd[far]->input_credits(m_fwd_port[far], msg->sl) : nullptr;
     const uint64_t blocks = credit_blocks(bytes);
-    sc_core::sc_time start = m_dir[end].first_fit(ready, dur);
+    serial_resource& wire = m_dir[end];
+    auto wire_from = [&](const sc_core::sc_time& t) {
+        return arbiter ? arbiter->earliest(wire, t, dur, vl) : wire.first_fit(t, dur);
+    };
+    sc_core::sc_time start = wire_from(ready);
     if (credits) {
         const sc_core::sc_time free_wire = start;
         for (;;) {
             const sc_core::sc_time c = credits->find(start, blocks, dur);
             if (c == start) break;
-            start = m_dir[end].first_fit(c, dur);
+            start = wire_from(c);
         }
         if (start > free_wire) {
             ++m_credit_stalls;
@@ -207,7 +212,10 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
                               start));
         }
     }
-    m_dir[end].book(start, dur);
+    if (arbiter)
+        arbiter->book(wire, start, dur, vl);
+    else
+        wire.book(start, dur);
     HCASIM_TRACE(
         busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
     const sc_core::sc_time sent = start + dur;

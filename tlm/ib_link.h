@@ -138,6 +138,17 @@ class ib_forwarder {
                                      const sc_core::sc_time& last) = 0;
 };
 
+// An output port's arbiter between virtual lanes (a switch's VL arbitration, fabric/vl_arbiter.h):
+// it says when a packet of a VL may start on the port's wire, and books it there.
+class ib_output_arbiter {
+  public:
+    virtual ~ib_output_arbiter() = default;
+    virtual sc_core::sc_time earliest(serial_resource& wire, const sc_core::sc_time& ready,
+                                      const sc_core::sc_time& duration, uint8_t vl) = 0;
+    virtual void book(serial_resource& wire, const sc_core::sc_time& start,
+                      const sc_core::sc_time& duration, uint8_t vl) = 0;
+};
+
 // Packets of a message of `length` payload bytes (at least one).
 inline uint32_t packets_for(uint64_t length, uint32_t mtu) {
     return length > mtu ? static_cast<uint32_t>((length + mtu - 1) / mtu) : 1;
@@ -239,10 +250,12 @@ class ib_link : public sc_core::sc_module {
     // Books the message's packets from `end` starting no earlier than `earliest`; returns when
     // the last packet has left the sending port.
     sc_core::sc_time send(int end, ib_message_ptr msg, const sc_core::sc_time& earliest);
-    // Books packet `i` of `msg` from `end`, not before `ready` (a forwarding device's next hop);
-    // returns when its last bit has left.
+    // Books packet `i` of `msg` from `end`, not before `ready` (a forwarding device's next hop),
+    // on VL `vl` through the sending port's arbiter when it has one (else first come, first
+    // served); returns when its last bit has left.
     sc_core::sc_time send_packet(int end, const ib_message_ptr& msg, uint32_t i,
-                                 const sc_core::sc_time& ready);
+                                 const sc_core::sc_time& ready,
+                                 ib_output_arbiter* arbiter = nullptr, uint8_t vl = 0);
 
     uint32_t mtu() const { return m_mtu; }
     // When the last packet booked from `end` has left.

@@ -290,6 +290,26 @@ TEST(scenario_loader, bad_nodes_and_links) {
     EXPECT_TRUE(has_prefix(l, "t.json: /workloads/1/node: unknown node \"nowhere\""));
 }
 
+TEST(scenario_loader, vl_tables_are_checked_where_written) {
+    auto l = load(R"({"nodes": {"a": {}, "b": {}},
+        "fabric": {"switches": {"s1": {"vls": 2, "sl2vl": "0,1", "vlarb_high": "2:1"},
+                                "s2": {"vls": 2, "vlarb_low": "0:1"}},
+                   "links": [{"a": "a", "b": "s1"}, {"a": "s1", "b": "s2"}, {"a": "s2", "b": "b"}]}})");
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /fabric/switches/s1/sl2vl: 2 entries (one VL for each of "
+                           "the 16 SLs)"));
+    EXPECT_TRUE(has_prefix(l, "t.json: /fabric/switches/s1/vlarb_high: entry \"2:1\""));
+    EXPECT_TRUE(has_prefix(l,
+                           "t.json: /fabric/switches/s2/vlarb_low: VL 1, which SL 1 travels "
+                           "on, has no weight in either table"));
+    auto star = load(R"({"nodes": {"a": {}, "b": {}},
+        "fabric": {"topology": "star", "switch": {"vls": 4, "vlarb_low": "0:1:2"}}})");
+    EXPECT_TRUE(has_prefix(star, "t.json: /fabric/switch/vlarb_low: entry \"0:1:2\""));
+    auto fine = load(R"({"nodes": {"a": {}, "b": {}},
+        "fabric": {"topology": "star", "switch": {"vls": 2, "vlarb_high": "1:4", "vlarb_low": "0:1"}}})");
+    EXPECT_TRUE(fine.ok) << (fine.lines.empty() ? "" : fine.lines.front());
+}
+
 TEST(scenario_loader, two_port_hcas_link_each_port_once) {
     // A two-port node takes two links (ports 1 and 2 in turn, or as a_port/b_port say); a third,
     // a port it does not have, a port linked twice, a port for a switch and a perftest port
