@@ -107,16 +107,28 @@ void check_ib_ports(const json& w, const std::string& p,
     const uint64_t client = port_of("ib_port", 1);
     const uint64_t server = port_of("server_ib_port", client);
     const char* server_key = w.contains("server_ib_port") ? "server_ib_port" : "ib_port";
+    // The HCA ports that have a link (a node end without a port named takes port 1).
+    std::set<std::pair<std::string, uint64_t>> linked;
+    for (const link_spec& l : sc.links) {
+        linked.insert({l.a, static_cast<uint64_t>(std::max(1, l.a_port))});
+        linked.insert({l.b, static_cast<uint64_t>(std::max(1, l.b_port))});
+    }
     std::set<std::string> told;
     for (const auto& [c, s] : pairs)
         for (const auto& [n, port, key] :
              {std::tuple{c, client, "ib_port"}, std::tuple{s, server, server_key}}) {
             const node_config* cfg = sc.node(n);
-            if (!cfg || port <= cfg->hca.ports || !told.insert(n + key).second) continue;
-            d.error(pointer_join(p, key),
-                    "port " + std::to_string(port) + " of node \"" + n + "\", whose HCA has " +
-                        std::to_string(cfg->hca.ports) + (cfg->hca.ports == 1 ? " port" : " ports"),
-                    "a port its hca.ports has (1.." + std::to_string(cfg->hca.ports) + ")");
+            if (!cfg || !told.insert(n + key).second) continue;
+            if (port > cfg->hca.ports)
+                d.error(pointer_join(p, key),
+                        "port " + std::to_string(port) + " of node \"" + n + "\", whose HCA has " +
+                            std::to_string(cfg->hca.ports) +
+                            (cfg->hca.ports == 1 ? " port" : " ports"),
+                        "a port its hca.ports has (1.." + std::to_string(cfg->hca.ports) + ")");
+            else if (!linked.count({n, port}))
+                d.error(pointer_join(p, key),
+                        "port " + std::to_string(port) + " of node \"" + n + "\" has no link",
+                        "a port that fabric.links (or the default link) plugs into");
         }
 }
 

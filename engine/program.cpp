@@ -612,8 +612,6 @@ void program_runner::op_connect(const json& a, step_result& r) {
                                       : qp_reliability{},
                 st == qp_state::init ? port : std::nullopt,
                 st == qp_state::rtr ? sl : std::nullopt);
-    if (!r.err && port)
-        for (int i = 0; i < 2; ++i) q[i]->port = *port;
 }
 
 qp_reliability program_runner::reliability_of(const json& a) {
@@ -646,7 +644,6 @@ void program_runner::op_modify_qp(const std::string& n, const json& a, step_resu
                                            it->second.peer_lid, qkey, ord, ird, reliability_of(a),
                                            port, sl);
     if (!r.err && qkey) it->second.qkey = *qkey;
-    if (!r.err && port) it->second.port = *port;
 }
 
 void program_runner::op_address_handle(const std::string& op, const std::string& n, uint32_t pid,

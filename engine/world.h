@@ -38,7 +38,6 @@ struct qp_record {
     std::string peer_node;  // set by connect
     uint32_t peer_qpn = 0;
     uint16_t peer_lid = 0;
-    uint32_t port = 1;  // the HCA port, as the program last set it (INIT)
     uint32_t send_cqn = 0, recv_cqn = 0;
 };
 

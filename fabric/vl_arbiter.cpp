@@ -108,13 +108,16 @@ sc_core::sc_time vl_arbiter::earliest(serial_resource& wire, const sc_core::sc_t
     // packet, and never before the packet on the wire at `ready` has left.
     const uint64_t mine = std::max<uint64_t>(1, me.weight);
     const sc_core::sc_time finish = own + scaled(duration, mine + same) / static_cast<double>(mine);
-    return std::max(finish - duration, wire.after_item_at(ready, m_in_progress));
+    // Never on top of another packet put ahead.
+    return m_ahead.first_fit(std::max(finish - duration, wire.after_item_at(ready, m_in_progress)),
+                             duration);
 }
 
-void vl_arbiter::book(serial_resource& wire, const sc_core::sc_time& start,
-                      const sc_core::sc_time& duration, uint8_t vl) {
-    wire.book_over(start, duration);
+sc_core::sc_time vl_arbiter::book(serial_resource& wire, const sc_core::sc_time& start,
+                                  const sc_core::sc_time& duration, uint8_t vl) {
+    if (wire.first_fit(start, duration) != start) m_ahead.book(start, duration);
     m_lanes[vl].last_end = std::max(m_lanes[vl].last_end, start + duration);
+    return wire.book_over(start, duration);
 }
 
 }  // namespace hcasim

@@ -14,7 +14,8 @@
 //   have it, its VL's share w_v / (sum of the waiting VLs' weights) of the wire: it finishes
 //   (its own duration) x (sum / w_v) after the later of its ready time and its VL's previous
 //   packet;
-// - a low-priority VL while a high-priority one has packets waiting: after everything booked.
+// - a low-priority VL while a high-priority one has packets waiting: in the first gap the
+//   booked packets leave, as when it is alone.
 // A packet put ahead of others does not move them (their times were booked); the wire time it
 // takes is booked at the first gap after it (serial_resource::book_over), so the port's backlog
 // ends as late as if they had moved, and every byte is carried once. Packets of one VL stay in
@@ -55,8 +56,8 @@ class vl_arbiter : public ib_output_arbiter {
 
     sc_core::sc_time earliest(serial_resource& wire, const sc_core::sc_time& ready,
                               const sc_core::sc_time& duration, uint8_t vl) override;
-    void book(serial_resource& wire, const sc_core::sc_time& start,
-              const sc_core::sc_time& duration, uint8_t vl) override;
+    sc_core::sc_time book(serial_resource& wire, const sc_core::sc_time& start,
+                          const sc_core::sc_time& duration, uint8_t vl) override;
 
   private:
     struct lane {
@@ -66,6 +67,9 @@ class vl_arbiter : public ib_output_arbiter {
     };
     std::array<lane, 16> m_lanes;
     sc_core::sc_time m_in_progress;
+    // Packets put ahead of bookings: their own times, which the wire's calendar does not show (it
+    // books their time at a later gap), so no two of them share the wire.
+    serial_resource m_ahead;
 };
 
 }  // namespace hcasim

@@ -671,6 +671,8 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
         }
         if (state == qp_state::reset) {
             ctx.sq_ci = ctx.rq_ci = ctx.sq_pi = ctx.rq_pi = 0;
+            ctx.port = 1;  // a QP back in RESET takes its port again on the way to INIT
+            ctx.sl = 0;
             ctx.next_psn = ctx.expected_psn = 0;
             qp.sq.pi = qp.sq.ci = qp.rq.pi = qp.rq.ci = 0;
             qp.sq_wrs.clear();

@@ -86,14 +86,20 @@ sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
 
 sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest,
                                          const sc_core::sc_time& duration,
-                                         const sc_core::sc_time& in_progress) {
-    // Right behind the previous cut-in item (the wire is between items then), or at `earliest`
-    // after the item on the wire.
-    const bool behind = earliest < m_cut_in_end;
+                                         const sc_core::sc_time& in_progress,
+                                         sc_core::sc_time* booked) {
+    // Right behind the previous cut-in item when it would overlap it (the wire is between items
+    // then), else at `earliest`, after the item on the wire. Cut-in items may be asked for out of
+    // time order (one booked ahead, then an earlier one): an earlier one that fits before the
+    // last is not held behind it.
+    const bool behind = earliest < m_cut_in_end && earliest + duration > m_cut_in_start;
     sc_core::sc_time start = behind ? m_cut_in_end : earliest;
     if (!behind && first_fit(start, duration) != start) start = after_item_at(start, in_progress);
+    if (start < m_cut_in_end && start + duration > m_cut_in_start) start = m_cut_in_end;
+    m_cut_in_start = start;
     m_cut_in_end = start + duration;
-    book_over(start, duration);
+    const sc_core::sc_time at = book_over(start, duration);
+    if (booked) *booked = at;
     return start;
 }
 
@@ -107,8 +113,9 @@ sc_core::sc_time serial_resource::after_item_at(const sc_core::sc_time& t,
     return std::min(std::prev(it)->end, t + in_progress);
 }
 
-void serial_resource::book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
-    book(first_fit(start, duration), duration);
+sc_core::sc_time serial_resource::book_over(const sc_core::sc_time& start,
+                                            const sc_core::sc_time& duration) {
+    return book(first_fit(start, duration), duration);
 }
 
 sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,

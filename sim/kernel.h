@@ -93,16 +93,19 @@ class serial_resource {
     // it overlaps keep their times; the time it takes from them is booked at the first gap after
     // it, so the backlog ends as late as if they had moved. Two such items never overlap.
     // Returns the start.
+    // Returns the start; `booked`, when given, gets where its time was booked (the same start, or
+    // the gap after the backlog: what a waveform shows as busy).
     sc_core::sc_time cut_in(const sc_core::sc_time& earliest, const sc_core::sc_time& duration,
-                            const sc_core::sc_time& in_progress);
+                            const sc_core::sc_time& in_progress,
+                            sc_core::sc_time* booked = nullptr);
     // When the item on the resource at `t` ends at the latest: `t` when the resource is free then,
     // else the end of the busy stretch or `t + in_progress`, whichever is first.
     sc_core::sc_time after_item_at(const sc_core::sc_time& t, const sc_core::sc_time& in_progress);
     // Occupies [start, start + duration) for an item put ahead of bookings that have not started
     // (an arbiter's choice): booked there when free, else its time is booked at the first gap
     // after `start` (the bookings it passes keep their times; the backlog ends as late as if they
-    // had moved).
-    void book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration);
+    // had moved). Returns where its time was booked.
+    sc_core::sc_time book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
     sc_core::sc_time free_at() const;
@@ -113,8 +116,9 @@ class serial_resource {
         sc_core::sc_time start, end;
     };
     void prune(const sc_core::sc_time& now);
-    std::deque<interval> m_calendar;                        // disjoint, by start
-    sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;  // end of the last cut_in item
+    std::deque<interval> m_calendar;                          // disjoint, by start
+    sc_core::sc_time m_cut_in_start = sc_core::SC_ZERO_TIME;  // the last cut_in item
+    sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
 };
 

@@ -212,12 +212,10 @@ sc_core::sc_time ib_link::send_packet(int end, const ib_message_ptr& msg, uint32
                               start));
         }
     }
-    if (arbiter)
-        arbiter->book(wire, start, dur, vl);
-    else
-        wire.book(start, dur);
+    const sc_core::sc_time shown =
+        arbiter ? arbiter->book(wire, start, dur, vl) : wire.book(start, dur);
     HCASIM_TRACE(
-        busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", start, start + dur));
+        busy(m_stats.path().c_str(), end == 0 ? "busy_0to1" : "busy_1to0", shown, shown + dur));
     const sc_core::sc_time sent = start + dur;
     const sc_core::sc_time arrival = sent + m_latency;
     ++m_packets;

@@ -145,8 +145,10 @@ class ib_output_arbiter {
     virtual ~ib_output_arbiter() = default;
     virtual sc_core::sc_time earliest(serial_resource& wire, const sc_core::sc_time& ready,
                                       const sc_core::sc_time& duration, uint8_t vl) = 0;
-    virtual void book(serial_resource& wire, const sc_core::sc_time& start,
-                      const sc_core::sc_time& duration, uint8_t vl) = 0;
+    // Books the packet to start at `start`; returns where its wire time was booked (later when it
+    // was put ahead of packets booked before it: what a waveform shows as busy).
+    virtual sc_core::sc_time book(serial_resource& wire, const sc_core::sc_time& start,
+                                  const sc_core::sc_time& duration, uint8_t vl) = 0;
 };
 
 // Packets of a message of `length` payload bytes (at least one).

@@ -173,16 +173,19 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             m_credit_wait_ps += to_ps(free - ready);
             ready = free;
         }
-        sc_core::sc_time begin =
-            pass_queued ? dir.cut_in(ready, dur, m_max_tlp) : dir.reserve(ready, dur);
+        // A TLP put ahead of queued ones shows as busy where its time was booked (the end of
+        // their backlog), so the waveform stays one transfer at a time.
+        sc_core::sc_time shown;
+        const sc_core::sc_time begin = pass_queued ? dir.cut_in(ready, dur, m_max_tlp, &shown)
+                                                   : (shown = dir.reserve(ready, dur));
         if (credits.headers) {
             const sc_core::sc_time back = begin + dur + 2 * to_time(m_cfg.latency);
             credits.headers->book(ready, back, 1);
             if (credits.data) credits.data->book(ready, back, data_credits);
             if (credits.returned) credits.returned->emplace_back(back, data_credits);
         }
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin,
-                          begin + dur));
+        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
+                          shown + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
         bytes_counter += bytes;

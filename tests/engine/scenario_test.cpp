@@ -329,6 +329,12 @@ TEST(scenario_loader, two_port_hcas_link_each_port_once) {
     EXPECT_TRUE(has_prefix(l,
                            "t.json: /workloads/0/ib_port: port 2 of node \"a\", whose HCA has "
                            "1 port (expected a port its hca.ports has (1..1))"));
+    auto unlinked = load(R"({"nodes": {"s": {"hca": {"ports": 2}}, "a": {}},
+        "fabric": {"links": [{"a": "a", "b": "s", "b_port": 2}]},
+        "workloads": [{"type": "ib_write_bw", "client": "a", "server": "s"}]})");
+    EXPECT_TRUE(has_prefix(unlinked,
+                           "t.json: /workloads/0/ib_port: port 1 of node \"s\" has no "
+                           "link"));
     auto twice = load(R"({"nodes": {"s": {"hca": {"ports": 2}}, "a": {}, "b": {}},
         "fabric": {"links": [{"a": "a", "b": "s", "b_port": 2}, {"a": "b", "b": "s", "b_port": 2}]}})");
     EXPECT_TRUE(has_prefix(twice,

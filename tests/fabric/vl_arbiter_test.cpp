@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <systemc>
 
 using namespace hcasim;
@@ -89,6 +90,25 @@ TEST(vl_arbiter, a_high_priority_packet_passes_the_low_backlog) {
     EXPECT_EQ(wire.busy_time(), 12 * packet) << "every packet carried once";
     // A low-priority packet now waits behind all of it.
     EXPECT_EQ(send(arb, wire, 0, 1, at)[0], t0 + 12 * packet);
+}
+
+TEST(vl_arbiter, packets_put_ahead_never_share_the_wire) {
+    // Two high-priority VLs pass the same low-priority backlog at once: their packets take turns,
+    // none on top of another.
+    vl_arbiter arb({{1, 1}, {2, 1}}, {{0, 1}}, packet);
+    serial_resource wire;
+    const sc_time t0 = sc_core::sc_time_stamp();
+    send(arb, wire, 0, 10, t0);
+    const sc_time at = t0 + sc_time(250, SC_NS);
+    std::vector<sc_time> starts;
+    for (int i = 0; i < 3; ++i)
+        for (uint8_t vl : {1, 2}) starts.push_back(send(arb, wire, vl, 1, at)[0]);
+    std::sort(starts.begin(), starts.end());
+    for (size_t i = 1; i < starts.size(); ++i)
+        EXPECT_GE(starts[i], starts[i - 1] + packet)
+            << "packet " << i << " overlaps the one before";
+    EXPECT_LT(starts.back(), t0 + 10 * packet) << "all of them ahead of the low backlog's end";
+    EXPECT_EQ(wire.free_at(), t0 + 16 * packet) << "the backlog ends six packets later";
 }
 
 TEST(vl_arbiter, two_backlogged_vls_share_the_wire_by_weight) {

@@ -98,6 +98,12 @@ TEST(serial_resource, cut_in_goes_after_the_item_in_progress_and_conserves_the_b
     EXPECT_EQ(r.free_at(), now + 402 * ns);
     // A reservation made after the cut-ins finds the conserved time booked.
     EXPECT_EQ(r.reserve(now + 100 * ns, 28 * ns), now + 286 * ns);
+    // Out of time order: a cut-in item asked for far ahead, then one for earlier that does not
+    // overlap it, which is not held behind it.
+    EXPECT_EQ(r.cut_in(now + 1000 * ns, 2 * ns, 28 * ns), now + 1000 * ns);
+    EXPECT_EQ(r.cut_in(now + 500 * ns, 2 * ns, 28 * ns), now + 500 * ns);
+    EXPECT_EQ(r.cut_in(now + 1001 * ns, 2 * ns, 28 * ns), now + 1002 * ns)
+        << "overlapping the last one: right behind it";
 }
 
 TEST(clock_domain, cycles_convert_at_the_rounded_period) {
