@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "engine/mem_step.h"
+#include "sim/kernel.h"
 #include "sim/units.h"
 
 namespace hcasim {
@@ -166,7 +167,7 @@ json rate_row(uint64_t size, uint64_t iters, uint64_t bytes, uint64_t ops, uint6
 }
 
 uint64_t now_ps() {
-    return to_ps(sc_core::sc_time_stamp());
+    return to_ps(hcasim::now());
 }
 
 bool is_atomic(const std::string& t) {

@@ -15,7 +15,7 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
         bool fired = false;
         s.h->watch(s.pid, va, 1, [&] {
             fired = true;
-            landed.notify();
+            notify_now(landed);
         });
         ++kernel_events();
         sc_core::wait(k_stall, landed);

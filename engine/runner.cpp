@@ -77,7 +77,7 @@ class scenario_player : public sc_core::sc_module {
     json run_one(size_t i) {
         const workload_spec& w = m_spec.workloads[i];
         const sc_core::sc_time at = ps_time(w.start_ps);
-        if (at > sc_core::sc_time_stamp()) sc_core::wait(at - sc_core::sc_time_stamp());
+        if (at > hcasim::now()) sc_core::wait(at - hcasim::now());
         return run_workload(m_world, w, m_spec.seed + i);
     }
     void finish() {
@@ -109,12 +109,12 @@ class progress_run {
         for (;;) {
             sc_core::sc_time step = slice;
             if (stop_ps) {
-                const sc_core::sc_time now = sc_core::sc_time_stamp();
+                const sc_core::sc_time now = hcasim::now();
                 if (now >= stop) break;
                 if (stop - now < step) step = stop - now;
             }
             const auto t0 = clock::now();
-            sc_core::sc_start(step, policy);
+            run_for(step, policy, stop_ps ? stop : sc_core::sc_max_time());
             if (sc_core::sc_get_status() == sc_core::SC_STOPPED) break;
             if (!stop_ps && !sc_core::sc_pending_activity()) break;
             const double took = std::chrono::duration<double>(clock::now() - t0).count();
@@ -134,7 +134,7 @@ class progress_run {
         char line[160];
         std::snprintf(line, sizeof line,
                       "simulated %.3f us, %llu WQEs on the wire, %.0f WQE/s, %.1f s",
-                      static_cast<double>(to_ps(sc_core::sc_time_stamp())) / 1e6,
+                      static_cast<double>(to_ps(hcasim::now())) / 1e6,
                       static_cast<unsigned long long>(wqes), wall > 0 ? wqes / wall : 0.0, wall);
         logger::instance().status(line);
         if (last) logger::instance().end_status();
@@ -169,7 +169,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     world w(s);
     auto snapshot = [&s] {
         json j = json::object();
-        j["sim_time_ns"] = sc_core::sc_time_stamp().to_seconds() * 1e9;
+        j["sim_time_ns"] = hcasim::now().to_seconds() * 1e9;
         j["seed"] = s.seed;
         json units = collect_unit_stats();
         j["nodes"] = units["nodes"];
@@ -180,7 +180,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     if (opts.progress)
         progress_run().run(s.stop_ps);
     else if (s.stop_ps)
-        sc_core::sc_start(ps_time(*s.stop_ps));
+        run_for(ps_time(*s.stop_ps));
     else
         sc_core::sc_start();
     const double wall =
@@ -189,7 +189,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     json stats = json::object();
     stats["hcasim_version"] = HCASIM_VERSION;
     stats["scenario"] = s.name;
-    stats["sim_time_ns"] = sc_core::sc_time_stamp().to_seconds() * 1e9;
+    stats["sim_time_ns"] = hcasim::now().to_seconds() * 1e9;
     stats["wall_time_s"] = wall;
     stats["events"] = kernel_events();
     stats["seed"] = s.seed;

@@ -63,7 +63,7 @@ json run_dma(world& w, const workload_spec& spec) {
             all_ok = all_ok && d.ok;
             end = now_ps();
             if (!write) last_read = d.data;
-            if (--remaining == 0) finished.notify();
+            if (--remaining == 0) notify_now(finished);
         };
         nd.hca().dma().submit(op);
     }

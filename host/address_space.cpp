@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <iterator>
 
+#include "sim/kernel.h"
+
 namespace hcasim {
 
 namespace {
@@ -223,7 +225,7 @@ int address_space::fault(uint64_t page_va, unsigned page_shift, bool reserved) {
     if (!pfn) return ENOMEM;
     pte p;
     if (find_pte(page_va, p) && p.swapped) {
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = hcasim::now();
         sc_core::sc_time when = now + m_io_lag;
         m_hooks.swap->load(p.slot, m_mem, *pfn << m_base_shift, when);
         m_io_lag = when - now;

@@ -5,6 +5,7 @@
 #include <random>
 #include <tuple>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -97,11 +98,11 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     auto arm = [&] {
         return m_rc.watch({{m_cmd_record, cmd_record_size}}, [fired, &done] {
             *fired = true;
-            done.notify(sc_core::SC_ZERO_TIME);
+            notify_now(done);
         });
     };
     root_complex::watch_id id = arm();
-    const sc_core::sc_time issued = sc_core::sc_time_stamp();
+    const sc_core::sc_time issued = hcasim::now();
     sc_core::sc_time delay = cpu.take();
     const uint64_t op_word = cmd_word(op, token);
     bool sent = mmio(reg::cmd_in0, in0, delay) && mmio(reg::cmd_in1, in1, delay) &&
@@ -111,7 +112,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     int err = sent ? 0 : EIO;
     while (sent) {
         if (!*fired) {
-            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            const sc_core::sc_time now = hcasim::now();
             if (now >= deadline) {
                 err = ETIMEDOUT;
                 break;
@@ -136,7 +137,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
         refuse(err, "command " + std::to_string(static_cast<int>(op)) + " (token " +
                         std::to_string(token) + ") " + (err == ETIMEDOUT ? "timed out" : "failed"));
     }
-    m_cmd_time.add(to_ps(sc_core::sc_time_stamp() - issued));
+    m_cmd_time.add(to_ps(hcasim::now() - issued));
     m_cmd_busy = false;
     m_cmd_free.notify(sc_core::SC_ZERO_TIME);
     return err;
@@ -182,7 +183,7 @@ int driver::dealloc_pd(uint32_t pd) {
 // ---- memory regions ----
 
 int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time t0 = hcasim::now();
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto pd = m_pds.find(attr.pd);
@@ -277,7 +278,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     add_region(std::move(st), pd->second);
     m_registered_pages += npages;
     leave(cpu, 0);
-    m_reg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    m_reg_time.add(to_ps(hcasim::now() - t0));
     return 0;
 }
 
@@ -290,7 +291,7 @@ void driver::add_region(mr_state st, pd_state& pd) {
 }
 
 int driver::dereg_mr(uint32_t handle) {
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time t0 = hcasim::now();
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_mrs.find(handle);
@@ -314,7 +315,7 @@ int driver::dereg_mr(uint32_t handle) {
     m_mrs.erase(it);
     ++m_deregistrations;
     leave(cpu, err);
-    m_dereg_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    m_dereg_time.add(to_ps(hcasim::now() - t0));
     return err;
 }
 
@@ -839,7 +840,7 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
     std::vector<work_completion> out;
     auto it = m_cqs.find(cqn);
     if (it == m_cqs.end() || count <= 0) return out;
-    const sc_core::sc_time deadline = sc_core::sc_time_stamp() + timeout;
+    const sc_core::sc_time deadline = hcasim::now() + timeout;
     struct wake {
         bool fired = false;
         sc_core::sc_event ev;
@@ -849,10 +850,10 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
         auto w = std::make_shared<wake>();
         auto id = m_rc.watch(ring_ranges(it->second.buf), [w] {
             w->fired = true;
-            w->ev.notify(sc_core::SC_ZERO_TIME);
+            notify_now(w->ev);
         });
         poll_cq(cqn, count - static_cast<int>(out.size()), out);
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = hcasim::now();
         const bool done =
             static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
         if (!done && !w->fired) cpu_clock::wait_for(w->ev, deadline - now);

@@ -3,6 +3,7 @@
 #include <cerrno>
 
 #include "host/driver.h"
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -26,7 +27,7 @@ bool driver::setup_events(cpu_clock& cpu) {
     }
     m_rc.set_interrupt(m_msi_addr, [this] {
         m_irq_pending = true;
-        m_irq.notify(sc_core::SC_ZERO_TIME);
+        notify_now(m_irq);
     });
     return true;
 }
@@ -51,7 +52,7 @@ void driver::odp_worker() {
 // hmm_range_fault for the HCA: fault the pages of the access in, write their translation entries,
 // make the HCA drop what it cached, and let the waiting translations go.
 void driver::odp_fault(const eqe& e) {
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time t0 = hcasim::now();
     ++m_nic_faults;
     cpu_clock cpu;
     cpu.add(to_time(m_cfg.cpu.nic_fault));
@@ -86,7 +87,7 @@ void driver::odp_fault(const eqe& e) {
     if (resolved) command(cmd::invalidate_mtt, first, count, cpu);
     command(cmd::page_fault_resume, e.token, resolved ? 0 : 1, cpu);
     cpu.settle();
-    m_odp_fault_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    m_odp_fault_time.add(to_ps(hcasim::now() - t0));
 }
 
 bool driver::odp_mirrored(uint32_t pid, uint64_t page_va) const {
@@ -102,7 +103,7 @@ bool driver::odp_mirrored(uint32_t pid, uint64_t page_va) const {
 
 void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
     if (!m_booted || !cpu_clock::in_thread()) return;
-    const sc_core::sc_time t0 = sc_core::sc_time_stamp();
+    const sc_core::sc_time t0 = hcasim::now();
     std::vector<std::pair<uint64_t, uint64_t>> runs;    // {first entry, count}
     std::vector<std::pair<uint64_t, uint64_t>> mapped;  // {IOVA, bytes} to unmap afterwards
     for (const auto& [handle, st] : m_mrs) {
@@ -133,7 +134,7 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
     // The HCA no longer uses the entries: the IOVAs go too, before the pages are reclaimed.
     for (const auto& [iova, bytes] : mapped) dma_unmap(iova, bytes, false, cpu);
     cpu.settle();
-    m_odp_invalidate_time.add(to_ps(sc_core::sc_time_stamp() - t0));
+    m_odp_invalidate_time.add(to_ps(hcasim::now() - t0));
 }
 
 void driver::odp_invalidate_range(uint32_t pid, uint64_t va, uint64_t length) {

@@ -155,7 +155,7 @@ address_space& host_impl::process(uint32_t pid) {
         // Direct reclaim: a small batch, without waiting for the HCA (mirrored pages skipped);
         // the faulting thread pays for the writes.
         hooks.reclaim = [this, self] {
-            const sc_core::sc_time now = sc_core::sc_time_stamp();
+            const sc_core::sc_time now = hcasim::now();
             sc_core::sc_time when = now;
             const uint64_t got = reclaim(32, false, when);
             self->add_io_lag(when - now);
@@ -180,7 +180,7 @@ int host_impl::touch(uint32_t pid, uint64_t va, uint64_t length) {
 }
 
 uint64_t host_impl::reclaim(uint64_t pages, bool may_block, sc_core::sc_time& when) {
-    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = hcasim::now();
     ++m_reclaim_runs;
     const uint64_t got = m_reclaimer.reclaim(pages, may_block, when);
     m_swap_outs += got;
@@ -190,11 +190,11 @@ uint64_t host_impl::reclaim(uint64_t pages, bool may_block, sc_core::sc_time& wh
 
 int host_impl::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
     const uint64_t page = m_frames.page_size();
-    sc_core::sc_time when = sc_core::sc_time_stamp();
+    sc_core::sc_time when = hcasim::now();
     const uint64_t got = reclaim((bytes + page - 1) / page, cpu_clock::in_thread(), when);
     reclaimed = got * page;
-    if (cpu_clock::in_thread() && when > sc_core::sc_time_stamp()) {
-        sc_core::wait(when - sc_core::sc_time_stamp());
+    if (cpu_clock::in_thread() && when > hcasim::now()) {
+        sc_core::wait(when - hcasim::now());
         ++kernel_events();
     }
     return 0;
@@ -204,7 +204,7 @@ void host_impl::check_watermark() {
     if (!m_swap.enabled() || m_kswapd_busy || !sc_core::sc_is_running()) return;
     const double low = m_cfg.swap.low_watermark * static_cast<double>(m_frames.frames_total());
     if (static_cast<double>(m_frames.frames_free()) < low)
-        m_kswapd_wake.notify(sc_core::SC_ZERO_TIME);
+        notify_now(m_kswapd_wake);
 }
 
 void host_impl::kswapd() {
@@ -216,11 +216,11 @@ void host_impl::kswapd() {
             m_cfg.swap.high_watermark * static_cast<double>(m_frames.frames_total());
         while (static_cast<double>(m_frames.frames_free()) < high) {
             const auto want = static_cast<uint64_t>(std::ceil(high)) - m_frames.frames_free();
-            sc_core::sc_time when = sc_core::sc_time_stamp();
+            sc_core::sc_time when = hcasim::now();
             const uint64_t got = reclaim(std::min<uint64_t>(want, 256), true, when);
             if (got == 0) break;
-            if (when > sc_core::sc_time_stamp()) {
-                sc_core::wait(when - sc_core::sc_time_stamp());
+            if (when > hcasim::now()) {
+                sc_core::wait(when - hcasim::now());
                 ++kernel_events();
             }
         }

@@ -178,7 +178,7 @@ std::optional<uint64_t> iommu::lookup(uint64_t iova) const {
 void iommu::fault(uint64_t iova, bool write, const char* reason) {
     ++m_faults;
     if (m_fault_events.size() >= max_fault_events) return;
-    m_fault_events.push_back({{"time_ns", sc_core::sc_time_stamp().to_seconds() * 1e9},
+    m_fault_events.push_back({{"time_ns", hcasim::now().to_seconds() * 1e9},
                               {"dir", write ? "write" : "read"},
                               {"iova", hex(iova)},
                               {"reason", reason}});

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -64,7 +65,7 @@ void root_complex::report_stale(uint64_t pfn, bool write, const dma_origin& o, b
     if (m_stale_events.size() >= max_stale_events) return;
     const unsigned shift = m_frames.page_shift();
     const frame_owner now = m_frames.page_owner(pfn);
-    json e = {{"time_ns", sc_core::sc_time_stamp().to_seconds() * 1e9},
+    json e = {{"time_ns", hcasim::now().to_seconds() * 1e9},
               {"dir", write ? "write" : "read"},
               {"frame", hex(pfn)},
               {"owner", owner_json(now.use, now.pid, now.vpn << shift)},
@@ -111,7 +112,7 @@ bool root_complex::resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_
     }
     // Every IO page the request touches is translated, each on its own, one after another: a
     // request that faults on any page moves no byte.
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     sc_core::sc_time when = now + delay;
     bool ok = true;
     for (uint64_t done = 0; done < len || (len == 0 && done == 0);) {
@@ -137,7 +138,7 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
                                                    sc_core::sc_time at) {
     if (!translating()) return at;
     // Writes visible by now cannot hold anything back any more.
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     while (!m_write_order.empty() && m_write_order.begin()->second <= now)
         m_write_order.erase(m_write_order.begin());
     auto it = m_write_order.upper_bound(arrival);
@@ -147,7 +148,7 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
 
 sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arrival,
                                                     sc_core::sc_time at) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     while (!m_commits.empty() && m_commits.begin()->second <= now)
         m_commits.erase(m_commits.begin());
     auto it = m_commits.upper_bound(arrival);
@@ -185,13 +186,13 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
     // Posted writes become visible in order of arrival, also when an earlier one still waits
     // for its walk.
     const sc_core::sc_time visible = after_writes_before(arrival, translated);
-    if (translating() && visible > sc_core::sc_time_stamp()) {
+    if (translating() && visible > hcasim::now()) {
         sc_core::sc_time& v = m_write_order[arrival];
         v = std::max(v, visible);
     }
     for (const piece& p : m_pieces) {
         check_owner(p.pa, p.len, true, ext, p.offset);
-        if (visible == sc_core::sc_time_stamp()) {
+        if (visible == hcasim::now()) {
             land(p.pa, data + p.offset, p.len);
             continue;
         }
@@ -220,10 +221,10 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
     } else if (gp.is_write() && m_on_interrupt && addr == m_msi_addr && len <= 8) {
         ++m_interrupts;
         // Not translated, but not ahead of the writes before it (the EQE it announces).
-        const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+        const sc_core::sc_time arrival = hcasim::now() + delay;
         m_notify.at(after_writes_before(arrival, arrival), m_on_interrupt);
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
-    } else if (const sc_core::sc_time arrival = sc_core::sc_time_stamp() + delay;
+    } else if (const sc_core::sc_time arrival = hcasim::now() + delay;
                !resolve(addr, len, gp.is_write(), delay)) {
         gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
     } else if (gp.is_read()) {
@@ -231,7 +232,7 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         m_read_bytes += len;
         serve_read(gp, arrival);
         // The memory access starts when the writes before it are committed.
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = hcasim::now();
         const sc_core::sc_time ready = now + delay;
         const sc_core::sc_time start = after_commits_before(arrival, ready);
         m_commit_wait_ps += to_ps(start - ready);
@@ -243,7 +244,7 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         ++m_writes;
         m_write_bytes += len;
         // Held until visible: the link holds the sender back as long (tlm/pcie_link.h).
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = hcasim::now();
         const sc_core::sc_time visible = serve_write(gp, arrival, now + delay);
         delay = visible - now;
         if (m_write_commit > sc_core::SC_ZERO_TIME) {
@@ -313,7 +314,7 @@ void root_complex::notify_write(uint64_t addr, uint64_t len) {
         std::function<void()> fn = std::move(m_watchers.at(id).fn);
         unwatch(id);
         ++m_wakeups;
-        m_notify.at(sc_core::sc_time_stamp(), std::move(fn));
+        m_notify.at(hcasim::now(), std::move(fn));
     }
 }
 

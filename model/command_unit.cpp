@@ -1,5 +1,6 @@
 #include "model/command_unit.h"
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -28,23 +29,35 @@ void command_unit::submit(const command_request& c) {
 }
 
 void command_unit::start() {
-    m_started = sc_core::sc_time_stamp();
+    m_started = hcasim::now();
     const command_request c = m_fifo.front();
     auto done = [this, c] { finish(c, cmd_status::ok); };
     m_queue.after(m_clk.cycles(m_cfg.command_cycles), [this, c, done] {
         switch (c.op) {
-            case cmd::nop: done(); break;
-            case cmd::flush_qpc: m_qpc.flush(static_cast<uint32_t>(c.in0), done); break;
-            case cmd::flush_cqc: m_cq.flush(static_cast<uint32_t>(c.in0), done); break;
-            case cmd::invalidate_mpt: m_tpt.invalidate_mpt(static_cast<uint32_t>(c.in0), done); break;
-            case cmd::invalidate_mtt: m_tpt.invalidate_mtt_range(c.in0, c.in1, done); break;
+            case cmd::nop:
+                done();
+                break;
+            case cmd::flush_qpc:
+                m_qpc.flush(static_cast<uint32_t>(c.in0), done);
+                break;
+            case cmd::flush_cqc:
+                m_cq.flush(static_cast<uint32_t>(c.in0), done);
+                break;
+            case cmd::invalidate_mpt:
+                m_tpt.invalidate_mpt(static_cast<uint32_t>(c.in0), done);
+                break;
+            case cmd::invalidate_mtt:
+                m_tpt.invalidate_mtt_range(c.in0, c.in1, done);
+                break;
             case cmd::page_fault_resume:
                 if (m_tpt.resume(static_cast<uint32_t>(c.in0), c.in1 == 0))
                     done();
                 else
                     finish(c, cmd_status::bad_index);
                 break;
-            default: finish(c, cmd_status::bad_op); break;
+            default:
+                finish(c, cmd_status::bad_op);
+                break;
         }
     });
 }
@@ -52,14 +65,15 @@ void command_unit::start() {
 void command_unit::finish(const command_request& c, cmd_status status) {
     ++m_count;
     if (status != cmd_status::ok) ++m_failed;
-    HCASIM_LOG(name(), qp, "command " << static_cast<int>(c.op) << " token " << c.token << " status " << static_cast<int>(status));
+    HCASIM_LOG(name(), qp,
+               "command " << static_cast<int>(c.op) << " token " << c.token << " status "
+                          << static_cast<int>(status));
     std::vector<uint8_t> record(cmd_record_size, 0);
     put<uint32_t>(record.data(), c.token);
     put<uint8_t>(record.data() + 4, static_cast<uint8_t>(status));
     const sc_core::sc_time started = m_started;
-    m_dma.write(c.out, std::move(record), [this, started](dma_op&) {
-        m_latency.add(to_ps(sc_core::sc_time_stamp() - started));
-    });
+    m_dma.write(c.out, std::move(record),
+                [this, started](dma_op&) { m_latency.add(to_ps(hcasim::now() - started)); });
     m_fifo.pop_front();
     if (!m_fifo.empty()) start();
 }

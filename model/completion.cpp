@@ -1,5 +1,6 @@
 #include "model/completion.h"
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
 
@@ -19,7 +20,8 @@ completion::completion(sc_core::sc_module_name name, const completion_config& cf
       m_bt("bt_", m_stats, cfg.bt_cache, clk, dma, m_queue),
       m_cqes(m_stats.counter("cqes", "CQEs", "CQEs written to host memory")),
       m_error_cqes(m_stats.counter("error_cqes", "CQEs", "CQEs with a status other than SUCCESS")),
-      m_dropped(m_stats.counter("dropped", "CQEs", "CQEs for a CQ that is not valid (no ring to write to)")),
+      m_dropped(m_stats.counter("dropped", "CQEs",
+                                "CQEs for a CQ that is not valid (no ring to write to)")),
       m_latency(m_stats.latency("latency", "CQE posted to CQE written (left the HCA)")) {}
 
 void completion::post(uint32_t cqn, const cqe& c, std::function<void()> written) {
@@ -30,7 +32,7 @@ void completion::post(uint32_t cqn, const cqe& c, std::function<void()> written)
 }
 
 void completion::next(uint32_t cqn) {
-    const sc_core::sc_time posted = sc_core::sc_time_stamp();
+    const sc_core::sc_time posted = hcasim::now();
     m_cqc.lookup(cqn, [this, cqn, posted](cq_context* ctx) {
         auto& fifo = m_fifo[cqn];
         pending p = std::move(fifo.front());
@@ -41,36 +43,43 @@ void completion::next(uint32_t cqn) {
             const uint32_t index = ctx->producer_index++;
             m_cqc.mark_dirty(cqn);
             p.c.owner = cqe::owner_for(index, ctx->log_depth);
-            const uint64_t offset = static_cast<uint64_t>(index & ((1u << ctx->log_depth) - 1)) * cqe::size;
+            const uint64_t offset =
+                static_cast<uint64_t>(index & ((1u << ctx->log_depth) - 1)) * cqe::size;
             const uint64_t page = 1ULL << ctx->page_shift;
             ++m_cqes;
             if (p.c.status != wc_status::success) ++m_error_cqes;
-            HCASIM_LOG(name(), cq, "cqn " << cqn << " index " << index << " " << to_string(p.c.opcode) << " " << to_string(p.c.status));
-            m_bt.fetch(ctx->buf_table + 8 * (offset >> ctx->page_shift), 1,
-                       [this, offset, page, posted, p = std::move(p)](bool ok, const std::vector<uint64_t>& w) mutable {
-                           if (!ok) {
-                               ++m_dropped;
-                               return;
-                           }
-                           auto op = std::make_shared<dma_op>();
-                           op->dir = dma_op::direction::write;
-                           op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
-                           op->data.resize(cqe::size);
-                           op->trace_id = p.trace_id;
-                           p.c.encode(op->data.data());
-                           op->done = [this, posted, written = std::move(p.written)](dma_op&) {
-                               m_latency.add(to_ps(sc_core::sc_time_stamp() - posted));
-                               if (written) written();
-                           };
-                           m_dma.submit(op);
-                           HCASIM_TRACE(span(name(), "cqe", op->trace_id, posted, op->done_at, cqe::size));
-                       },
-                       m_clk.cycles(m_cfg.cqe_cycles));
+            HCASIM_LOG(name(), cq,
+                       "cqn " << cqn << " index " << index << " " << to_string(p.c.opcode) << " "
+                              << to_string(p.c.status));
+            m_bt.fetch(
+                ctx->buf_table + 8 * (offset >> ctx->page_shift), 1,
+                [this, offset, page, posted, p = std::move(p)](
+                    bool ok, const std::vector<uint64_t>& w) mutable {
+                    if (!ok) {
+                        ++m_dropped;
+                        return;
+                    }
+                    auto op = std::make_shared<dma_op>();
+                    op->dir = dma_op::direction::write;
+                    op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
+                    op->data.resize(cqe::size);
+                    op->trace_id = p.trace_id;
+                    p.c.encode(op->data.data());
+                    op->done = [this, posted, written = std::move(p.written)](dma_op&) {
+                        m_latency.add(to_ps(hcasim::now() - posted));
+                        if (written) written();
+                    };
+                    m_dma.submit(op);
+                    HCASIM_TRACE(span(name(), "cqe", op->trace_id, posted, op->done_at, cqe::size));
+                },
+                m_clk.cycles(m_cfg.cqe_cycles));
         }
         if (!fifo.empty()) next(cqn);
     });
 }
 
-void completion::flush(uint32_t cqn, std::function<void()> done) { m_cqc.flush(cqn, std::move(done)); }
+void completion::flush(uint32_t cqn, std::function<void()> done) {
+    m_cqc.flush(cqn, std::move(done));
+}
 
 }  // namespace hcasim

@@ -69,7 +69,7 @@ public:
     // Calls `fn` with the entry, or with nullptr if the index is outside the table or the read
     // failed.
     void lookup(uint64_t index, callback fn) {
-        const sc_core::sc_time now = sc_core::sc_time_stamp();
+        const sc_core::sc_time now = hcasim::now();
         const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(1));
         if (index >= m_table_entries) {
             m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [fn] { fn(nullptr); });
@@ -162,7 +162,7 @@ private:
         if (!m_blocked.empty()) {
             const uint64_t next = m_blocked.front();
             m_blocked.pop_front();
-            start_fill(next, sc_core::sc_time_stamp());
+            start_fill(next, hcasim::now());
         }
         auto waiting = std::move(m_pending[index]);
         m_pending.erase(index);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "sim/kernel.h"
 #include "sim/tracer.h"
 
 namespace hcasim {
@@ -39,7 +40,7 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
           m_stats.latency("write_latency", "DMA write operation: issue to last TLP sent")) {
     m_stats.formula("tag_utilization", "fraction",
                     "share of the run read tags were held, averaged over tags", [this] {
-                        double now = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
+                        double now = static_cast<double>(to_ps(hcasim::now()));
                         return json(now > 0 ? static_cast<double>(m_tag_busy_ps) /
                                                   (now * static_cast<double>(m_tags))
                                             : 0.0);
@@ -47,7 +48,7 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
 }
 
 uint64_t dma_engine::outstanding_reads() const {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     return static_cast<uint64_t>(std::count_if(m_tag_free.begin(), m_tag_free.end(),
                                                [&](const sc_core::sc_time& t) { return t > now; }));
 }
@@ -55,7 +56,7 @@ uint64_t dma_engine::outstanding_reads() const {
 sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
                                       uint64_t len, const sc_core::sc_time& start, dma_op& op,
                                       const dma_origin& origin) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     std::optional<tlm::tlm_generic_payload> nested;
     const bool own = !m_gp_busy;
     tlm::tlm_generic_payload& gp = own ? m_gp : nested.emplace();
@@ -87,7 +88,7 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
 }
 
 void dma_engine::submit(dma_op_ptr op) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     const sc_core::sc_time begin = std::max(now, op->not_before) + m_clk.cycles(m_cfg.issue_cycles);
     sc_core::sc_time finish = begin;
     const uint64_t total = op->length();

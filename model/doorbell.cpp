@@ -2,6 +2,7 @@
 
 #include <tuple>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
 
@@ -115,7 +116,7 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
         return false;
     }
     ++m_blueflame;
-    dispatch(true, w, sc_core::sc_time_stamp() + delay, std::move(wqe));
+    dispatch(true, w, hcasim::now() + delay, std::move(wqe));
     return true;
 }
 
@@ -157,7 +158,7 @@ bool doorbell::ring(bool send_queue, uint64_t value, const sc_core::sc_time& del
         ++m_malformed;
         return false;
     }
-    dispatch(send_queue, w, sc_core::sc_time_stamp() + delay, {});
+    dispatch(send_queue, w, hcasim::now() + delay, {});
     return true;
 }
 

@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -28,7 +29,7 @@ void event_unit::post(const eqe& e) {
         HCASIM_LOG(name(), qp, "event dropped: no event queue");
         return;
     }
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     const sc_core::sc_time start = m_former.reserve(now, m_clk.cycles(m_cfg.eqe_cycles));
     const uint32_t index = m_producer++;
     const unsigned log_entries = static_cast<unsigned>(__builtin_ctzll(m_tables.eq_entries));

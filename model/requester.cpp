@@ -184,7 +184,7 @@ bool requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride,
 }
 
 void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     m_qpc.lookup(qpn, [this, qpn, producer_index, now](qp_context* ctx) {
         if (!ctx || ctx->state == qp_state::reset) {
             ++m_bad_doorbells;
@@ -258,7 +258,7 @@ void requester::kick(uint32_t qpn) {
                 HCASIM_TRACE(
                     span(m_fetcher.name(), "fetch", wqe_trace_id(qpn, s->index),
                          tracer::instance().marked(this, "fetch", wqe_trace_id(qpn, first)),
-                         sc_core::sc_time_stamp(), stride));
+                         hcasim::now(), stride));
                 HCASIM_TRACE(add(name(), "outstanding", 1));
                 sq.window.push_back(s);
                 if (sq.error) {
@@ -397,7 +397,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             HCASIM_TRACE(
                 span(m_tpt.name(), "translate", wqe_trace_id(qpn, s->index),
                      tracer::instance().marked(this, "translate", wqe_trace_id(qpn, s->index)),
-                     sc_core::sc_time_stamp(), s->length));
+                     hcasim::now(), s->length));
             build_message(ctx, s);
             if (scatter_target) {
                 s->stage = wqe_stage::ready;  // translations held until the response lands
@@ -462,7 +462,7 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
 
 void requester::schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when) {
     // One scheduled drain per QP: an earlier time replaces a later one, a later one waits for it.
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     if (sq.drain_at > now && sq.drain_at <= when) return;
     sq.drain_at = when;
     m_queue.at(when, [this, qpn] { drain(qpn); });
@@ -470,7 +470,7 @@ void requester::schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_tim
 
 void requester::drain(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     if (sq.resend_after > now) {
         schedule_drain(qpn, sq, sq.resend_after);
         return;
@@ -544,7 +544,7 @@ void requester::on_response(ib_message_ptr msg) {
         return;
     }
     HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(),
-                      sc_core::sc_time_stamp(), msg->length));
+                      hcasim::now(), msg->length));
     if (msg->op == ib_op::ack) {
         acknowledge(qpn, psn, true);
         return;
@@ -646,7 +646,7 @@ void requester::rewind(uint32_t qpn, const slot_ptr& from, const sc_core::sc_tim
             c->resend = true;
         }
     }
-    sq.resend_after = std::max(sq.resend_after, sc_core::sc_time_stamp() + delay);
+    sq.resend_after = std::max(sq.resend_after, hcasim::now() + delay);
     drain(qpn);
 }
 
@@ -680,7 +680,7 @@ void requester::on_timer(uint32_t qpn) {
             break;
         }
     if (!oldest) return;
-    if (oldest->sent_at + ps_time(transport_timeout_ps(sq.ctx.timeout)) > sc_core::sc_time_stamp())
+    if (oldest->sent_at + ps_time(transport_timeout_ps(sq.ctx.timeout)) > hcasim::now())
         return arm_timer(qpn);
     ++m_timeouts;
     retry(qpn, oldest);
@@ -732,7 +732,7 @@ void requester::retire(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
     const bool was_full = sq.window.size() >= m_cfg.max_outstanding;
     bool any = false;
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     while (!sq.window.empty() && sq.window.front()->stage == wqe_stage::completed) {
         slot_ptr s = sq.window.front();
         sq.window.pop_front();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
 
@@ -202,7 +203,7 @@ void responder::flush_receives(uint32_t qpn) {
 }
 
 void responder::on_message(ib_message_ptr msg) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     const sc_core::sc_time begin = m_pipeline.reserve(now, m_clk.cycles(m_cfg.message_cycles));
     const sc_core::sc_time ready_at = begin + m_clk.cycles(m_cfg.message_cycles);
     if (!m_ports.with_lid(msg->dst_lid)) {
@@ -741,9 +742,9 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
         r->out->msg = std::move(out);
     }
     r->out->ready = true;
-    HCASIM_TRACE(span(name(), "execute", r->msg->trace_id, r->msg->arrivals.front(),
-                      sc_core::sc_time_stamp(), r->msg->length));
-    m_latency.add(to_ps(sc_core::sc_time_stamp() - r->msg->arrivals.front()));
+    HCASIM_TRACE(span(name(), "execute", r->msg->trace_id, r->msg->arrivals.front(), hcasim::now(),
+                      r->msg->length));
+    m_latency.add(to_ps(hcasim::now() - r->msg->arrivals.front()));
     send_ready(r->msg->dst_qpn);
 }
 
@@ -765,7 +766,7 @@ void responder::send_ready(uint32_t qpn) {
             ++m_acks_coalesced;  // the next ACK acknowledges this request too
             continue;
         }
-        if (out->msg) port_of(*out->msg).send(out->msg, sc_core::sc_time_stamp());
+        if (out->msg) port_of(*out->msg).send(out->msg, hcasim::now());
     }
 }
 

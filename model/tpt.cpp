@@ -1,5 +1,6 @@
 #include "model/tpt.h"
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 
 namespace hcasim {
@@ -213,7 +214,7 @@ void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missi
     ++m_odp_faults;
     pending_fault& f = m_faults_pending[token];
     f.mtt_index = mtt_missing;
-    f.raised = sc_core::sc_time_stamp();
+    f.raised = hcasim::now();
     f.waiting.push_back({req, std::move(fn)});
     m_fault_by_mtt[mtt_missing] = token;
     eqe e;
@@ -238,7 +239,7 @@ bool tpt::resume(uint32_t token, bool resolved) {
     pending_fault f = std::move(it->second);
     m_faults_pending.erase(it);
     m_fault_by_mtt.erase(f.mtt_index);
-    m_odp_fault_latency.add(to_ps(sc_core::sc_time_stamp() - f.raised));
+    m_odp_fault_latency.add(to_ps(hcasim::now() - f.raised));
     if (!resolved) ++m_odp_failed;
     for (auto& w : f.waiting) {
         --m_parked_count;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/kernel.h"
 #include "tlm/hca_interface.h"
 
 namespace hcasim {
@@ -14,10 +15,17 @@ word_cache::word_cache(const std::string& prefix, stats_group& stats, const cach
       m_dma(dma),
       m_queue(queue),
       m_hits(stats.counter(prefix + "hits", "entries", "entries found on chip")),
-      m_misses(stats.counter(prefix + "misses", "entries", "entries not on chip (read from host memory, or merged with a read in flight)")),
-      m_merged(stats.counter(prefix + "merged_misses", "entries", "missing entries already being read for another request: waited for, not read again")),
-      m_miss_waits(stats.counter(prefix + "miss_waits", "reads", "reads of missing entries that waited for a free miss slot (all misses_in_flight busy)")),
-      m_invalidations(stats.counter(prefix + "invalidations", "entries", "cached entries dropped on the driver's command")) {
+      m_misses(stats.counter(
+          prefix + "misses", "entries",
+          "entries not on chip (read from host memory, or merged with a read in flight)")),
+      m_merged(stats.counter(
+          prefix + "merged_misses", "entries",
+          "missing entries already being read for another request: waited for, not read again")),
+      m_miss_waits(stats.counter(
+          prefix + "miss_waits", "reads",
+          "reads of missing entries that waited for a free miss slot (all misses_in_flight busy)")),
+      m_invalidations(stats.counter(prefix + "invalidations", "entries",
+                                    "cached entries dropped on the driver's command")) {
     stats.formula(prefix + "hit_rate", "fraction", "hits / (hits + misses)", [this] {
         uint64_t n = m_hits + m_misses;
         return json(n ? static_cast<double>(m_hits) / static_cast<double>(n) : 0.0);
@@ -25,7 +33,7 @@ word_cache::word_cache(const std::string& prefix, stats_group& stats, const cach
 }
 
 void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core::sc_time& after) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp() + after;
+    const sc_core::sc_time now = hcasim::now() + after;
     const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(std::max<uint64_t>(1, count)));
     const sc_core::sc_time hit_ready = start + m_clk.cycles(m_geo.hit_cycles + count - 1);
     auto req = std::make_shared<request>();
@@ -48,7 +56,8 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
             fill& f = *in->second;
             const uint64_t offset = (a - f.addr) / 8;
             if (!f.waiters.empty() && f.waiters.back().req == req &&
-                f.waiters.back().first + f.waiters.back().n == i && f.waiters.back().offset + f.waiters.back().n == offset)
+                f.waiters.back().first + f.waiters.back().n == i &&
+                f.waiters.back().offset + f.waiters.back().n == offset)
                 ++f.waiters.back().n;
             else
                 f.waiters.push_back({req, i, offset, 1});
@@ -88,7 +97,7 @@ void word_cache::start_fill(const fill_ptr& f) {
     auto op = std::make_shared<dma_op>();
     op->dir = dma_op::direction::read;
     op->segments.push_back({f->addr, 8 * f->n});
-    op->not_before = std::max(f->not_before, sc_core::sc_time_stamp());
+    op->not_before = std::max(f->not_before, hcasim::now());
     op->done = [this, f](dma_op& done) { finish_fill(f, done); };
     m_dma.submit(op);
 }
@@ -109,7 +118,8 @@ void word_cache::finish_fill(const fill_ptr& f, dma_op& op) {
     std::vector<uint64_t> words;
     if (op.ok) {
         words.resize(f->n);
-        for (uint64_t k = 0; k < f->n; ++k) words[k] = hca_if::get<uint64_t>(op.data.data() + 8 * k);
+        for (uint64_t k = 0; k < f->n; ++k)
+            words[k] = hca_if::get<uint64_t>(op.data.data() + 8 * k);
     }
     for (const waiter& w : f->waiters) deliver(w, op.ok ? words.data() : nullptr, op.ok);
 }
@@ -129,7 +139,8 @@ uint64_t word_cache::invalidate(uint64_t addr, uint64_t count) {
     if (count <= 64) {
         for (uint64_t i = 0; i < count; ++i) n += m_lines.invalidate(addr + 8 * i) ? 1 : 0;
     } else {
-        n = m_lines.invalidate_if([&](uint64_t key, const uint64_t&) { return key >= addr && key < end; });
+        n = m_lines.invalidate_if(
+            [&](uint64_t key, const uint64_t&) { return key >= addr && key < end; });
     }
     // Entries being read now must not be kept when their fill returns: the driver changed them.
     if (!m_inflight.empty()) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/kernel.h"
 #include "sim/log.h"
 #include "tlm/hca_interface.h"
 
@@ -35,7 +36,7 @@ uint32_t wqe_fetcher::batch(const queue_desc& q, uint32_t index, uint32_t count)
 }
 
 void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, callback fn) {
-    const sc_core::sc_time start = sc_core::sc_time_stamp();
+    const sc_core::sc_time start = hcasim::now();
     const uint64_t depth = 1ULL << q.log_depth;
     const uint64_t stride = 1ULL << q.wqe_shift;
     const uint64_t page = 1ULL << q.page_shift;
@@ -62,7 +63,7 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
                     return;
                 }
                 m_wqes += n;
-                m_latency.add(to_ps(sc_core::sc_time_stamp() - start));
+                m_latency.add(to_ps(hcasim::now() - start));
                 fn(true, n, std::move(done.data));
             };
             ++m_dma_reads;

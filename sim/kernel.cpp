@@ -1,3 +1,4 @@
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/kernel.h"
 
 #include <algorithm>
@@ -16,15 +17,48 @@ uint64_t& wqes_on_wire() {
     return count;
 }
 
-callback_queue::callback_queue(sc_core::sc_module_name name) : sc_core::sc_module(name) {
-    SC_METHOD(dispatch);
-    sensitive << m_wake;
-    dont_initialize();
+namespace detail {
+bool g_ahead = false;
+sc_core::sc_time g_now;
+}  // namespace detail
+
+void notify_now(sc_core::sc_event& ev) {
+    ev.notify(now() - sc_core::sc_time_stamp());
 }
 
-uint32_t callback_queue::take_slot() {
+void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy) {
+    run_for(duration, policy, sc_core::sc_time_stamp() + duration);
+}
+
+void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy,
+             const sc_core::sc_time& stop) {
+    calendar& c = calendar::get();
+    c.set_limit(stop);
+    sc_core::sc_start(duration, policy);
+    c.set_limit(sc_core::sc_max_time());
+}
+
+callback_queue::callback_queue(sc_core::sc_module_name name)
+    : sc_core::sc_module(name), m_calendar(calendar::get()) {}
+
+calendar& calendar::get() {
+    // Never destroyed: its event belongs to the simulation context, which outlives main's scope.
+    static calendar* c = new calendar();
+    return *c;
+}
+
+calendar::calendar() : m_limit(sc_core::sc_max_time()) {
+    sc_core::sc_spawn_options opts;
+    opts.spawn_method();
+    opts.dont_initialize();
+    opts.set_sensitivity(&m_wake);
+    sc_core::sc_spawn([this] { dispatch(); }, "hcasim_calendar", &opts);
+}
+
+uint32_t calendar::take_slot() {
     if (m_free_slots.empty()) {
         m_slots.emplace_back();
+        m_owner.push_back(nullptr);
         return static_cast<uint32_t>(m_slots.size() - 1);
     }
     const uint32_t slot = m_free_slots.back();
@@ -32,31 +66,45 @@ uint32_t callback_queue::take_slot() {
     return slot;
 }
 
-void callback_queue::schedule(const sc_core::sc_time& when, uint32_t slot) {
-    sc_core::sc_time now = sc_core::sc_time_stamp();
-    sc_core::sc_time t = when < now ? now : when;
-    bool earliest = m_heap.empty() || t < m_heap.front().when;
+void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
+    const sc_core::sc_time t = std::max(when, now());
+    const bool earliest = m_heap.empty() || t < m_heap.front().when;
     m_heap.push_back(item{t, m_seq++, slot});
     std::push_heap(m_heap.begin(), m_heap.end(), later{});
-    // While dispatching, callbacks due now run in the same activation.
-    if (earliest && !(m_dispatching && t == now)) m_wake.notify(t - now);
+    // While the calendar runs callbacks, it picks this one up itself.
+    if (earliest && !detail::g_ahead) m_wake.notify(t - sc_core::sc_time_stamp());
 }
 
-void callback_queue::dispatch() {
+void calendar::dispatch() {
     ++kernel_events();
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
-    m_dispatching = true;
-    while (!m_heap.empty() && m_heap.front().when <= now) {
+    const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+    detail::g_ahead = true;
+    detail::g_now = stamp;
+    // Callbacks run in time order until the next activity of the kernel (a host thread's wake-up,
+    // which a callback may have just notified): everything they touch is then as the thread
+    // would find it, as if the kernel had stepped through each callback's time.
+    while (!m_heap.empty()) {
+        // sc_start(duration) leaves what is due at its end to the next sc_start: so does this.
+        const sc_core::sc_time& when = m_heap.front().when;
+        if (when >= m_limit || when > stamp + sc_core::sc_time_to_pending_activity()) break;
         const uint32_t slot = m_heap.front().slot;
+        detail::g_now = m_heap.front().when;
         std::pop_heap(m_heap.begin(), m_heap.end(), later{});
         m_heap.pop_back();
         // Out of its slot first: the callback may schedule more and grow m_slots.
-        callback fn = std::move(m_slots[slot]);
+        inline_callback fn = std::move(m_slots[slot]);
+        --m_owner[slot]->m_pending;
         m_free_slots.push_back(slot);
         fn();
     }
-    m_dispatching = false;
-    if (!m_heap.empty()) m_wake.notify(m_heap.front().when - now);
+    detail::g_ahead = false;
+    if (!m_heap.empty()) {
+        m_wake.notify(m_heap.front().when - stamp);
+    } else if (detail::g_now > stamp && !sc_core::sc_pending_activity()) {
+        // Nothing else will move the kernel's time: bring it to the last callback's, where the
+        // simulation ends.
+        m_wake.notify(detail::g_now - stamp);
+    }
 }
 
 void serial_resource::prune(const sc_core::sc_time& now) {
@@ -69,7 +117,7 @@ sc_core::sc_time serial_resource::free_at() const {
 
 sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
                                             const sc_core::sc_time& duration) {
-    prune(sc_core::sc_time_stamp());
+    prune(now());
     sc_core::sc_time start = earliest;
     // Only a booking that starts before the end of the calendar searches it for a gap; the
     // common case (back-to-back TLPs of one transfer, a link that keeps up) starts after it.
@@ -105,7 +153,7 @@ sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest,
 
 sc_core::sc_time serial_resource::after_item_at(const sc_core::sc_time& t,
                                                 const sc_core::sc_time& in_progress) {
-    prune(sc_core::sc_time_stamp());
+    prune(now());
     auto it = std::upper_bound(
         m_calendar.begin(), m_calendar.end(), t,
         [](const sc_core::sc_time& x, const interval& iv) { return x < iv.start; });

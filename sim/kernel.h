@@ -1,9 +1,15 @@
 // Scheduling helpers that keep the number of kernel events per WQE small and bounded.
 //
-// `callback_queue`: a unit schedules work as callbacks at absolute simulated times; the queue
-// holds one sc_event and wakes once per distinct time, so a WQE stage costs one kernel event,
-// whatever the number of TLPs or cycles it spans. Callbacks live in reused slots and keep small
-// captures inline (inline_callback), so scheduling allocates nothing in the steady state.
+// `callback_queue`: a unit schedules work as callbacks at absolute simulated times. Every queue
+// books into one calendar for the whole simulation, which holds one sc_event: when it wakes, it
+// runs callbacks in time order *ahead of the kernel*, up to the next activity the kernel has
+// pending (a host thread's wake-up) or the end of the current sc_start, whichever is first. The
+// hardware's pipeline stages therefore cost no kernel event of their own: the kernel is entered
+// when a host thread has to run, and a WQE costs a few events whatever the number of stages, TLPs
+// or cycles it spans. Code that runs in a callback reads the time from `now()`, never from
+// sc_time_stamp(), and wakes host threads with `notify_now`. Callbacks live in reused slots and
+// keep small captures inline (inline_callback), so scheduling allocates nothing in the steady
+// state.
 // `serial_resource`: something that serves one transfer at a time (a link direction, a cache
 // port). Reserving it returns when the transfer starts; no events are needed to model occupancy.
 // `clock_domain`: converts a unit's cycle counts to sc_time in one place.
@@ -26,26 +32,71 @@ uint64_t& kernel_events();
 // progress line.
 uint64_t& wqes_on_wire();
 
+namespace detail {
+// The calendar's time while it runs a callback ahead of the kernel; `ahead` is set only then.
+extern bool g_ahead;
+extern sc_core::sc_time g_now;
+}  // namespace detail
+
+// The simulated time of the code that runs: the callback's time inside a calendar callback (it
+// may be ahead of the kernel's), sc_time_stamp() elsewhere (host threads, elaboration).
+inline sc_core::sc_time now() {
+    return detail::g_ahead ? detail::g_now : sc_core::sc_time_stamp();
+}
+// Wakes the processes waiting on `ev` at now(), a delta cycle later: the notification a callback
+// gives a host thread (a timed notification when the callback runs ahead of the kernel).
+void notify_now(sc_core::sc_event& ev);
+// sc_start(duration) whose callbacks do not run past its end: the calendar stops there too, so
+// the state at the end is the state at that time. A run in slices towards a later end passes
+// that end as `stop` (or the maximum time for none): the calendar then runs ahead across the
+// slices' ends exactly as in one sc_start, so slicing changes nothing.
+void run_for(const sc_core::sc_time& duration,
+             sc_core::sc_starvation_policy policy = sc_core::SC_RUN_TO_TIME);
+void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy,
+             const sc_core::sc_time& stop);
+
+// The simulation's calendar of callbacks (one, whatever the number of queues).
+class calendar;
+
 class callback_queue : public sc_core::sc_module {
   public:
     using callback = inline_callback;
 
-    SC_HAS_PROCESS(callback_queue);
     explicit callback_queue(sc_core::sc_module_name name);
     // Runs `fn` (any void() callable, built in its slot) at `when` (now if that has passed).
     template <class F>
-    void at(const sc_core::sc_time& when, F&& fn) {
-        const uint32_t slot = take_slot();
-        m_slots[slot].emplace(std::forward<F>(fn));
-        schedule(when, slot);
-    }
+    void at(const sc_core::sc_time& when, F&& fn);
     template <class F>
     void after(const sc_core::sc_time& delay, F&& fn) {
-        at(sc_core::sc_time_stamp() + delay, std::forward<F>(fn));
+        at(now() + delay, std::forward<F>(fn));
     }
-    size_t pending() const { return m_heap.size(); }
+    // Callbacks of this queue not yet run.
+    size_t pending() const { return m_pending; }
 
   private:
+    friend class calendar;
+    calendar& m_calendar;
+    size_t m_pending = 0;
+};
+
+class calendar {
+  public:
+    // The calendar of the current simulation, created with its first queue (during elaboration).
+    static calendar& get();
+
+    template <class F>
+    void at(const sc_core::sc_time& when, F&& fn, callback_queue* owner) {
+        const uint32_t slot = take_slot();
+        m_slots[slot].emplace(std::forward<F>(fn));
+        m_owner[slot] = owner;
+        ++owner->m_pending;
+        schedule(when, slot);
+    }
+    // Callbacks run from here stop at `limit` (run_for sets it; the maximum time otherwise).
+    void set_limit(const sc_core::sc_time& limit) { m_limit = limit; }
+
+  private:
+    calendar();
     struct item {
         sc_core::sc_time when;
         uint64_t seq;
@@ -61,12 +112,18 @@ class callback_queue : public sc_core::sc_module {
     void schedule(const sc_core::sc_time& when, uint32_t slot);
 
     std::vector<item> m_heap;  // a binary heap under `later`: earliest first, then FIFO
-    std::vector<callback> m_slots;
+    std::vector<inline_callback> m_slots;
+    std::vector<callback_queue*> m_owner;  // by slot
     std::vector<uint32_t> m_free_slots;
     sc_core::sc_event m_wake;
     uint64_t m_seq = 0;
-    bool m_dispatching = false;
+    sc_core::sc_time m_limit;
 };
+
+template <class F>
+void callback_queue::at(const sc_core::sc_time& when, F&& fn) {
+    m_calendar.at(when, std::forward<F>(fn), this);
+}
 
 // A resource that serves one transfer at a time (a link direction, a cache port). Reservations
 // are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or

@@ -4,6 +4,8 @@
 
 #include <systemc>
 
+#include "sim/kernel.h"
+
 namespace hcasim {
 
 logger& logger::instance() {
@@ -27,15 +29,15 @@ bool logger::set_topics(const std::string& list) {
     static const struct {
         const char* name;
         log_topic t;
-    } names[] = {{"QP", log_topic::qp},   {"WQE", log_topic::wqe},   {"DMA", log_topic::dma},
+    } names[] = {{"QP", log_topic::qp},     {"WQE", log_topic::wqe}, {"DMA", log_topic::dma},
                  {"PCIE", log_topic::pcie}, {"TPT", log_topic::tpt}, {"HOST", log_topic::host},
                  {"PORT", log_topic::port}, {"CQ", log_topic::cq},   {"ALL", log_topic::all}};
     uint32_t mask = 0;
     size_t start = 0;
     while (start <= list.size()) {
         size_t comma = list.find(',', start);
-        std::string item = list.substr(start, comma == std::string::npos ? std::string::npos
-                                                                         : comma - start);
+        std::string item =
+            list.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
         bool found = false;
         for (const auto& n : names)
             if (item == n.name) {
@@ -56,10 +58,12 @@ bool logger::enabled_slow(const char* unit, log_topic topic) const {
     if (!(m_topics & static_cast<uint32_t>(topic))) return false;
     std::string u(unit);
     for (const auto& prefix : m_units) {
-        if (prefix.empty() || (u.rfind(prefix, 0) == 0 && (u.size() == prefix.size() || u[prefix.size()] == '.')))
+        if (prefix.empty() ||
+            (u.rfind(prefix, 0) == 0 && (u.size() == prefix.size() || u[prefix.size()] == '.')))
             return true;
         // A bare unit name ("tpt") matches that unit on every node.
-        if (u.size() > prefix.size() && u.compare(u.size() - prefix.size(), prefix.size(), prefix) == 0 &&
+        if (u.size() > prefix.size() &&
+            u.compare(u.size() - prefix.size(), prefix.size(), prefix) == 0 &&
             u[u.size() - prefix.size() - 1] == '.')
             return true;
     }
@@ -67,7 +71,7 @@ bool logger::enabled_slow(const char* unit, log_topic topic) const {
 }
 
 void logger::write(const char* unit, const std::string& text) const {
-    double us = sc_core::sc_time_stamp().to_seconds() * 1e6;
+    double us = hcasim::now().to_seconds() * 1e6;
     if (m_status_shown) std::fputs("\r\x1b[K", stderr);
     m_status_shown = false;
     std::fprintf(stderr, "[%.3fus] %s: %s\n", us, unit, text.c_str());

@@ -107,7 +107,7 @@ void tracer::level(const char* unit, const char* signal, const sc_core::sc_time&
 }
 
 void tracer::add(const char* unit, const char* signal, int64_t delta) {
-    m_deltas.push_back({to_ps(sc_core::sc_time_stamp()), signal_index(unit, unit, signal), delta});
+    m_deltas.push_back({to_ps(hcasim::now()), signal_index(unit, unit, signal), delta});
 }
 
 void tracer::pulse(const uint64_t* counter, const sc_core::sc_time& at, bool timeline) {
@@ -119,12 +119,12 @@ void tracer::pulse(const uint64_t* counter, const sc_core::sc_time& at, bool tim
 }
 
 void tracer::mark(const void* owner, const char* stage, uint64_t id) {
-    m_marks[{{owner, stage}, id}] = to_ps(sc_core::sc_time_stamp());
+    m_marks[{{owner, stage}, id}] = to_ps(hcasim::now());
 }
 
 sc_core::sc_time tracer::marked(const void* owner, const char* stage, uint64_t id) const {
     auto it = m_marks.find({{owner, stage}, id});
-    return it == m_marks.end() ? sc_core::sc_time_stamp() : ps_time(it->second);
+    return it == m_marks.end() ? hcasim::now() : ps_time(it->second);
 }
 
 std::map<std::string, std::vector<tracer::change>> tracer::signal_changes() const {
@@ -168,7 +168,7 @@ bool tracer::write_vcd(const std::string& path, std::string& problem) const {
         auto& v = signals[name];
         for (const change& c : changes) v.push_back({c.ps, c.value});
     }
-    const uint64_t now = to_ps(sc_core::sc_time_stamp());
+    const uint64_t now = to_ps(hcasim::now());
     ::hcasim::write_vcd(f, signals, m_from_ps, std::min(m_to_ps, std::max(now, m_from_ps)));
     return out.commit(problem);
 }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/kernel.h"
+
 namespace hcasim {
 
 sc_core::sc_time credit_calendar::find(const sc_core::sc_time& earliest, uint64_t n,
@@ -35,7 +37,7 @@ sc_core::sc_time credit_calendar::find(const sc_core::sc_time& earliest, uint64_
 void credit_calendar::book(const sc_core::sc_time& taken, const sc_core::sc_time& returned,
                            uint64_t n) {
     if (infinite() || n == 0 || returned <= taken) return;
-    fold(sc_core::sc_time_stamp());
+    fold(hcasim::now());
     const auto k = static_cast<int64_t>(n);
     for (auto [at, d] : {std::pair{taken, k}, std::pair{returned, -k}}) {
         auto [it, fresh] = m_steps.emplace(at, d);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/kernel.h"
 #include "sim/tracer.h"
 
 namespace hcasim {
@@ -109,7 +110,7 @@ ib_link::ib_link(sc_core::sc_module_name name, const ib_link_config& cfg, double
         m_stats.formula(
             d == 0 ? "utilization_0to1" : "utilization_1to0", "fraction",
             "share of the run the direction was busy", [this, d] {
-                double now = sc_core::sc_time_stamp().to_seconds();
+                double now = hcasim::now().to_seconds();
                 return json(now > 0 ? std::min(1.0, m_dir[d].busy_time().to_seconds() / now) : 0.0);
             });
     }

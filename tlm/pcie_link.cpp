@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "sim/kernel.h"
 #include "sim/tracer.h"
 #include "tlm/completer_pacing.h"
 
@@ -107,7 +108,7 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
     auto utilization = [this](const serial_resource& r) {
-        double now = sc_core::sc_time_stamp().to_seconds();
+        double now = hcasim::now().to_seconds();
         return json(now > 0 ? std::min(1.0, r.busy_time().to_seconds() / now) : 0.0);
     };
     m_stats.formula("up_utilization", "fraction",
@@ -198,7 +199,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
 }
 
 void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     const uint64_t addr = gp.get_address();
     const uint64_t len = gp.get_data_length();
     const auto* stream_ext = gp.get_extension<dma_stream_ext>();
@@ -283,7 +284,7 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
 }
 
 void pcie_link::downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
-    const sc_core::sc_time now = sc_core::sc_time_stamp();
+    const sc_core::sc_time now = hcasim::now();
     const uint64_t len = gp.get_data_length();
     if (gp.is_write()) {
         ++m_mmio_writes;

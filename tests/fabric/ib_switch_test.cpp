@@ -65,7 +65,7 @@ struct bench : sc_core::sc_module {
         const sc_time sw_lat = to_time(cfg.latency);
 
         // ---- one packet, cut-through ----
-        const sc_time t0 = sc_core::sc_time_stamp();
+        const sc_time t0 = hcasim::now();
         const uint32_t bytes = 1024 + ib_link::header_bytes(ib_op::rdma_write, true, true);
         in1.send(0, write(1024, 7), t0);
         wait(sc_time(10, sc_core::SC_US));
@@ -76,14 +76,14 @@ struct bench : sc_core::sc_module {
             << "cut-through: one wire time, not one per hop";
 
         // ---- no route: dropped at the switch ----
-        in1.send(0, write(64, 9), sc_core::sc_time_stamp());
+        in1.send(0, write(64, 9), hcasim::now());
         wait(sc_time(10, sc_core::SC_US));
         EXPECT_EQ(got.size(), 1u) << "nothing delivered for an unknown LID";
 
         // ---- incast: two inputs into one output (traced) ----
         tracer::instance().enable(false, true);
         got.clear();
-        const sc_time start = sc_core::sc_time_stamp();
+        const sc_time start = hcasim::now();
         const int messages = 40;  // 64 KiB each: 16 packets
         sc_time done1 = start, done2 = start;
         for (int i = 0; i < messages; ++i) {
@@ -133,7 +133,7 @@ struct bench : sc_core::sc_module {
 
 TEST(ib_switch, cut_through_drops_unroutable_and_shares_an_output_losslessly) {
     bench b("bench");
-    sc_core::sc_start(sc_time(10, sc_core::SC_MS));
+    hcasim::run_for(sc_time(10, sc_core::SC_MS));
     EXPECT_TRUE(b.finished);
 }
 

@@ -67,7 +67,7 @@ TEST(vl_tables, parse_as_opensm_writes_them) {
 TEST(vl_arbiter, one_vl_alone_is_first_come_first_served) {
     vl_arbiter arb({}, {{0, 1}, {1, 1}}, packet);
     serial_resource wire, plain;
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     const auto starts = send(arb, wire, 0, 5, t0);
     for (int i = 0; i < 5; ++i) {
         EXPECT_EQ(starts[i], plain.reserve(t0, packet)) << "packet " << i;
@@ -78,7 +78,7 @@ TEST(vl_arbiter, one_vl_alone_is_first_come_first_served) {
 TEST(vl_arbiter, a_high_priority_packet_passes_the_low_backlog) {
     vl_arbiter arb({{1, 1}}, {{0, 1}}, packet);
     serial_resource wire;
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     send(arb, wire, 0, 10, t0);  // [t0, t0 + 1000 ns) of low-priority packets
     const sc_time at = t0 + sc_time(250, SC_NS);
     const auto high = send(arb, wire, 1, 2, at);
@@ -97,7 +97,7 @@ TEST(vl_arbiter, packets_put_ahead_never_share_the_wire) {
     // none on top of another.
     vl_arbiter arb({{1, 1}, {2, 1}}, {{0, 1}}, packet);
     serial_resource wire;
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     send(arb, wire, 0, 10, t0);
     const sc_time at = t0 + sc_time(250, SC_NS);
     std::vector<sc_time> starts;
@@ -114,7 +114,7 @@ TEST(vl_arbiter, packets_put_ahead_never_share_the_wire) {
 TEST(vl_arbiter, two_backlogged_vls_share_the_wire_by_weight) {
     vl_arbiter arb({}, {{0, 2}, {1, 1}}, packet);
     serial_resource wire;
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     // Both VLs keep a packet ready at every step: packets of VL 0 and VL 1 alternate arriving.
     sc_time last0, last1;
     int n0 = 0, n1 = 0;

@@ -200,6 +200,6 @@ void bench::run() {
 
 TEST(driver_iommu, bench_without_hca) {
     bench b("bench");
-    sc_core::sc_start(sc_time(10, sc_core::SC_MS));
+    hcasim::run_for(sc_time(10, sc_core::SC_MS));
     EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
 }

@@ -240,7 +240,7 @@ TEST(driver_limits, small_hosts_limits_and_tokens) {
     small_bench small("small");
     full_bench full("full");
     verbs_bench verbs("verbs");
-    sc_core::sc_start(sc_time(10, sc_core::SC_SEC));
+    hcasim::run_for(sc_time(10, sc_core::SC_SEC));
     EXPECT_TRUE(small.finished);
     EXPECT_TRUE(full.finished);
     EXPECT_TRUE(verbs.finished);

@@ -173,11 +173,11 @@ void bench::run() {
     mr_attr one{pd, big, 4096, access::local_write};
     mr_attr many{pd, big, 64 * 4096, access::local_write};
     mr_info m1, m64;
-    sc_time t0 = sc_core::sc_time_stamp();
+    sc_time t0 = hcasim::now();
     ASSERT_EQ(h.reg_mr(pid, one, m1), 0);
-    sc_time t1 = sc_core::sc_time_stamp();
+    sc_time t1 = hcasim::now();
     ASSERT_EQ(h.reg_mr(pid, many, m64), 0);
-    sc_time t2 = sc_core::sc_time_stamp();
+    sc_time t2 = hcasim::now();
     EXPECT_GE((t2 - t1) - (t1 - t0), to_time(cpu.pin_page) * 63.0)
         << "each more page costs at least its pinning";
     EXPECT_EQ(m64.pages, 64u);
@@ -339,12 +339,12 @@ void bench::run() {
     c1.wr_id = 0xabc;
     c1.qpn = qp.qpn;
     c1.opcode = cqe_opcode::rdma_write;
-    const sc_time posted = sc_core::sc_time_stamp();
+    const sc_time posted = hcasim::now();
     post_cqe(cqn, 0, c1, sc_time(3, SC_US));
     auto wcs = h.wait_cq(cqn, 1, sc_time(100, SC_US));
     ASSERT_EQ(wcs.size(), 1u) << "wait_cq woke for the CQE";
-    EXPECT_GE(sc_core::sc_time_stamp() - posted, sc_time(3, SC_US)) << "not before it was visible";
-    EXPECT_LT(sc_core::sc_time_stamp() - posted, sc_time(10, SC_US)) << "nor long after";
+    EXPECT_GE(hcasim::now() - posted, sc_time(3, SC_US)) << "not before it was visible";
+    EXPECT_LT(hcasim::now() - posted, sc_time(10, SC_US)) << "nor long after";
     EXPECT_EQ(wcs[0].wr_id, 0xabcu);
     EXPECT_EQ(wcs[0].qpn, qp.qpn);
     EXPECT_EQ(wcs[0].status, wc_status::success);
@@ -362,9 +362,9 @@ void bench::run() {
     std::vector<work_completion> none;
     EXPECT_EQ(h.poll_cq(cqn, 4, none), 0);
     EXPECT_TRUE(none.empty()) << "stale ring entries do not pass the owner check";
-    const sc_time before_timeout = sc_core::sc_time_stamp();
+    const sc_time before_timeout = hcasim::now();
     EXPECT_TRUE(h.wait_cq(cqn, 1, sc_time(5, SC_US)).empty()) << "nothing came";
-    EXPECT_GE(sc_core::sc_time_stamp() - before_timeout, sc_time(5, SC_US)) << "waited the timeout";
+    EXPECT_GE(hcasim::now() - before_timeout, sc_time(5, SC_US)) << "waited the timeout";
 
     // ---- inline data, BlueFlame and post lists (driver_post.cpp) ----
     {
@@ -429,12 +429,12 @@ void bench::run() {
         list[2] = iw;
         list[2].opcode = wqe_opcode::rdma_write;
         list[2].sges = {sge{8, 0, 0x141200}};
-        const sc_time t0 = sc_core::sc_time_stamp();
+        const sc_time t0 = hcasim::now();
         ASSERT_EQ(h.post_send(iq.qpn, list), 0);
         EXPECT_EQ(hca.sq_doorbells.size(), db0 + 2) << "one doorbell for the list";
         EXPECT_EQ(hca.sq_doorbells.back().producer_index, 6u) << "naming the last WQE";
         EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "nreq > 1: no BlueFlame";
-        EXPECT_GE(sc_core::sc_time_stamp() - t0, to_time(cpu.post_wr) * 4.0)
+        EXPECT_GE(hcasim::now() - t0, to_time(cpu.post_wr) * 4.0)
             << "each WR costs its post_wr";
         EXPECT_EQ(fetch_send_wqe(iq.qpn, 4).inline_bytes.size(), 8u);
         // A list stops at its first bad WR; the ones before it are posted and rung.
@@ -526,11 +526,11 @@ void bench::run() {
     sc_time seen_at;
     h.watch(pid, 0x143000, 16, [&] {
         seen = true;
-        seen_at = sc_core::sc_time_stamp();
+        seen_at = hcasim::now();
     });
     uint8_t byte = 0x5a;
     sc_time d(700, SC_NS);
-    const sc_time wrote = sc_core::sc_time_stamp();
+    const sc_time wrote = hcasim::now();
     hca.dma_write(0x8B000 + 15, &byte, 1, d);
     wait(sc_time(1, SC_US));
     EXPECT_TRUE(seen) << "a DMA write into the watched bytes calls the watcher";
@@ -565,6 +565,6 @@ void bench::run() {
 TEST(driver, bench_without_hca) {
     bench b("bench");
     g_bench = &b;
-    sc_core::sc_start(sc_time(10, sc_core::SC_MS));
+    hcasim::run_for(sc_time(10, sc_core::SC_MS));
     EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
 }

@@ -33,7 +33,7 @@ struct bench : test::model_bench {
         int calls = 0;
         op->done = [&calls](dma_op& o) {
             ++calls;
-            EXPECT_EQ(sc_core::sc_time_stamp(), o.done_at) << "done runs at done_at";
+            EXPECT_EQ(hcasim::now(), o.done_at) << "done runs at done_at";
         };
         dma.submit(op);
         wait_for([&] { return calls > 0; });
@@ -110,7 +110,7 @@ void bench::run() {
     std::vector<dma_op_ptr> many;
     int done_count = 0;
     log0 = mem.log.size();
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     for (int i = 0; i < 6; ++i) {
         auto op =
             make_op(dma_op::direction::read, {{0x10000 + 0x2000 * static_cast<uint64_t>(i), 8192}});
@@ -127,7 +127,7 @@ void bench::run() {
     EXPECT_LE(most_seen, k_tags) << "outstanding_reads() never exceeds read_tags";
     const uint64_t requests = mem.log.size() - log0;
     EXPECT_EQ(requests, 6u * 8192 / k_mrrs);
-    EXPECT_GE(sc_core::sc_time_stamp() - t0, mem.latency * static_cast<double>(requests / k_tags))
+    EXPECT_GE(hcasim::now() - t0, mem.latency * static_cast<double>(requests / k_tags))
         << "with 4 tags, 96 requests need at least 24 memory latencies";
     for (size_t i = 0; i < many.size(); ++i)
         EXPECT_EQ(many[i]->data, mem.read(0x10000 + 0x2000 * i, 8192)) << "op " << i << " data";
@@ -135,7 +135,7 @@ void bench::run() {
     // ---- not_before, pacing and tail ----
     {
         auto op = make_op(dma_op::direction::read, {{0x100, 64}});
-        op->not_before = sc_core::sc_time_stamp() + sc_time(3, SC_US);
+        op->not_before = hcasim::now() + sc_time(3, SC_US);
         op->tail = sc_time(100, SC_NS);
         const size_t n0 = mem.log.size();
         run_op(op);
@@ -143,7 +143,7 @@ void bench::run() {
         EXPECT_EQ(op->done_at, mem.log[n0].end + op->tail) << "done_at = last data + tail";
     }
     {
-        const sc_time now = sc_core::sc_time_stamp();
+        const sc_time now = hcasim::now();
         auto op = make_op(dma_op::direction::write, {{0x60000, 3000}});
         op->data = test::pattern(3000, 3);
         op->pacing = {{0, now + sc_time(1, SC_US)},

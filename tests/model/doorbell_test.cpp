@@ -42,17 +42,17 @@ struct bench : sc_core::sc_module {
     explicit bench(sc_core::sc_module_name n) : sc_core::sc_module(n) {
         bar.bind(unit.bar_in);
         unit.on_send = [this](uint32_t q, uint32_t p) {
-            sends.push_back({q, p, sc_core::sc_time_stamp()});
+            sends.push_back({q, p, hcasim::now()});
         };
         unit.on_recv = [this](uint32_t q, uint32_t p) {
-            recvs.push_back({q, p, sc_core::sc_time_stamp()});
+            recvs.push_back({q, p, hcasim::now()});
         };
         unit.on_blueflame = [this](uint32_t q, uint32_t p, std::vector<uint8_t> w) {
-            bfs.push_back({q, p, std::move(w), sc_core::sc_time_stamp()});
+            bfs.push_back({q, p, std::move(w), hcasim::now()});
         };
         unit.on_command = [this](const command_request& c) {
             commands.push_back(c);
-            command_times.push_back(sc_core::sc_time_stamp());
+            command_times.push_back(hcasim::now());
         };
         SC_THREAD(run);
     }
@@ -129,7 +129,7 @@ void bench::run() {
     EXPECT_TRUE(sends.empty() && recvs.empty()) << "nothing malformed was forwarded";
 
     // ---- good doorbells: forwarded after decode, one decode at a time ----
-    const sc_time now = sc_core::sc_time_stamp();
+    const sc_time now = hcasim::now();
     const sc_time posted(100, SC_NS);  // the store lands 100 ns from now
     EXPECT_EQ(store(reg::sq_doorbell, doorbell_word{3, 7}.encode(), 8, posted),
               tlm::TLM_OK_RESPONSE);
@@ -157,7 +157,7 @@ void bench::run() {
     store(reg::cmd_in0, 0xAAAA);
     store(reg::cmd_in1, 0xBBBB);
     store(reg::cmd_out, 0xCCCC000);
-    const sc_time before = sc_core::sc_time_stamp();
+    const sc_time before = hcasim::now();
     EXPECT_EQ(store(reg::cmd_op, cmd_word(cmd::flush_qpc, 0x87654321u)), tlm::TLM_OK_RESPONSE);
     wait(sc_time(1, sc_core::SC_US));
     ASSERT_EQ(commands.size(), 1u);
@@ -185,7 +185,7 @@ void bench::run() {
     w.encode(block.data() + 8);
     const uint64_t buf1 = reg::bf_base + reg::bf_size;
     const uint64_t sends_before = stat("send");
-    const sc_time t0 = sc_core::sc_time_stamp();
+    const sc_time t0 = hcasim::now();
     EXPECT_EQ(chunk(buf1, block.data()), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(chunk(buf1 + 64, block.data() + 64), tlm::TLM_OK_RESPONSE);
     wait(sc_time(1, sc_core::SC_US));

@@ -83,12 +83,12 @@ struct link_bench : test::model_bench {
         wait(ns(10));
         // Free: the four packets leave back to back.
         auto a = message();
-        link.send(0, a, sc_core::sc_time_stamp());
+        link.send(0, a, hcasim::now());
         arrivals_free = a->arrivals;
         wait(ns(1000));
         // Paced: packet i's bytes are in only at now + 200 ns * (i + 1).
         auto b = message();
-        const sc_time now = sc_core::sc_time_stamp();
+        const sc_time now = hcasim::now();
         for (int i = 0; i < 4; ++i) ready.push_back(now + ns(200.0 * (i + 1)));
         b->ready = ready;
         link.send(0, b, now);

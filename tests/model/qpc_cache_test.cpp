@@ -154,12 +154,12 @@ void bench::run() {
     EXPECT_EQ(mem.log[log0].length, qp_context::size);
 
     // ---- a hit is fast, a miss waits for memory; outside the table is nullptr ----
-    sc_time t = sc_core::sc_time_stamp();
+    sc_time t = hcasim::now();
     ASSERT_TRUE(lookup(40, [](qp_context*) {}));
-    EXPECT_LT(sc_core::sc_time_stamp() - t, mem.latency) << "a hit does not go to memory";
-    t = sc_core::sc_time_stamp();
+    EXPECT_LT(hcasim::now() - t, mem.latency) << "a hit does not go to memory";
+    t = hcasim::now();
     ASSERT_TRUE(lookup(41, [](qp_context*) {}));
-    EXPECT_GE(sc_core::sc_time_stamp() - t, mem.latency) << "a miss waits for the DMA read";
+    EXPECT_GE(hcasim::now() - t, mem.latency) << "a miss waits for the DMA read";
     ASSERT_TRUE(lookup(k_entries, [](qp_context* c) {
         EXPECT_EQ(c, nullptr) << "a QPN outside the table has no context";
     }));

@@ -35,8 +35,8 @@ struct model_bench : sc_core::sc_module {
     // Waits (in the bench thread) until `done()` holds, at most `limit`; returns whether it did.
     bool wait_for(const std::function<bool()>& done,
                   sc_core::sc_time limit = sc_core::sc_time(1, sc_core::SC_MS)) {
-        const sc_core::sc_time until = sc_core::sc_time_stamp() + limit;
-        while (!done() && sc_core::sc_time_stamp() < until)
+        const sc_core::sc_time until = hcasim::now() + limit;
+        while (!done() && hcasim::now() < until)
             wait(sc_core::sc_time(10, sc_core::SC_NS));
         return done();
     }
@@ -48,7 +48,7 @@ template <class Bench>
 Bench& run_once(sc_core::sc_time limit = sc_core::sc_time(1, sc_core::SC_SEC)) {
     static Bench* b = [&] {
         auto* made = new Bench("bench");
-        sc_core::sc_start(limit);
+        hcasim::run_for(limit);
         return made;
     }();
     return *b;

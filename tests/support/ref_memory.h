@@ -100,7 +100,7 @@ class ref_memory : public sc_core::sc_module {
         r.write = gp.is_write();
         r.addr = gp.get_address();
         r.length = gp.get_data_length();
-        r.begin = sc_core::sc_time_stamp() + delay;
+        r.begin = hcasim::now() + delay;
         const uint64_t last = r.addr + (r.length ? r.length - 1 : 0);
         const bool bad = std::any_of(error_ranges.begin(), error_ranges.end(), [&](const auto& e) {
             return r.addr <= e.second && last >= e.first;
@@ -118,7 +118,7 @@ class ref_memory : public sc_core::sc_module {
             gp.set_response_status(tlm::TLM_OK_RESPONSE);
         }
         delay += latency + per_byte * static_cast<double>(r.length);
-        r.end = sc_core::sc_time_stamp() + delay;
+        r.end = hcasim::now() + delay;
         r.status = gp.get_response_status();
         log.push_back(r);
     }

@@ -58,8 +58,8 @@ struct bench : sc_core::sc_module {
         uint64_t lost_msgs = 0, lost_same = 0;
         for (int i = 0; i < 1000; ++i) {
             auto m = write(16 * 4096), twin = write(16 * 4096);
-            lossy.send(0, m, sc_core::sc_time_stamp());
-            same.send(0, twin, sc_core::sc_time_stamp());
+            lossy.send(0, m, hcasim::now());
+            same.send(0, twin, hcasim::now());
             lost_msgs += !m->intact();
             lost_same += !twin->intact();
             EXPECT_EQ(m->first_lost, twin->first_lost) << "the same seed draws the same losses";
@@ -81,7 +81,7 @@ struct bench : sc_core::sc_module {
         // ---- bit errors: a 4 KiB packet (33,000 bits) fails 3.3 % at 1e-6, a 30 B ACK 0.024 %
         // ----
         for (int i = 0; i < 3000; ++i) {
-            noisy.send(0, write(4096), sc_core::sc_time_stamp());
+            noisy.send(0, write(4096), hcasim::now());
             wait(sc_time(1, SC_US));
         }
         const double p = 1 - std::pow(1 - 1e-6, 8.0 * (4096 + 42));
@@ -89,19 +89,19 @@ struct bench : sc_core::sc_module {
                     4 * std::sqrt(3000 * p));
 
         // ---- down windows: from 10 us for 2 us, every 20 us ----
-        wait(sc_time(10, SC_US) - sc_core::sc_time_stamp() % sc_time(20, SC_US) +
+        wait(sc_time(10, SC_US) - hcasim::now() % sc_time(20, SC_US) +
              sc_time(20, SC_US));
         // Now at 10 us + k x 20 us: the link is down for 2 us.
         const size_t before = delivered.size();
         auto inside = write(256);
-        flaky.send(0, inside, sc_core::sc_time_stamp() + sc_time(1, SC_US));
+        flaky.send(0, inside, hcasim::now() + sc_time(1, SC_US));
         EXPECT_EQ(inside->first_lost, 0u) << "a packet sent in a down window is lost";
         auto after = write(256);
-        flaky.send(0, after, sc_core::sc_time_stamp() + sc_time(3, SC_US));
+        flaky.send(0, after, hcasim::now() + sc_time(3, SC_US));
         EXPECT_TRUE(after->intact()) << "the link is up again after 2 us";
         auto straddle = write(3 * 4096);
         flaky.send(0, straddle,
-                   sc_core::sc_time_stamp() + sc_time(20, SC_US) - sc_time(200, SC_NS));
+                   hcasim::now() + sc_time(20, SC_US) - sc_time(200, SC_NS));
         EXPECT_EQ(straddle->first_lost, 1u) << "the second packet leaves inside the next window";
         wait(sc_time(30, SC_US));
         EXPECT_EQ(delivered.size(), before + 2) << "the all-lost message is never delivered";
@@ -121,6 +121,6 @@ uint64_t bench::test_counter(const std::string& path, const std::string& key) {
 
 TEST(ib_link_faults, loss_bit_errors_and_down_windows_drop_what_they_should) {
     auto* b = new bench("bench");
-    sc_core::sc_start(sc_time(1, sc_core::SC_SEC));
+    hcasim::run_for(sc_time(1, sc_core::SC_SEC));
     EXPECT_TRUE(b->finished) << "the bench thread ran to the end";
 }

@@ -77,10 +77,10 @@ struct bench : sc_core::sc_module {
     explicit bench(sc_core::sc_module_name n) : sc_core::sc_module(n) {
         for (int end = 0; end < 2; ++end)
             link.attach(end, [this, end](ib_message_ptr m) {
-                rx[end].push_back({m, sc_core::sc_time_stamp()});
+                rx[end].push_back({m, hcasim::now()});
             });
         small.attach(1, [this](ib_message_ptr m) {
-            rx_small.push_back({m, sc_core::sc_time_stamp()});
+            rx_small.push_back({m, hcasim::now()});
         });
         SC_THREAD(run);
     }
@@ -97,7 +97,7 @@ struct bench : sc_core::sc_module {
     ib_message_ptr send_checked(ib_link& l, const char* stats, ib_op op, uint32_t length) {
         const json s0 = test::stats_of(stats);
         auto m = message(op, length);
-        const sc_time now = sc_core::sc_time_stamp();
+        const sc_time now = hcasim::now();
         const sc_time last_left = l.send(0, m, now);
         const uint32_t mtu = l.mtu();
         const uint32_t packets =
@@ -179,7 +179,7 @@ void bench::run() {
     // ---- messages of one direction serialize; the other direction is independent ----
     rx[0].clear();
     rx[1].clear();
-    const sc_time now = sc_core::sc_time_stamp();
+    const sc_time now = hcasim::now();
     auto a = message(ib_op::rdma_write, 8192), b = message(ib_op::send, 4096),
          back = message(ib_op::ack, 0);
     link.send(0, a, now);
@@ -203,8 +203,8 @@ void bench::run() {
     d->datagram = dg->datagram = true;
     dg->grh = ib_link::make_grh(dg->op, 100, hca_if::port_gid(1), hca_if::port_gid(2));
     const uint64_t before = s["bytes"].get<uint64_t>();
-    link.send(0, d, sc_core::sc_time_stamp());
-    link.send(0, dg, sc_core::sc_time_stamp());
+    link.send(0, d, hcasim::now());
+    link.send(0, dg, hcasim::now());
     wait(sc_time(10, SC_US));
     EXPECT_EQ(test::stats_of("bench.ib")["bytes"].get<uint64_t>() - before,
               (100 + 26 + 8) + (100 + 26 + 8 + 4 + 40))
@@ -216,7 +216,7 @@ void bench::run() {
 bench& sim() {
     static bench* b = [] {
         auto* made = new bench("bench");
-        sc_core::sc_start(sc_time(100, sc_core::SC_MS));
+        hcasim::run_for(sc_time(100, sc_core::SC_MS));
         return made;
     }();
     return *b;

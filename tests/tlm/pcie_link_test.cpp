@@ -153,7 +153,7 @@ struct bench : sc_core::sc_module {
         EXPECT_GE(d, r.wire(len + tlps * r.overhead(true)))
             << "a posted write is done no sooner than its TLPs take to serialize";
         EXPECT_EQ(r.host.log.size(), log0 + 1) << "one transaction reaches the memory";
-        EXPECT_EQ(r.host.log.back().begin, sc_core::sc_time_stamp() + d + r.latency())
+        EXPECT_EQ(r.host.log.back().begin, hcasim::now() + d + r.latency())
             << "the data reach memory one link latency after the last TLP left";
         return d;
     }
@@ -234,7 +234,7 @@ void bench::run() {
         EXPECT_GE(d, sc_time(5, SC_US) + a.wire(256 + a.overhead(true)))
             << "a transfer handed over 5 us from now starts then";
         EXPECT_GE(a.host.log.back().begin,
-                  sc_core::sc_time_stamp() + sc_time(5, SC_US) + a.latency());
+                  hcasim::now() + sc_time(5, SC_US) + a.latency());
     }
 
     // ---- error responses reach the initiator and change nothing ----
@@ -264,7 +264,7 @@ void bench::run() {
         sc_time d = sc_core::SC_ZERO_TIME;
         EXPECT_EQ(test::transact(a.mmio, true, 0x1000, v, 8, d), tlm::TLM_OK_RESPONSE);
         EXPECT_EQ(a.bar.read_u64(0x1000), 0x1122334455667788ULL) << "the store reached the BAR";
-        EXPECT_EQ(a.bar.log.back().begin, sc_core::sc_time_stamp() + d + a.latency())
+        EXPECT_EQ(a.bar.log.back().begin, hcasim::now() + d + a.latency())
             << "posted: the CPU is done when the TLP left, the BAR sees it a latency later";
         EXPECT_EQ(a.stat("down_bytes") - down0, 8 + a.overhead(true));
         EXPECT_EQ(a.stat("mmio_writes") - writes0, 1u);
@@ -327,7 +327,7 @@ void bench::run() {
         EXPECT_EQ(test::transact(a.dma, false, 0x90000, buf.data(), 64, rd, &receive),
                   tlm::TLM_OK_RESPONSE);
         EXPECT_EQ(a.stat("order_wait_ps"), wait0) << "no ordering wait across streams";
-        EXPECT_EQ(a.host.log.back().begin, sc_core::sc_time_stamp() + tlp + request + a.latency())
+        EXPECT_EQ(a.host.log.back().begin, hcasim::now() + tlp + request + a.latency())
             << "the request leaves after the TLP on the wire, ahead of the queued writes";
         EXPECT_LT(rd, wd) << "its data is back before the writes have all left";
         // The writes keep their times; the request's wire time is added at the backlog's end.
@@ -409,7 +409,7 @@ void bench::run() {
     // ---- utilization is the booked wire time over the run ----
     wait(sc_time(50, SC_US));
     const json s = test::stats_of("bench.a.pcie");
-    const double now_ps = static_cast<double>(to_ps(sc_core::sc_time_stamp()));
+    const double now_ps = static_cast<double>(to_ps(hcasim::now()));
     // Gen3 x16, MPS 256: Ack and UpdateFC DLLPs (8 B) each per 168 symbol times (PCIe 5.0
     // tables 3-9 and 2-48) of 16 lanes and one SKP block per 370 data blocks take their share.
     const double share = 2 * 8.0 / (168 * 16) + 1.0 / 371;
@@ -428,7 +428,7 @@ void bench::run() {
 static bench& sim() {
     static bench* b = [] {
         auto* made = new bench("bench");
-        sc_core::sc_start(sc_time(10, sc_core::SC_MS));
+        hcasim::run_for(sc_time(10, sc_core::SC_MS));
         return made;
     }();
     return *b;
