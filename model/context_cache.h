@@ -40,7 +40,7 @@ struct cache_geometry {
 template <class Entry>
 class context_cache {
 public:
-    using callback = std::function<void(Entry*)>;
+    using callback = continuation<void(Entry*)>;
 
     context_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
                   const clock_domain& clk, dma_engine& dma, callback_queue& queue)
@@ -72,20 +72,22 @@ public:
         const sc_core::sc_time now = hcasim::now();
         const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(1));
         if (index >= m_table_entries) {
-            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [fn] { fn(nullptr); });
+            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles),
+                       [fn = std::move(fn)] { fn(nullptr); });
             return;
         }
         if (m_lines.peek(index)) {
             ++m_hits;
             HCASIM_TRACE(pulse(&m_hits, start, false));
-            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles), [this, index, fn] {
-                line* l = m_lines.lookup(index);
-                if (l) {
-                    fn(&l->entry);
-                } else {
-                    lookup(index, fn);  // evicted meanwhile: look again
-                }
-            });
+            m_queue.at(start + m_clk.cycles(m_geo.hit_cycles),
+                       [this, index, fn = std::move(fn)]() mutable {
+                           line* l = m_lines.lookup(index);
+                           if (l) {
+                               fn(&l->entry);
+                           } else {
+                               lookup(index, std::move(fn));  // evicted meanwhile: look again
+                           }
+                       });
             return;
         }
         ++m_misses;
@@ -124,7 +126,7 @@ public:
             m_queue.after(m_clk.cycles(m_geo.hit_cycles), std::move(done));
             return;
         }
-        write_back(index, e, [done](dma_op&) { done(); });
+        write_back(index, e, [done = std::move(done)](dma_op&) { done(); });
     }
 
     void invalidate(uint64_t index) { m_lines.invalidate(index); }
@@ -136,7 +138,7 @@ public:
             l->entry = e;
             l->dirty = false;
         }
-        write_back(index, e, [done](dma_op&) {
+        write_back(index, e, [done = std::move(done)](dma_op&) {
             if (done) done();
         });
     }
@@ -181,7 +183,7 @@ private:
         }
     }
 
-    void write_back(uint64_t index, const Entry& e, std::function<void(dma_op&)> done) {
+    void write_back(uint64_t index, const Entry& e, continuation<void(dma_op&)> done) {
         ++m_writebacks;
         std::vector<uint8_t> bytes(Entry::size);
         e.encode(bytes.data());

@@ -170,7 +170,7 @@ void dma_engine::submit(dma_op_ptr op) {
     });
 }
 
-void dma_engine::read(uint64_t addr, uint64_t length, std::function<void(dma_op&)> done) {
+void dma_engine::read(uint64_t addr, uint64_t length, continuation<void(dma_op&)> done) {
     auto op = std::make_shared<dma_op>();
     op->dir = dma_op::direction::read;
     op->segments.push_back({addr, length});
@@ -178,8 +178,7 @@ void dma_engine::read(uint64_t addr, uint64_t length, std::function<void(dma_op&
     submit(op);
 }
 
-void dma_engine::write(uint64_t addr, std::vector<uint8_t> data,
-                       std::function<void(dma_op&)> done) {
+void dma_engine::write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done) {
     auto op = std::make_shared<dma_op>();
     op->dir = dma_op::direction::write;
     op->segments.push_back({addr, data.size()});

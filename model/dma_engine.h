@@ -104,7 +104,7 @@ struct dma_op {
     uint64_t trace_id = 0;  // the WQE this operation works for (traces), 0 if none
     bool ok = true;         // false if any transaction got an error response
     sc_core::sc_time done_at;
-    std::function<void(dma_op&)> done;
+    continuation<void(dma_op&)> done;
 
     uint64_t length() const {
         uint64_t n = 0;
@@ -125,8 +125,8 @@ class dma_engine : public sc_core::sc_module {
     // Issues the operation now (or at op->not_before); op->done runs when it has finished.
     void submit(dma_op_ptr op);
     // Convenience: read `length` bytes at one address.
-    void read(uint64_t addr, uint64_t length, std::function<void(dma_op&)> done);
-    void write(uint64_t addr, std::vector<uint8_t> data, std::function<void(dma_op&)> done);
+    void read(uint64_t addr, uint64_t length, continuation<void(dma_op&)> done);
+    void write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done);
 
     uint64_t outstanding_reads() const;
 

@@ -27,7 +27,7 @@ public:
               dma_engine& dma);
 
     void set_table(uint64_t base, uint64_t entries) { m_cache.set_table(base, entries); }
-    void lookup(uint32_t qpn, std::function<void(hca_if::qp_context*)> fn) {
+    void lookup(uint32_t qpn, context_cache<hca_if::qp_context>::callback fn) {
         m_cache.lookup(qpn, std::move(fn));
     }
     hca_if::qp_context* resident(uint32_t qpn) { return m_cache.resident(qpn); }

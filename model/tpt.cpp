@@ -86,16 +86,18 @@ void tpt::fail(tpt_fault f, const callback& fn) {
 void tpt::translate(const tpt_request& req, callback fn) {
     ++m_lookups;
     if (req.length == 0) {
-        m_queue.after(m_clk.cycles(m_cfg.check_cycles), [fn] { fn(tpt_result{}); });
+        m_queue.after(m_clk.cycles(m_cfg.check_cycles), [fn = std::move(fn)] { fn(tpt_result{}); });
         return;
     }
     const uint32_t index = key_index(req.key);
     if (index == 0 || index >= m_mpt.table_entries()) {
         m_queue.after(m_clk.cycles(m_cfg.check_cycles),
-                      [this, fn] { fail(tpt_fault::bad_index, fn); });
+                      [this, fn = std::move(fn)] { fail(tpt_fault::bad_index, fn); });
         return;
     }
-    m_mpt.lookup(index, [this, req, fn](mpt_entry* e) { check(req, e, fn); });
+    m_mpt.lookup(index, [this, req, fn = std::move(fn)](mpt_entry* e) mutable {
+        check(req, e, std::move(fn));
+    });
 }
 
 void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
@@ -121,16 +123,17 @@ void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
     const uint32_t index = key_index(req.key);
     const uint32_t ptag = e->ptag;
     if (!window) {
-        translate_pages(req, *e, index, index, ptag, fn);
+        translate_pages(req, *e, index, index, ptag, std::move(fn));
         return;
     }
     // A window: translate through the region it is bound to.
     const uint32_t parent = e->parent;
-    m_mpt.lookup(parent, [this, req, index, parent, ptag, fn](mpt_entry* region) {
-        if (!region) return fail(tpt_fault::dma_error, fn);
-        if (!region->valid) return fail(tpt_fault::invalid_entry, fn);
-        translate_pages(req, *region, parent, index, ptag, fn);
-    });
+    m_mpt.lookup(parent,
+                 [this, req, index, parent, ptag, fn = std::move(fn)](mpt_entry* region) mutable {
+                     if (!region) return fail(tpt_fault::dma_error, fn);
+                     if (!region->valid) return fail(tpt_fault::invalid_entry, fn);
+                     translate_pages(req, *region, parent, index, ptag, std::move(fn));
+                 });
 }
 
 void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint32_t region_index,
@@ -150,7 +153,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
     m_mtt.fetch(
         m_mtt_base + 8 * mtt_first, count,
         [this, req, shift, region_index, hold, ptag, base = region.page_base, first_page, mtt_first,
-         count, on_demand, fn](bool ok, const std::vector<uint64_t>& words) {
+         count, on_demand,
+         fn = std::move(fn)](bool ok, const std::vector<uint64_t>& words) mutable {
             auto drop = [this, hold, mtt_first, count] {
                 release_mtt(mtt_first, count);
                 if (--m_in_flight[hold] == 0) finish_waiters(hold);
@@ -171,7 +175,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                 if (!mtt_present(words[i])) {
                     drop();
                     if (on_demand)
-                        return park(req, region_index, mtt_first + i, std::max(addr, page_va), fn);
+                        return park(req, region_index, mtt_first + i, std::max(addr, page_va),
+                                    std::move(fn));
                     return fail(tpt_fault::not_present, fn);
                 }
                 const uint64_t in_page = addr - page_va;

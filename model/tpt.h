@@ -82,7 +82,7 @@ struct tpt_config {
 
 class tpt : public sc_core::sc_module {
 public:
-    using callback = std::function<void(tpt_result)>;
+    using callback = continuation<void(tpt_result)>;
 
     tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk, dma_engine& dma);
 

@@ -28,7 +28,7 @@ namespace hcasim {
 
 class word_cache {
 public:
-    using callback = std::function<void(bool ok, const std::vector<uint64_t>& words)>;
+    using callback = continuation<void(bool ok, const std::vector<uint64_t>& words)>;
 
     word_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
                const clock_domain& clk, dma_engine& dma, callback_queue& queue);

@@ -1,7 +1,14 @@
-// A move-only `void()` callable that keeps callables of up to `capacity` bytes inside itself, so
-// scheduling a callback costs no heap allocation in the common case (a lambda capturing a few
-// pointers, ids and an sc_time). Larger callables, or ones that cannot be moved without throwing,
-// are kept on the heap, as std::function keeps everything above 16 bytes.
+// Move-only callables that keep callables of up to `Capacity` bytes inside themselves, so passing
+// a continuation or scheduling a callback costs no heap allocation in the common case (a lambda
+// capturing a few pointers, ids, an sc_time, or another such continuation). Larger callables, or
+// ones that cannot be moved without throwing, are kept on the heap, as std::function keeps
+// everything above 16 bytes.
+//
+// `inline_callback`: a `void()` callable of up to 160 bytes, what the calendar keeps per callback
+// (room for a continuation and a few words beside it).
+// `continuation<Sig>`: a callable of up to 112 bytes with signature Sig, what the HCA's units
+// pass to each other for "when this lookup, translation or transfer is done" (one continuation
+// usually captures the one it was handed).
 #pragma once
 
 #include <cstddef>
@@ -11,23 +18,29 @@
 
 namespace hcasim {
 
-class inline_callback {
-  public:
-    static constexpr std::size_t capacity = 64;
+template <class Sig, std::size_t Capacity>
+class inline_function;
 
-    inline_callback() noexcept = default;
+template <class R, class... Args, std::size_t Capacity>
+class inline_function<R(Args...), Capacity> {
+  public:
+    static constexpr std::size_t capacity = Capacity;
+
+    inline_function() noexcept = default;
+    inline_function(std::nullptr_t) noexcept {}  // NOLINT(google-explicit-constructor)
 
     template <class F, class D = std::decay_t<F>,
-              class = std::enable_if_t<!std::is_same<D, inline_callback>::value>>
-    inline_callback(F&& f) {  // NOLINT(google-explicit-constructor): stands in for std::function
+              class = std::enable_if_t<!std::is_same<D, inline_function>::value &&
+                                       !std::is_same<D, std::nullptr_t>::value>>
+    inline_function(F&& f) {  // NOLINT(google-explicit-constructor): stands in for std::function
         construct<D>(std::forward<F>(f));
     }
 
-    // Replaces the callable with `f`, built in place (an inline_callback is moved in).
+    // Replaces the callable with `f`, built in place (an inline_function is moved in).
     template <class F>
     void emplace(F&& f) {
         using D = std::decay_t<F>;
-        if constexpr (std::is_same<D, inline_callback>::value) {
+        if constexpr (std::is_same<D, inline_function>::value) {
             *this = std::forward<F>(f);  // an lvalue does not compile: it is not copyable
         } else {
             reset();
@@ -35,13 +48,13 @@ class inline_callback {
         }
     }
 
-    inline_callback(inline_callback&& o) noexcept : m_ops(o.m_ops) {
+    inline_function(inline_function&& o) noexcept : m_ops(o.m_ops) {
         if (m_ops) {
             m_ops->move(m_buf, o.m_buf);
             o.m_ops = nullptr;
         }
     }
-    inline_callback& operator=(inline_callback&& o) noexcept {
+    inline_function& operator=(inline_function&& o) noexcept {
         if (this != &o) {
             reset();
             m_ops = o.m_ops;
@@ -52,34 +65,41 @@ class inline_callback {
         }
         return *this;
     }
-    inline_callback(const inline_callback&) = delete;
-    inline_callback& operator=(const inline_callback&) = delete;
-    ~inline_callback() { reset(); }
+    inline_function& operator=(std::nullptr_t) noexcept {
+        reset();
+        return *this;
+    }
+    inline_function(const inline_function&) = delete;
+    inline_function& operator=(const inline_function&) = delete;
+    ~inline_function() { reset(); }
 
     explicit operator bool() const noexcept { return m_ops != nullptr; }
-    void operator()() { m_ops->call(m_buf); }
+    R operator()(Args... args) const {
+        return m_ops->call(const_cast<unsigned char*>(m_buf), std::forward<Args>(args)...);
+    }
 
   private:
     struct ops {
-        void (*call)(void*);
+        R (*call)(void*, Args&&...);
         void (*move)(void* dst, void* src) noexcept;  // leaves src destroyed
         void (*destroy)(void*) noexcept;
     };
     template <class D>
     static constexpr bool fits() {
-        return sizeof(D) <= capacity && alignof(D) <= alignof(std::max_align_t) &&
+        return sizeof(D) <= Capacity && alignof(D) <= alignof(std::max_align_t) &&
                std::is_nothrow_move_constructible<D>::value;
     }
     template <class D>
-    static constexpr ops inline_ops = {[](void* p) { (*static_cast<D*>(p))(); },
-                                       [](void* dst, void* src) noexcept {
-                                           ::new (dst) D(std::move(*static_cast<D*>(src)));
-                                           static_cast<D*>(src)->~D();
-                                       },
-                                       [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
+    static constexpr ops inline_ops = {
+        [](void* p, Args&&... a) -> R { return (*static_cast<D*>(p))(std::forward<Args>(a)...); },
+        [](void* dst, void* src) noexcept {
+            ::new (dst) D(std::move(*static_cast<D*>(src)));
+            static_cast<D*>(src)->~D();
+        },
+        [](void* p) noexcept { static_cast<D*>(p)->~D(); }};
     template <class D>
     static constexpr ops heap_ops = {
-        [](void* p) { (**static_cast<D**>(p))(); },
+        [](void* p, Args&&... a) -> R { return (**static_cast<D**>(p))(std::forward<Args>(a)...); },
         [](void* dst, void* src) noexcept { *static_cast<D**>(dst) = *static_cast<D**>(src); },
         [](void* p) noexcept { delete *static_cast<D**>(p); }};
 
@@ -99,8 +119,13 @@ class inline_callback {
         m_ops = nullptr;
     }
 
-    alignas(std::max_align_t) unsigned char m_buf[capacity];
+    alignas(std::max_align_t) unsigned char m_buf[Capacity];
     const ops* m_ops = nullptr;
 };
+
+using inline_callback = inline_function<void(), 160>;
+
+template <class Sig>
+using continuation = inline_function<Sig, 112>;
 
 }  // namespace hcasim

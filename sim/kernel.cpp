@@ -20,10 +20,12 @@ uint64_t& wqes_on_wire() {
 namespace detail {
 bool g_ahead = false;
 sc_core::sc_time g_now;
+bool g_kernel_touched = false;
 }  // namespace detail
 
 void notify_now(sc_core::sc_event& ev) {
     ev.notify(now() - sc_core::sc_time_stamp());
+    detail::g_kernel_touched = true;
 }
 
 void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy) {
@@ -83,10 +85,17 @@ void calendar::dispatch() {
     // Callbacks run in time order until the next activity of the kernel (a host thread's wake-up,
     // which a callback may have just notified): everything they touch is then as the thread
     // would find it, as if the kernel had stepped through each callback's time.
+    // The kernel's next activity changes only when a callback wakes a process (notify_now).
+    sc_core::sc_time horizon = stamp + sc_core::sc_time_to_pending_activity();
+    detail::g_kernel_touched = false;
     while (!m_heap.empty()) {
+        if (detail::g_kernel_touched) {
+            horizon = stamp + sc_core::sc_time_to_pending_activity();
+            detail::g_kernel_touched = false;
+        }
         // sc_start(duration) leaves what is due at its end to the next sc_start: so does this.
         const sc_core::sc_time& when = m_heap.front().when;
-        if (when >= m_limit || when > stamp + sc_core::sc_time_to_pending_activity()) break;
+        if (when >= m_limit || when > horizon) break;
         const uint32_t slot = m_heap.front().slot;
         detail::g_now = m_heap.front().when;
         std::pop_heap(m_heap.begin(), m_heap.end(), later{});

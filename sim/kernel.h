@@ -36,6 +36,7 @@ namespace detail {
 // The calendar's time while it runs a callback ahead of the kernel; `ahead` is set only then.
 extern bool g_ahead;
 extern sc_core::sc_time g_now;
+extern bool g_kernel_touched;  // a callback woke a process: the kernel's next activity moved
 }  // namespace detail
 
 // The simulated time of the code that runs: the callback's time inside a calendar callback (it
@@ -44,7 +45,9 @@ inline sc_core::sc_time now() {
     return detail::g_ahead ? detail::g_now : sc_core::sc_time_stamp();
 }
 // Wakes the processes waiting on `ev` at now(), a delta cycle later: the notification a callback
-// gives a host thread (a timed notification when the callback runs ahead of the kernel).
+// gives a host thread (a timed notification when the callback runs ahead of the kernel). Code
+// that runs in a callback notifies SystemC events through this only: the calendar stops running
+// ahead where it says.
 void notify_now(sc_core::sc_event& ev);
 // sc_start(duration) whose callbacks do not run past its end: the calendar stops there too, so
 // the state at the end is the state at that time. A run in slices towards a later end passes
