@@ -1,5 +1,6 @@
-// Bench for inline_callback: small callables are kept inline and large ones on the heap, both
-// run, move and are destroyed exactly once (counted by a probe that every copy and move touches).
+// Bench for inline_callback and continuation: small callables are kept inline and large ones on
+// the heap (in pooled blocks), all run, move and are destroyed exactly once (counted by a probe
+// that every copy and move touches); continuations pass arguments and nest.
 #include "sim/inline_callback.h"
 
 #include <gtest/gtest.h>
@@ -81,4 +82,39 @@ TEST(inline_callback, emplace_builds_in_place_and_replaces_once) {
     }
     EXPECT_EQ(runs, 2);
     EXPECT_EQ(alive, 0);
+}
+
+TEST(continuation, passes_arguments_returns_results_and_nests) {
+    std::vector<int> words{1, 2, 3};
+    continuation<int(const std::vector<int>&, int)> sum = [](const std::vector<int>& w, int k) {
+        int s = 0;
+        for (int v : w) s += v * k;
+        return s;
+    };
+    EXPECT_EQ(sum(words, 2), 12);
+    // A continuation that captures the one it was handed, as the units chain them.
+    auto owned = std::make_unique<int>(5);
+    continuation<void(int)> inner = [p = std::move(owned), &words](int v) {
+        words.push_back(*p + v);
+    };
+    continuation<void(int)> outer = [inner = std::move(inner)](int v) mutable { inner(v * 10); };
+    continuation<void(int)> moved = std::move(outer);
+    EXPECT_FALSE(outer);
+    moved(3);
+    EXPECT_EQ(words.back(), 35);
+}
+
+TEST(callable_pool, a_freed_block_serves_the_next_callable_of_its_size_class) {
+    void* a = detail::callable_pool::allocate(200);
+    void* b = detail::callable_pool::allocate(200);
+    EXPECT_NE(a, b);
+    detail::callable_pool::deallocate(a, 200);
+    EXPECT_EQ(detail::callable_pool::allocate(193), a) << "same 64-byte class: the block is reused";
+    void* c = detail::callable_pool::allocate(300);
+    EXPECT_NE(c, a);
+    detail::callable_pool::deallocate(a, 193);
+    detail::callable_pool::deallocate(b, 200);
+    detail::callable_pool::deallocate(c, 300);
+    void* huge = detail::callable_pool::allocate(5000);  // beyond the classes: operator new
+    detail::callable_pool::deallocate(huge, 5000);
 }
