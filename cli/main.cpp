@@ -41,6 +41,8 @@ const char* k_usage =
     "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
     "  check FILE.json      validate a scenario or sweep file, run nothing\n"
     "  schema               print the scenario JSON Schema\n"
+    "  stats-reference      print the statistics reference (docs/stats.md): every key of\n"
+    "                       stats.json with its unit and meaning\n"
     "\n"
     "options:\n"
     "  -h, --help           this help (`hcasim <command> --help` for a command's)\n"
@@ -414,7 +416,7 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
-// Hidden: prints docs/stats.md from the stats declarations (`hcasim stats-reference >
+// Prints docs/stats.md from the stats declarations (`hcasim stats-reference >
 // docs/stats.md`).
 int cmd_stats_reference(const std::vector<std::string>& args) {
     if (!args.empty()) return bad_usage("stats-reference", "unexpected argument " + args.front());

@@ -1,5 +1,6 @@
 #include "engine/runner.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -7,6 +8,8 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <set>
+#include <string>
 #include <system_error>
 
 #include <systemc>
@@ -19,12 +22,57 @@
 #include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/output_file.h"
+#include "sim/stats.h"
 #include "sim/tracer.h"
 #include "sim/version.h"
 
 namespace hcasim {
 
 namespace {
+
+// Every unit name a trace can hold: the simulated modules' names and the stats groups' paths, with
+// each of their prefixes ("a", "a.hca", "a.hca.tpt").
+std::set<std::string> unit_names() {
+    std::set<std::string> names;
+    auto add = [&](const std::string& n) {
+        for (size_t dot = n.find('.'); dot != std::string::npos; dot = n.find('.', dot + 1))
+            names.insert(n.substr(0, dot));
+        names.insert(n);
+    };
+    std::vector<sc_core::sc_object*> todo = sc_core::sc_get_top_level_objects();
+    while (!todo.empty()) {
+        sc_core::sc_object* o = todo.back();
+        todo.pop_back();
+        if (std::string(o->kind()) == "sc_module") add(o->name());
+        for (sc_core::sc_object* c : o->get_child_objects()) todo.push_back(c);
+    }
+    for (const stats_group* g : stats_registry::instance().groups()) add(g->path());
+    return names;
+}
+
+// `--trace-units` prefixes that name no unit of this scenario, as an error (empty when all do).
+std::string unknown_trace_units() {
+    const auto& prefixes = tracer::instance().unit_prefixes();
+    if (prefixes.empty()) return "";
+    const std::set<std::string> names = unit_names();
+    std::string unknown;
+    for (const auto& p : prefixes)
+        if (!names.count(p)) unknown += (unknown.empty() ? "\"" : ", \"") + p + "\"";
+    if (unknown.empty()) return "";
+    // The units two levels deep (a node, its HCA and host; the fabric and its links) as hints.
+    std::string known;
+    size_t listed = 0;
+    for (const auto& n : names) {
+        if (std::count(n.begin(), n.end(), '.') > 2) continue;
+        if (++listed > 60) {
+            known += ", ...";
+            break;
+        }
+        known += (known.empty() ? "" : ", ") + n;
+    }
+    return "--trace-units: no unit " + unknown + " in this scenario (expected a name or name prefix of " +
+           "its units: " + known + ")";
+}
 
 // The one simulated thread that plays the scenario: program steps in order, then the workloads,
 // each in its own thread, then stops the simulation.
@@ -167,6 +215,10 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::remove((dir + "/" + f).c_str());
     tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
+    if (const std::string problem = unknown_trace_units(); !problem.empty()) {
+        std::cerr << "hcasim run: " << problem << "\n";
+        return 2;
+    }
     auto snapshot = [&s] {
         json j = json::object();
         j["sim_time_ns"] = hcasim::now().to_seconds() * 1e9;

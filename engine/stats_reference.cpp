@@ -22,7 +22,7 @@ const std::vector<stats_key>& fixed_keys() {
         {"wall_time_s", "s", "value",
          "wall-clock time of the run (the only field that differs between identical runs)"},
         {"events", "events", "value",
-         "kernel events processed: callback-queue activations plus simulated-thread wake-ups"},
+         "kernel events processed: activations of the callback calendar plus simulated-thread wake-ups"},
         {"seed", "", "value", "the scenario's seed"},
         {"completed", "", "value",
          "true when the program and every workload finished (false: stopped by `stop` or out of "

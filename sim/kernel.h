@@ -26,7 +26,7 @@
 
 namespace hcasim {
 
-// Kernel events the simulation processed: callback-queue activations plus host thread wake-ups.
+// Kernel events the simulation processed: the calendar's activations plus host thread wake-ups.
 uint64_t& kernel_events();
 // Send-queue WQEs whose message went on the wire, on every node: the work count of `hcasim run`'s
 // progress line.

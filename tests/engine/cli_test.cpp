@@ -41,6 +41,8 @@ TEST_F(cli, version_and_help) {
     auto h = run_hcasim("--help");
     EXPECT_EQ(h.code, 0);
     EXPECT_NE(h.out.find("usage: hcasim"), std::string::npos);
+    for (const char* listed : {"run ", "sweep ", "plot ", "check ", "schema ", "stats-reference "})
+        EXPECT_NE(h.out.find(std::string("\n  ") + listed), std::string::npos) << listed;
     for (const char* cmd : {"run", "check", "schema", "sweep"}) {
         auto c = run_hcasim(std::string(cmd) + " --help");
         EXPECT_EQ(c.code, 0) << cmd;

@@ -169,5 +169,22 @@ TEST(trace, bad_selections_are_usage_errors) {
     }
 }
 
+TEST(trace, a_unit_the_scenario_lacks_is_an_error_that_lists_the_units) {
+    const auto r = test::run_hcasim("run '" + test::source_root() +
+                                    "/scenarios/quickstart.json' --quiet -o /tmp/hcasim_trace_bad "
+                                    "--trace --trace-units a.hca,c.hca");
+    EXPECT_EQ(r.code, 2) << r.err;
+    EXPECT_NE(r.err.find("no unit \"c.hca\""), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("\"a.hca\""), std::string::npos) << "a.hca exists: " << r.err;
+    EXPECT_NE(r.err.find("a.hca, "), std::string::npos) << "the units are listed: " << r.err;
+    EXPECT_NE(r.err.find("fabric.link_a_b"), std::string::npos) << r.err;
+    // A prefix that stops inside a name is not a unit ("a.hc" selects nothing).
+    const auto partial = test::run_hcasim("run '" + test::source_root() +
+                                          "/scenarios/quickstart.json' --quiet -o "
+                                          "/tmp/hcasim_trace_bad --vcd --trace-units a.hc");
+    EXPECT_EQ(partial.code, 2) << partial.err;
+    std::filesystem::remove_all("/tmp/hcasim_trace_bad");
+}
+
 }  // namespace
 }  // namespace hcasim
