@@ -25,6 +25,7 @@ namespace hcasim {
 
 namespace {
 
+// Besides these, "$schema" (a string for editors; read as nothing).
 const std::vector<std::string> k_top_keys = {"name",  "description", "seed",    "defaults",
                                              "nodes", "fabric",      "program", "workloads",
                                              "trace", "stop",        "expect"};
@@ -93,11 +94,11 @@ void checker::run(json& doc) {
         return;
     }
     for (auto it = doc.begin(); it != doc.end(); ++it)
-        if (!contains(k_top_keys, it.key()))
+        if (it.key() != "$schema" && !contains(k_top_keys, it.key()))
             m_d.error(pointer_join("", it.key()), unknown("key", it.key(), k_top_keys),
                       "one of " + joined(k_top_keys));
 
-    for (const char* key : {"name", "description"}) {
+    for (const char* key : {"$schema", "name", "description"}) {
         auto it = doc.find(key);
         if (it == doc.end()) continue;
         if (!it->is_string())
@@ -105,7 +106,7 @@ void checker::run(json& doc) {
         else if (std::string(key) == "name" && !is_plain_name(it->get<std::string>()))
             m_d.error("/name", "cannot read " + it->dump() + " as a folder name",
                       "a name without '/', not . or .., at most 255 bytes");
-        else
+        else if (std::string(key) != "$schema")  // for editors: nothing to read
             (std::string(key) == "name" ? m_s.name : m_s.description) = it->get<std::string>();
     }
     if (auto it = doc.find("seed"); it != doc.end()) {

@@ -15,6 +15,7 @@ namespace hcasim {
 
 namespace {
 
+// Besides these, "$schema" (a string for editors; read as nothing).
 const std::vector<std::string> k_sweep_keys = {"base", "axes", "zip", "metrics"};
 
 // "FILE: /p: problem" -> "/p: problem".
@@ -166,9 +167,13 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
         return false;
     }
     for (auto it = doc.begin(); it != doc.end(); ++it)
-        if (std::find(k_sweep_keys.begin(), k_sweep_keys.end(), it.key()) == k_sweep_keys.end())
+        if (it.key() != "$schema" &&
+            std::find(k_sweep_keys.begin(), k_sweep_keys.end(), it.key()) == k_sweep_keys.end())
             d.error(pointer_join("", it.key()), "unknown key \"" + it.key() + "\"",
                     "one of base, axes, zip, metrics");
+    if (auto schema = doc.find("$schema"); schema != doc.end() && !schema->is_string())
+        d.error("/$schema", "wrong type " + std::string(schema->type_name()),
+                "a string: the JSON Schema the file follows, for editors");
     json base_doc;
     scenario base_scenario;
     auto base = doc.find("base");

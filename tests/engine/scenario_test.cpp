@@ -204,6 +204,15 @@ TEST(scenario_loader, unknown_keys_at_every_depth) {
     EXPECT_TRUE(has_prefix(l, "t.json: /program/11/expect/statsu: unknown expect key \"statsu\""));
 }
 
+TEST(scenario_loader, a_schema_key_is_for_editors_and_must_be_a_string) {
+    auto ok = load(R"({"$schema": "scenario.schema.json", "description": "d"})");
+    EXPECT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
+    EXPECT_EQ(ok.s.description, "d") << "the schema key is read as nothing else";
+    auto bad = load(R"({"$schema": 5})");
+    EXPECT_FALSE(bad.ok);
+    EXPECT_TRUE(has_prefix(bad, "t.json: /$schema: wrong type number"));
+}
+
 TEST(scenario_loader, misspelled_op_and_enum_names) {
     auto l = load_steps(R"(
         {"node": "a", "op": "reg_rm", "name": "mrx"},

@@ -30,7 +30,9 @@ namespace fs = std::filesystem;
 using test::lines_of;
 using test::slurp;
 
-std::string binary() { return test::hcasim_binary(); }
+std::string binary() {
+    return test::hcasim_binary();
+}
 
 size_t line_count(const std::string& path) {
     const std::string text = slurp(path);
@@ -201,6 +203,23 @@ TEST(sweep_spec_sets, apply_to_the_base_and_are_checked_like_run_set) {
     diag bad;
     EXPECT_FALSE(load_sweep_json(f.sweep, doc, spec, bad, {"workloads.0.iterz=5"}))
         << "a --set that makes the base invalid is bad input";
+}
+
+TEST(sweep_spec_schema, a_schema_key_is_accepted_and_must_be_a_string) {
+    sweep_files f("schema_key", k_tiny_base, "{}");
+    const json doc = {{"$schema", "scenario.schema.json"},
+                      {"base", "base.json"},
+                      {"axes", {{"workloads.0.size", {64}}}}};
+    sweep_spec spec;
+    diag good;
+    EXPECT_TRUE(load_sweep_json(f.sweep, doc, spec, good)) << testing::PrintToString(good.lines());
+    json wrong = doc;
+    wrong["$schema"] = 5;
+    diag bad;
+    EXPECT_FALSE(load_sweep_json(f.sweep, wrong, spec, bad));
+    ASSERT_EQ(bad.lines().size(), 1u) << testing::PrintToString(bad.lines());
+    EXPECT_NE(bad.lines()[0].find(": /$schema: wrong type number"), std::string::npos)
+        << bad.lines()[0];
 }
 
 class sweep_cli : public ::testing::Test {
