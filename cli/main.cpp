@@ -223,6 +223,10 @@ int cmd_run(const std::vector<std::string>& args) {
     bool loaded = load_scenario(file, sets, s, d);
     if (!loaded || !log_ok) return print_problems(d);
     if (opts.out_dir.empty()) opts.out_dir = "out/" + s.name;
+    opts.command_line = {"hcasim", "run"};
+    opts.command_line.insert(opts.command_line.end(), args.begin(), args.end());
+    opts.sets = sets;
+    opts.scenario_file = file;
     opts.vcd = opts.vcd || s.trace.vcd;
     opts.trace = opts.trace || s.trace.events;
     opts.progress = force_progress || (!opts.quiet && isatty(STDERR_FILENO) != 0);

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <set>
@@ -19,9 +20,11 @@
 #include "engine/sim_threads.h"
 #include "engine/workloads.h"
 #include "engine/world.h"
+#include "sim/git_commit.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/output_file.h"
+#include "sim/sha256.h"
 #include "sim/stats.h"
 #include "sim/tracer.h"
 #include "sim/version.h"
@@ -29,6 +32,22 @@
 namespace hcasim {
 
 namespace {
+
+// How the run was asked for, to tell later which file, overrides and build gave this stats.json.
+json run_record(const run_options& opts) {
+    json r = json::object();
+    r["command_line"] = opts.command_line;
+    r["sets"] = opts.sets;
+    std::error_code ec;
+    const auto abs = std::filesystem::absolute(opts.scenario_file, ec);
+    r["scenario_file"] = ec ? opts.scenario_file : abs.lexically_normal().string();
+    std::ifstream in(opts.scenario_file, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    r["scenario_sha256"] = in ? json(sha256_hex(bytes)) : json(nullptr);
+    r["hcasim_version"] = HCASIM_VERSION;
+    r["git_commit"] = HCASIM_GIT_COMMIT;
+    return r;
+}
 
 // Every unit name a trace can hold: the simulated modules' names and the stats groups' paths, with
 // each of their prefixes ("a", "a.hca", "a.hca.tpt").
@@ -70,8 +89,8 @@ std::string unknown_trace_units() {
         }
         known += (known.empty() ? "" : ", ") + n;
     }
-    return "--trace-units: no unit " + unknown + " in this scenario (expected a name or name prefix of " +
-           "its units: " + known + ")";
+    return "--trace-units: no unit " + unknown +
+           " in this scenario (expected a name or name prefix of " + "its units: " + known + ")";
 }
 
 // The one simulated thread that plays the scenario: program steps in order, then the workloads,
@@ -245,6 +264,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     stats["wall_time_s"] = wall;
     stats["events"] = kernel_events();
     stats["seed"] = s.seed;
+    stats["run"] = run_record(opts);
     stats["completed"] = player.finished();
     stats["config"] = s.resolved_config();
     json program = json::array();

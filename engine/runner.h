@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "engine/scenario.h"
 
@@ -14,6 +15,10 @@ struct run_options {
     bool trace = false;
     bool quiet = false;
     bool progress = false;  // a progress line on stderr while the simulation runs
+    // What stats.json records of how the run was asked for (its "run" section).
+    std::vector<std::string> command_line;  // hcasim's arguments, "hcasim" first
+    std::vector<std::string> sets;          // every --set, in order
+    std::string scenario_file;              // as given
 };
 
 // Returns the exit code: 0 every expectation held, 1 one failed, 2 tracing asked of a binary

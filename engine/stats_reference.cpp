@@ -22,8 +22,22 @@ const std::vector<stats_key>& fixed_keys() {
         {"wall_time_s", "s", "value",
          "wall-clock time of the run (the only field that differs between identical runs)"},
         {"events", "events", "value",
-         "kernel events processed: activations of the callback calendar plus simulated-thread wake-ups"},
+         "kernel events processed: activations of the callback calendar plus simulated-thread "
+         "wake-ups"},
         {"seed", "", "value", "the scenario's seed"},
+        {"run", "", "object",
+         "how the run was asked for, to match a stats.json to its inputs later"},
+        {"run.command_line", "", "list", "hcasim's arguments, `hcasim` first"},
+        {"run.command_line.<i>", "", "value", "one argument, as given"},
+        {"run.sets", "", "list", "every `--set`, in order"},
+        {"run.sets.<i>", "", "value", "one `--set KEY=VALUE`, as given"},
+        {"run.scenario_file", "", "value", "the scenario file's absolute path"},
+        {"run.scenario_sha256", "", "value",
+         "SHA-256 of the scenario file's bytes, as `sha256sum` prints it"},
+        {"run.hcasim_version", "", "value", "version of the simulator"},
+        {"run.git_commit", "", "value",
+         "commit of the source tree hcasim was built from (`-dirty`: with uncommitted changes; "
+         "`unknown` outside a git checkout)"},
         {"completed", "", "value",
          "true when the program and every workload finished (false: stopped by `stop` or out of "
          "events)"},

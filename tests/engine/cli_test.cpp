@@ -6,12 +6,14 @@
 #include <unistd.h>
 
 #include <climits>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "engine/scenario.h"
+#include "sim/sha256.h"
 #include "support/cli_run.h"
 
 namespace hcasim {
@@ -215,14 +217,38 @@ TEST_F(cli, sweep_refuses_a_bad_sweep_file_as_check_does) {
 }
 
 // stats.json without what depends on the machine (wall-clock time).
-json machine_independent(json j) {
+json machine_independent(json j, bool top = true) {
     if (j.is_object()) {
         j.erase("wall_time_s");
-        for (auto& [k, v] : j.items()) v = machine_independent(v);
+        if (top) j.erase("run");  // how the run was asked for: the command lines differ
+        for (auto& [k, v] : j.items()) v = machine_independent(v, false);
     } else if (j.is_array()) {
-        for (auto& v : j) v = machine_independent(v);
+        for (auto& v : j) v = machine_independent(v, false);
     }
     return j;
+}
+
+TEST_F(cli, stats_record_how_the_run_was_asked_for) {
+    const std::string out = testing::TempDir() + "/cli_run_record";
+    const std::string file = source_root() + "/scenarios/quickstart.json";
+    const auto r = run_hcasim("run '" + file + "' --quiet --set workloads.0.iters=20 --set " +
+                              "workloads.1.iters=5 -o '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json run = json::parse(slurp(out + "/stats.json")).at("run");
+    const std::vector<std::string> sets = {"workloads.0.iters=20", "workloads.1.iters=5"};
+    EXPECT_EQ(run.at("sets").get<std::vector<std::string>>(), sets);
+    const auto line = run.at("command_line").get<std::vector<std::string>>();
+    ASSERT_GE(line.size(), 3u);
+    EXPECT_EQ(line[0], "hcasim");
+    EXPECT_EQ(line[1], "run");
+    EXPECT_EQ(line[2], file);
+    EXPECT_EQ(line.back(), out);
+    EXPECT_EQ(run.at("scenario_file"), std::filesystem::path(file).lexically_normal().string());
+    EXPECT_EQ(run.at("scenario_sha256"), sha256_hex(slurp(file)));
+    EXPECT_FALSE(run.at("git_commit").get<std::string>().empty());
+    EXPECT_EQ(run.at("hcasim_version"),
+              json::parse(slurp(out + "/stats.json")).at("hcasim_version"));
+    std::filesystem::remove_all(out);
 }
 
 TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {

@@ -16,8 +16,9 @@ import json
 import os
 import sys
 
-# Costs of the run, not results of the simulation.
-RUN_KEYS = {"hcasim_version", "wall_time_s", "events", "config"}
+# Costs of the run and how it was asked for (paths, command line, commit), not results of the
+# simulation.
+RUN_KEYS = {"hcasim_version", "wall_time_s", "events", "config", "run"}
 WORKLOAD_RUN_KEYS = {"events", "events_per_op"}
 
 
