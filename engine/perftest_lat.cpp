@@ -1,5 +1,7 @@
 #include "engine/perftest.h"
 
+#include <memory>
+
 namespace hcasim {
 namespace perftest {
 
@@ -11,15 +13,20 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
         std::vector<uint8_t> b;
         require(s.h->read_mem(s.pid, va, 1, b), s.node + ": polling the buffer");
         if (b[0] == value) return;
-        sc_core::sc_event landed;
-        bool fired = false;
-        s.h->watch(s.pid, va, 1, [&] {
-            fired = true;
-            notify_now(landed);
+        // Shared with the watch: after a stall the watch stays armed past this frame.
+        struct wake {
+            sc_core::sc_event landed;
+            bool fired = false;
+        };
+        auto w = std::make_shared<wake>();
+        s.h->watch(s.pid, va, 1, [w] {
+            w->fired = true;
+            notify_now(w->landed);
         });
         ++kernel_events();
-        sc_core::wait(k_stall, landed);
-        if (!fired) throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
+        sc_core::wait(k_stall, w->landed);
+        if (!w->fired)
+            throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
     }
 }
 

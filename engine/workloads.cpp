@@ -40,35 +40,45 @@ json run_dma(world& w, const workload_spec& spec) {
     require(h.dma_map(pid, va, size, ranges), node_name + ": mapping the buffer for DMA");
     std::vector<dma_segment> segments;
     for (const auto& [addr, length] : ranges) segments.push_back({addr, length});
-    uint64_t remaining = count;
-    bool all_ok = true;
-    sc_core::sc_event finished;
+    // Shared with the transfers' callbacks, which may outlive this frame (a write of write_read
+    // done after the last read).
+    struct progress {
+        uint64_t remaining = 0;
+        bool all_ok = true;
+        sc_core::sc_event finished;
+        uint64_t end = 0;
+        std::vector<uint8_t> last_read;
+    };
+    auto st = std::make_shared<progress>();
+    st->remaining = count;
     const uint64_t start = now_ps();
-    uint64_t end = start;
-    std::vector<uint8_t> last_read;
+    st->end = start;
     for (uint64_t i = 0; i < count; ++i) {
         if (write_read) {
             auto w = std::make_shared<dma_op>();
             w->dir = dma_op::direction::write;
             w->segments = segments;
             w->data = pattern_bytes(7, size);
-            w->done = [&](dma_op& d) { all_ok = all_ok && d.ok; };
+            w->done = [st](dma_op& d) { st->all_ok = st->all_ok && d.ok; };
             nd.hca().dma().submit(w);
         }
         auto op = std::make_shared<dma_op>();
         op->dir = write ? dma_op::direction::write : dma_op::direction::read;
         op->segments = segments;
         if (write) op->data = pattern_bytes(7, size);
-        op->done = [&](dma_op& d) {
-            all_ok = all_ok && d.ok;
-            end = now_ps();
-            if (!write) last_read = d.data;
-            if (--remaining == 0) notify_now(finished);
+        op->done = [st, write](dma_op& d) {
+            st->all_ok = st->all_ok && d.ok;
+            st->end = now_ps();
+            if (!write) st->last_read = d.data;
+            if (--st->remaining == 0) notify_now(st->finished);
         };
         nd.hca().dma().submit(op);
     }
     ++kernel_events();
-    sc_core::wait(finished);
+    sc_core::wait(st->finished);
+    const bool all_ok = st->all_ok;
+    const uint64_t end = st->end;
+    const std::vector<uint8_t>& last_read = st->last_read;
     std::vector<uint8_t> now;
     require(h.read_mem(pid, va, size, now), node_name + ": reading the buffer back");
     json r = rate_row(size, count, size * count, count, end - start);
