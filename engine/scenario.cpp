@@ -98,7 +98,9 @@ void checker::run(json& doc) {
             m_d.error(pointer_join("", it.key()), unknown("key", it.key(), k_top_keys),
                       "one of " + joined(k_top_keys));
 
-    for (const char* key : {"$schema", "name", "description"}) {
+    if (auto it = doc.find("$schema"); it != doc.end() && !it->is_string())
+        m_d.error("/$schema", type_problem(*it), "a string");
+    for (const char* key : {"name", "description"}) {
         auto it = doc.find(key);
         if (it == doc.end()) continue;
         if (!it->is_string())
@@ -106,7 +108,7 @@ void checker::run(json& doc) {
         else if (std::string(key) == "name" && !is_plain_name(it->get<std::string>()))
             m_d.error("/name", "cannot read " + it->dump() + " as a folder name",
                       "a name without '/', not . or .., at most 255 bytes");
-        else if (std::string(key) != "$schema")  // for editors: nothing to read
+        else
             (std::string(key) == "name" ? m_s.name : m_s.description) = it->get<std::string>();
     }
     if (auto it = doc.find("seed"); it != doc.end()) {

@@ -203,8 +203,7 @@ int host_impl::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
 void host_impl::check_watermark() {
     if (!m_swap.enabled() || m_kswapd_busy || !sc_core::sc_is_running()) return;
     const double low = m_cfg.swap.low_watermark * static_cast<double>(m_frames.frames_total());
-    if (static_cast<double>(m_frames.frames_free()) < low)
-        notify_now(m_kswapd_wake);
+    if (static_cast<double>(m_frames.frames_free()) < low) notify_now(m_kswapd_wake);
 }
 
 void host_impl::kswapd() {

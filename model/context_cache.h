@@ -28,18 +28,25 @@ struct cache_geometry {
 
     template <class V>
     void visit(V& v, const std::string& what, const std::string& source) {
-        v(entries, p_count("entries", "entries", what + " the cache holds").range(1, 1 << 24).from(source));
-        v(ways, p_count("ways", "ways", "associativity; entries/ways sets").range(1, 64).from(source));
-        v(hit_cycles, p_count("hit_cycles", "cycles", "cycles from lookup to data on a hit").range(0, 1000)
+        v(entries,
+          p_count("entries", "entries", what + " the cache holds").range(1, 1 << 24).from(source));
+        v(ways,
+          p_count("ways", "ways", "associativity; entries/ways sets").range(1, 64).from(source));
+        v(hit_cycles, p_count("hit_cycles", "cycles", "cycles from lookup to data on a hit")
+                          .range(0, 1000)
                           .from("design estimate: an on-chip SRAM lookup of a few cycles"));
-        v(misses_in_flight, p_count("misses_in_flight", "misses", "misses being filled at once (MSHRs); further misses wait for one to finish")
-                                .range(1, 1024).from("design estimate; bounded miss handling is why RDMA NICs lose message rate when contexts thrash (Kalia et al., ATC 2016)"));
+        v(misses_in_flight,
+          p_count("misses_in_flight", "misses",
+                  "misses being filled at once (MSHRs); further misses wait for one to finish")
+              .range(1, 1024)
+              .from("design estimate; bounded miss handling is why RDMA NICs lose message rate "
+                    "when contexts thrash (Kalia et al., ATC 2016)"));
     }
 };
 
 template <class Entry>
 class context_cache {
-public:
+  public:
     using callback = continuation<void(Entry*)>;
 
     context_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
@@ -50,10 +57,14 @@ public:
           m_dma(dma),
           m_queue(queue),
           m_hits(stats.counter(prefix + "hits", "lookups", "lookups that found the entry on chip")),
-          m_misses(stats.counter(prefix + "misses", "lookups", "lookups that had to read the entry from host memory")),
-          m_evictions(stats.counter(prefix + "evictions", "entries", "valid entries evicted to make room")),
-          m_writebacks(stats.counter(prefix + "writebacks", "entries", "evicted or flushed entries written back to host memory")),
-      m_miss_waits(stats.counter(prefix + "miss_waits", "misses", "misses that waited for a free miss slot (all slots busy)")) {
+          m_misses(stats.counter(prefix + "misses", "lookups",
+                                 "lookups that had to read the entry from host memory")),
+          m_evictions(
+              stats.counter(prefix + "evictions", "entries", "valid entries evicted to make room")),
+          m_writebacks(stats.counter(prefix + "writebacks", "entries",
+                                     "evicted or flushed entries written back to host memory")),
+          m_miss_waits(stats.counter(prefix + "miss_waits", "misses",
+                                     "misses that waited for a free miss slot (all slots busy)")) {
         stats.formula(prefix + "hit_rate", "fraction", "hits / (hits + misses)", [this] {
             uint64_t n = m_hits + m_misses;
             return json(n ? static_cast<double>(m_hits) / static_cast<double>(n) : 0.0);
@@ -143,7 +154,7 @@ public:
         });
     }
 
-private:
+  private:
     struct line {
         Entry entry;
         bool dirty = false;

@@ -17,12 +17,13 @@ struct qpc_cache_config : cache_geometry {
     template <class V>
     void visit(V& v) {
         cache_geometry::visit(v, "QP contexts",
-                              "design estimate for ConnectX-4/5-class HCAs; Kalia et al., ATC 2016, observe QPC misses past a few hundred active QPs");
+                              "design estimate for ConnectX-4/5-class HCAs; Kalia et al., ATC "
+                              "2016, observe QPC misses past a few hundred active QPs");
     }
 };
 
 class qpc_cache : public sc_core::sc_module {
-public:
+  public:
     qpc_cache(sc_core::sc_module_name name, const qpc_cache_config& cfg, const clock_domain& clk,
               dma_engine& dma);
 
@@ -34,7 +35,7 @@ public:
     void mark_dirty(uint32_t qpn) { m_cache.mark_dirty(qpn); }
     void flush(uint32_t qpn, std::function<void()> done) { m_cache.flush(qpn, std::move(done)); }
 
-private:
+  private:
     callback_queue m_queue;
     stats_group m_stats;
     context_cache<hca_if::qp_context> m_cache;

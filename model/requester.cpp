@@ -543,8 +543,8 @@ void requester::on_response(ib_message_ptr msg) {
         if (s && msg->after_gap != sc_core::SC_ZERO_TIME && !sq.retrying) retry(qpn, s);
         return;
     }
-    HCASIM_TRACE(span(name(), "response", msg->trace_id, msg->arrivals.front(),
-                      hcasim::now(), msg->length));
+    HCASIM_TRACE(
+        span(name(), "response", msg->trace_id, msg->arrivals.front(), hcasim::now(), msg->length));
     if (msg->op == ib_op::ack) {
         acknowledge(qpn, psn, true);
         return;

@@ -29,8 +29,18 @@
 namespace hcasim {
 
 enum class tpt_fault : uint8_t {
-    none, bad_index, invalid_entry, key_mismatch, wrong_type, pd_mismatch, qp_mismatch, rights,
-    bounds, alignment, not_present, dma_error,
+    none,
+    bad_index,
+    invalid_entry,
+    key_mismatch,
+    wrong_type,
+    pd_mismatch,
+    qp_mismatch,
+    rights,
+    bounds,
+    alignment,
+    not_present,
+    dma_error,
 };
 const char* to_string(tpt_fault f);
 
@@ -59,7 +69,8 @@ struct tpt_config {
         mpt_cache_config() { entries = 1024, ways = 4, hit_cycles = 2; }
         template <class V>
         void visit(V& v) {
-            cache_geometry::visit(v, "region/window entries", "design estimate for ConnectX-4/5-class HCAs");
+            cache_geometry::visit(v, "region/window entries",
+                                  "design estimate for ConnectX-4/5-class HCAs");
         }
     } mpt_cache;
     struct mtt_cache_config : cache_geometry {
@@ -67,7 +78,8 @@ struct tpt_config {
         template <class V>
         void visit(V& v) {
             cache_geometry::visit(v, "translation entries (one per page)",
-                                  "design estimate; Kalia et al. ATC 2016 and Frey & Alonso ICDCS 2009 observe translation misses on large random-access regions");
+                                  "design estimate; Kalia et al. ATC 2016 and Frey & Alonso ICDCS "
+                                  "2009 observe translation misses on large random-access regions");
         }
     } mtt_cache;
     uint64_t check_cycles = 2;
@@ -76,17 +88,22 @@ struct tpt_config {
     void visit(V& v) {
         v.group("mpt_cache", mpt_cache, "cache of region/window entries");
         v.group("mtt_cache", mtt_cache, "cache of translation entries");
-        v(check_cycles, p_count("check_cycles", "cycles", "cycles for the key, PD, rights and bounds checks").range(0, 1000).from("design estimate"));
+        v(check_cycles,
+          p_count("check_cycles", "cycles", "cycles for the key, PD, rights and bounds checks")
+              .range(0, 1000)
+              .from("design estimate"));
     }
 };
 
 class tpt : public sc_core::sc_module {
-public:
+  public:
     using callback = continuation<void(tpt_result)>;
 
-    tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk, dma_engine& dma);
+    tpt(sc_core::sc_module_name name, const tpt_config& cfg, const clock_domain& clk,
+        dma_engine& dma);
 
-    void set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base, uint64_t mtt_entries);
+    void set_tables(uint64_t mpt_base, uint64_t mpt_entries, uint64_t mtt_base,
+                    uint64_t mtt_entries);
     void translate(const tpt_request& req, callback fn);
     // Ends a transfer that used a successful translation.
     void release(const tpt_result& r);
@@ -114,7 +131,7 @@ public:
     void write_entry(uint32_t index, const hca_if::mpt_entry& e, std::function<void()> done);
     uint64_t table_entries() const { return m_mpt.table_entries(); }
 
-private:
+  private:
     void check(const tpt_request& req, const hca_if::mpt_entry* e, callback fn);
     // `region_index`: the region whose translation entries are read (named in a page-fault
     // event); `hold`: the key's own entry (a window's, or the region's), held while in flight.
@@ -163,9 +180,9 @@ private:
     std::map<uint64_t, uint32_t> m_fault_by_mtt;         // missing entry -> token
     uint32_t m_next_token = 1;
     uint64_t m_parked_count = 0;
-    uint64_t& m_odp_faults = m_stats.counter(
-        "odp_faults", "faults",
-        "page-fault events raised for on-demand regions (translations waiting on one counted once)");
+    uint64_t& m_odp_faults = m_stats.counter("odp_faults", "faults",
+                                             "page-fault events raised for on-demand regions "
+                                             "(translations waiting on one counted once)");
     uint64_t& m_odp_parked = m_stats.counter(
         "odp_parked", "lookups", "translations that waited for a page fault to be resolved");
     uint64_t& m_odp_failed = m_stats.counter(
@@ -173,8 +190,8 @@ private:
     uint64_t& m_mtt_invalidate_waits = m_stats.counter(
         "mtt_invalidate_waits", "commands",
         "translation-entry invalidations that waited for in-flight transfers using them");
-    histogram& m_odp_fault_latency =
-        m_stats.latency("odp_fault_latency", "page fault raised to resume received from the driver");
+    histogram& m_odp_fault_latency = m_stats.latency(
+        "odp_fault_latency", "page fault raised to resume received from the driver");
 };
 
 }  // namespace hcasim

@@ -27,7 +27,7 @@
 namespace hcasim {
 
 class word_cache {
-public:
+  public:
     using callback = continuation<void(bool ok, const std::vector<uint64_t>& words)>;
 
     word_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
@@ -43,7 +43,7 @@ public:
     // Fills in flight now (for tests and stats).
     uint64_t fills_in_flight() const { return m_filling; }
 
-private:
+  private:
     // One fetch waiting for its missing entries.
     struct request {
         std::vector<uint64_t> words;

@@ -59,7 +59,9 @@ class tracer {
     }
     // "a.hca,b.hca.tpt": only units under these name prefixes; false on a malformed list.
     bool set_units(const std::string& list);
-    const std::vector<std::string>& unit_prefixes() const { return m_prefixes; }
+    const std::vector<std::string>& unit_prefixes() const {
+        return m_prefixes;
+    }
     // "10us:50us", "10us:" or ":50us": only that range of simulated time.
     bool set_window(const std::string& text);
 

@@ -38,18 +38,23 @@ struct trace_file {
 trace_file load(const std::string& path) {
     trace_file t;
     const json doc = json::parse(slurp(path));
-    EXPECT_TRUE(doc.contains("traceEvents") && doc["traceEvents"].is_array()) << "a JSON object with a traceEvents list";
+    EXPECT_TRUE(doc.contains("traceEvents") && doc["traceEvents"].is_array())
+        << "a JSON object with a traceEvents list";
     t.events = doc.value("traceEvents", json::array());
     for (const json& e : t.events) {
         if (e.value("ph", "") != "M") continue;
-        if (e["name"] == "process_name") t.processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+        if (e["name"] == "process_name")
+            t.processes[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
         if (e["name"] == "thread_name")
-            t.threads[{e["pid"].get<int>(), e["tid"].get<int>()}] = e["args"]["name"].get<std::string>();
+            t.threads[{e["pid"].get<int>(), e["tid"].get<int>()}] =
+                e["args"]["name"].get<std::string>();
     }
     return t;
 }
 
-double num(const json& e, const char* key) { return e[key].get<double>(); }
+double num(const json& e, const char* key) {
+    return e[key].get<double>();
+}
 
 TEST(trace, chrome_trace_event_format_with_named_processes_and_threads) {
     const std::string out = run("format", "--trace");
@@ -58,13 +63,16 @@ TEST(trace, chrome_trace_event_format_with_named_processes_and_threads) {
     for (const json& e : t.events) {
         ASSERT_TRUE(e.contains("ph") && e.contains("pid") && e.contains("name")) << e.dump();
         const std::string ph = e["ph"];
-        EXPECT_TRUE(std::set<std::string>({"M", "X", "s", "t", "f", "C"}).count(ph)) << "known phase: " << e.dump();
-        EXPECT_TRUE(t.processes.count(e["pid"].get<int>())) << "every pid has a process_name: " << e.dump();
+        EXPECT_TRUE(std::set<std::string>({"M", "X", "s", "t", "f", "C"}).count(ph))
+            << "known phase: " << e.dump();
+        EXPECT_TRUE(t.processes.count(e["pid"].get<int>()))
+            << "every pid has a process_name: " << e.dump();
         if (ph == "X") {
             ++complete;
             ASSERT_TRUE(e.contains("ts") && e.contains("dur") && e.contains("tid")) << e.dump();
             EXPECT_GE(num(e, "dur"), 0.0) << e.dump();
-            EXPECT_TRUE(t.threads.count({e["pid"].get<int>(), e["tid"].get<int>()})) << "every tid has a thread_name: " << e.dump();
+            EXPECT_TRUE(t.threads.count({e["pid"].get<int>(), e["tid"].get<int>()}))
+                << "every tid has a thread_name: " << e.dump();
             EXPECT_TRUE(e["args"].contains("bytes")) << e.dump();
         }
         if (ph == "C") {
@@ -79,10 +87,12 @@ TEST(trace, chrome_trace_event_format_with_named_processes_and_threads) {
     EXPECT_GT(counters, 10u);
     std::set<std::string> names;
     for (const auto& [pid, name] : t.processes) names.insert(name);
-    EXPECT_TRUE(names.count("a") && names.count("b") && names.count("fabric")) << "a process per node and the fabric";
+    EXPECT_TRUE(names.count("a") && names.count("b") && names.count("fabric"))
+        << "a process per node and the fabric";
     std::set<std::string> units;
     for (const auto& [key, name] : t.threads) units.insert(name);
-    for (const char* u : {"hca.requester", "hca.wqe_fetcher", "hca.tpt", "hca.dma", "hca.responder", "hca.completion", "link_a_b", "wqe"})
+    for (const char* u : {"hca.requester", "hca.wqe_fetcher", "hca.tpt", "hca.dma", "hca.responder",
+                          "hca.completion", "link_a_b", "wqe"})
         EXPECT_TRUE(units.count(u)) << "a thread for " << u;
     std::filesystem::remove_all(out);
 }
@@ -93,7 +103,8 @@ TEST(trace, one_wqe_crosses_both_nodes_in_architectural_order) {
     // The first WQE of the run: the program's 16 KiB RDMA WRITE from a to b.
     const json* first_doorbell = nullptr;
     for (const json& e : t.events)
-        if (e.value("ph", "") == "X" && e["name"] == "doorbell" && (!first_doorbell || num(e, "ts") < num(*first_doorbell, "ts")))
+        if (e.value("ph", "") == "X" && e["name"] == "doorbell" &&
+            (!first_doorbell || num(e, "ts") < num(*first_doorbell, "ts")))
             first_doorbell = &e;
     ASSERT_NE(first_doorbell, nullptr);
     const uint64_t qpn = (*first_doorbell)["args"]["qpn"], wqe = (*first_doorbell)["args"]["wqe"];
@@ -110,22 +121,30 @@ TEST(trace, one_wqe_crosses_both_nodes_in_architectural_order) {
     }
     std::string have;
     for (const auto& [k, e] : stage) have += " " + k;
-    for (const char* k : {"a/doorbell", "a/fetch", "a/translate", "a/read", "a/send", "fabric/wire 0to1", "b/execute", "b/write",
-                          "fabric/wire 1to0", "a/response", "a/cqe"})
-        ASSERT_TRUE(stage.count(k)) << "stage " << k << " of WQE " << qpn << ":" << wqe << "; spans:" << have;
-    EXPECT_EQ(stage["a/read"]->at("args").at("bytes"), 16384) << "the payload read moves the 16 KiB";
-    const char* order[] = {"a/doorbell", "a/fetch", "a/translate", "a/read", "a/send", "fabric/wire 0to1", "b/execute",
-                           "b/write", "fabric/wire 1to0", "a/response", "a/cqe"};
+    for (const char* k :
+         {"a/doorbell", "a/fetch", "a/translate", "a/read", "a/send", "fabric/wire 0to1",
+          "b/execute", "b/write", "fabric/wire 1to0", "a/response", "a/cqe"})
+        ASSERT_TRUE(stage.count(k))
+            << "stage " << k << " of WQE " << qpn << ":" << wqe << "; spans:" << have;
+    EXPECT_EQ(stage["a/read"]->at("args").at("bytes"), 16384)
+        << "the payload read moves the 16 KiB";
+    const char* order[] = {"a/doorbell",       "a/fetch",          "a/translate", "a/read",
+                           "a/send",           "fabric/wire 0to1", "b/execute",   "b/write",
+                           "fabric/wire 1to0", "a/response",       "a/cqe"};
     for (size_t i = 1; i < std::size(order); ++i)
-        EXPECT_LE(num(*stage[order[i - 1]], "ts"), num(*stage[order[i]], "ts")) << order[i - 1] << " starts before " << order[i];
-    EXPECT_LE(num(*stage["a/fetch"], "ts") + num(*stage["a/fetch"], "dur"), num(*stage["a/read"], "ts") + 1e-6)
+        EXPECT_LE(num(*stage[order[i - 1]], "ts"), num(*stage[order[i]], "ts"))
+            << order[i - 1] << " starts before " << order[i];
+    EXPECT_LE(num(*stage["a/fetch"], "ts") + num(*stage["a/fetch"], "dur"),
+              num(*stage["a/read"], "ts") + 1e-6)
         << "the payload is read after the WQE was fetched";
-    EXPECT_LE(num(*stage["b/write"], "ts") + num(*stage["b/write"], "dur"), num(*stage["a/cqe"], "ts") + 1e-6)
+    EXPECT_LE(num(*stage["b/write"], "ts") + num(*stage["b/write"], "dur"),
+              num(*stage["a/cqe"], "ts") + 1e-6)
         << "the CQE is written after the remote write landed";
     ASSERT_NE(whole, nullptr) << "an overall span per WQE";
     for (const auto& [k, e] : stage) {
         EXPECT_GE(num(*e, "ts"), num(*whole, "ts") - 1e-6) << k << " inside the WQE span";
-        EXPECT_LE(num(*e, "ts") + num(*e, "dur"), num(*whole, "ts") + num(*whole, "dur") + 1e-6) << k << " inside the WQE span";
+        EXPECT_LE(num(*e, "ts") + num(*e, "dur"), num(*whole, "ts") + num(*whole, "dur") + 1e-6)
+            << k << " inside the WQE span";
     }
     // Flow events link the stages: a start, steps, and a finish with one id.
     const uint64_t id = (qpn << 32) | wqe;
@@ -139,7 +158,8 @@ TEST(trace, one_wqe_crosses_both_nodes_in_architectural_order) {
 }
 
 TEST(trace, units_and_window_select_what_is_written) {
-    const std::string out = run("select", "--trace --trace-units b.hca,fabric --trace-window 5us:30us");
+    const std::string out =
+        run("select", "--trace --trace-units b.hca,fabric --trace-window 5us:30us");
     const trace_file t = load(out + "/trace.json");
     size_t complete = 0;
     for (const json& e : t.events) {
@@ -162,9 +182,11 @@ TEST(trace, units_and_window_select_what_is_written) {
 }
 
 TEST(trace, bad_selections_are_usage_errors) {
-    for (const char* opt : {"--trace-window 5us", "--trace-window 30us:5us", "--trace-window x:y", "--trace-units ,"}) {
-        const auto r = test::run_hcasim("run '" + test::source_root() +
-                                        "/scenarios/quickstart.json' --quiet -o /tmp/hcasim_trace_bad " + opt);
+    for (const char* opt : {"--trace-window 5us", "--trace-window 30us:5us", "--trace-window x:y",
+                            "--trace-units ,"}) {
+        const auto r =
+            test::run_hcasim("run '" + test::source_root() +
+                             "/scenarios/quickstart.json' --quiet -o /tmp/hcasim_trace_bad " + opt);
         EXPECT_EQ(r.code, 2) << opt << "\n" << r.err;
     }
 }

@@ -434,8 +434,7 @@ void bench::run() {
         EXPECT_EQ(hca.sq_doorbells.size(), db0 + 2) << "one doorbell for the list";
         EXPECT_EQ(hca.sq_doorbells.back().producer_index, 6u) << "naming the last WQE";
         EXPECT_EQ(hca.bf_chunks - chunks0, 2u) << "nreq > 1: no BlueFlame";
-        EXPECT_GE(hcasim::now() - t0, to_time(cpu.post_wr) * 4.0)
-            << "each WR costs its post_wr";
+        EXPECT_GE(hcasim::now() - t0, to_time(cpu.post_wr) * 4.0) << "each WR costs its post_wr";
         EXPECT_EQ(fetch_send_wqe(iq.qpn, 4).inline_bytes.size(), 8u);
         // A list stops at its first bad WR; the ones before it are posted and rung.
         list[1].sges = {sge{1, 0, 0}, sge{1, 0, 0}, sge{1, 0, 0}};

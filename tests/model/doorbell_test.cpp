@@ -41,12 +41,8 @@ struct bench : sc_core::sc_module {
     SC_HAS_PROCESS(bench);
     explicit bench(sc_core::sc_module_name n) : sc_core::sc_module(n) {
         bar.bind(unit.bar_in);
-        unit.on_send = [this](uint32_t q, uint32_t p) {
-            sends.push_back({q, p, hcasim::now()});
-        };
-        unit.on_recv = [this](uint32_t q, uint32_t p) {
-            recvs.push_back({q, p, hcasim::now()});
-        };
+        unit.on_send = [this](uint32_t q, uint32_t p) { sends.push_back({q, p, hcasim::now()}); };
+        unit.on_recv = [this](uint32_t q, uint32_t p) { recvs.push_back({q, p, hcasim::now()}); };
         unit.on_blueflame = [this](uint32_t q, uint32_t p, std::vector<uint8_t> w) {
             bfs.push_back({q, p, std::move(w), hcasim::now()});
         };

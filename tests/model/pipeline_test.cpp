@@ -17,18 +17,22 @@ using sc_core::sc_time;
 
 namespace {
 
-sc_time ns(double v) { return sc_time(v, SC_NS); }
+sc_time ns(double v) {
+    return sc_time(v, SC_NS);
+}
 
 }  // namespace
 
 TEST(pipeline, packet_ready_follows_the_last_request_of_each_packet) {
     dma_op op;
     // 10000 bytes read as 512-byte requests arriving 10 ns apart from 100 ns; the last at 290 ns.
-    for (uint64_t off = 0, i = 0; off < 10000; off += 512, ++i) op.arrivals.push_back({off, ns(100 + 10 * static_cast<double>(i))});
+    for (uint64_t off = 0, i = 0; off < 10000; off += 512, ++i)
+        op.arrivals.push_back({off, ns(100 + 10 * static_cast<double>(i))});
     op.done_at = ns(290);
     const auto ready = packet_ready(op, 10000, 4096);
     ASSERT_EQ(ready.size(), 3u) << "10000 bytes at MTU 4096 are 3 packets";
-    EXPECT_EQ(ready[0], ns(170)) << "packet 0 needs bytes up to 4095: the request at 3584 (8th, 170 ns)";
+    EXPECT_EQ(ready[0], ns(170))
+        << "packet 0 needs bytes up to 4095: the request at 3584 (8th, 170 ns)";
     EXPECT_EQ(ready[1], ns(250)) << "packet 1 needs up to 8191: the 16th request";
     EXPECT_EQ(ready[2], ns(290)) << "the last packet needs the last request";
     // Requests that complete out of order: a packet waits for the latest of those it spans.
@@ -108,13 +112,16 @@ TEST(pipeline, link_books_each_packet_no_earlier_than_its_bytes) {
     ASSERT_EQ(b.got.size(), 2u) << "one delivery per message";
     const sc_time latency = to_time(ib_link_config{}.latency);
     for (size_t i = 0; i < 4; ++i) {
-        const sc_time wire = b.link.wire_time(b.got[1]->packet_payload(static_cast<uint32_t>(i)) +
-                                              ib_link::header_bytes(ib_op::rdma_write, i == 0, i == 3));
+        const sc_time wire =
+            b.link.wire_time(b.got[1]->packet_payload(static_cast<uint32_t>(i)) +
+                             ib_link::header_bytes(ib_op::rdma_write, i == 0, i == 3));
         EXPECT_EQ(b.arrivals_paced[i], b.ready[i] + wire + latency)
             << "packet " << i << " leaves when its bytes are ready (the wire is idle by then)";
     }
     for (size_t i = 1; i < 4; ++i) {
-        const sc_time wire = b.link.wire_time(1024 + ib_link::header_bytes(ib_op::rdma_write, false, i == 3));
-        EXPECT_EQ(b.arrivals_free[i], b.arrivals_free[i - 1] + wire) << "without ready times, back to back";
+        const sc_time wire =
+            b.link.wire_time(1024 + ib_link::header_bytes(ib_op::rdma_write, false, i == 3));
+        EXPECT_EQ(b.arrivals_free[i], b.arrivals_free[i - 1] + wire)
+            << "without ready times, back to back";
     }
 }

@@ -36,8 +36,7 @@ struct model_bench : sc_core::sc_module {
     bool wait_for(const std::function<bool()>& done,
                   sc_core::sc_time limit = sc_core::sc_time(1, sc_core::SC_MS)) {
         const sc_core::sc_time until = hcasim::now() + limit;
-        while (!done() && hcasim::now() < until)
-            wait(sc_core::sc_time(10, sc_core::SC_NS));
+        while (!done() && hcasim::now() < until) wait(sc_core::sc_time(10, sc_core::SC_NS));
         return done();
     }
 };

@@ -89,8 +89,7 @@ struct bench : sc_core::sc_module {
                     4 * std::sqrt(3000 * p));
 
         // ---- down windows: from 10 us for 2 us, every 20 us ----
-        wait(sc_time(10, SC_US) - hcasim::now() % sc_time(20, SC_US) +
-             sc_time(20, SC_US));
+        wait(sc_time(10, SC_US) - hcasim::now() % sc_time(20, SC_US) + sc_time(20, SC_US));
         // Now at 10 us + k x 20 us: the link is down for 2 us.
         const size_t before = delivered.size();
         auto inside = write(256);
@@ -100,8 +99,7 @@ struct bench : sc_core::sc_module {
         flaky.send(0, after, hcasim::now() + sc_time(3, SC_US));
         EXPECT_TRUE(after->intact()) << "the link is up again after 2 us";
         auto straddle = write(3 * 4096);
-        flaky.send(0, straddle,
-                   hcasim::now() + sc_time(20, SC_US) - sc_time(200, SC_NS));
+        flaky.send(0, straddle, hcasim::now() + sc_time(20, SC_US) - sc_time(200, SC_NS));
         EXPECT_EQ(straddle->first_lost, 1u) << "the second packet leaves inside the next window";
         wait(sc_time(30, SC_US));
         EXPECT_EQ(delivered.size(), before + 2) << "the all-lost message is never delivered";

@@ -79,9 +79,7 @@ struct bench : sc_core::sc_module {
             link.attach(end, [this, end](ib_message_ptr m) {
                 rx[end].push_back({m, hcasim::now()});
             });
-        small.attach(1, [this](ib_message_ptr m) {
-            rx_small.push_back({m, hcasim::now()});
-        });
+        small.attach(1, [this](ib_message_ptr m) { rx_small.push_back({m, hcasim::now()}); });
         SC_THREAD(run);
     }
 

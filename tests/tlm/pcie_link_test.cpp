@@ -233,8 +233,7 @@ void bench::run() {
         test::transact(a.dma, true, 0x50000, data.data(), 256, d);
         EXPECT_GE(d, sc_time(5, SC_US) + a.wire(256 + a.overhead(true)))
             << "a transfer handed over 5 us from now starts then";
-        EXPECT_GE(a.host.log.back().begin,
-                  hcasim::now() + sc_time(5, SC_US) + a.latency());
+        EXPECT_GE(a.host.log.back().begin, hcasim::now() + sc_time(5, SC_US) + a.latency());
     }
 
     // ---- error responses reach the initiator and change nothing ----
