@@ -48,7 +48,8 @@ const char* k_usage =
     "  -h, --help           this help (`hcasim <command> --help` for a command's)\n"
     "  --version            print the version\n"
     "\n"
-    "exit codes: 0 ok, 1 an expectation failed, 2 bad input, 3 internal error\n";
+    "exit codes: 0 ok, 1 an expectation failed, 2 bad input, 3 internal error, 130/143 run\n"
+    "interrupted by Ctrl-C/SIGTERM (stats.json holds what was simulated)\n";
 
 const char* k_run_usage =
     "usage: hcasim run SCENARIO.json [-o OUTDIR] [--set KEY=VALUE]... [--vcd] [--trace] [--quiet]\n"
@@ -69,7 +70,10 @@ const char* k_run_usage =
     "  --progress           the progress line on stderr (simulated time, WQEs, rate) even when\n"
     "                       stderr is not a terminal or with --quiet (default: on a terminal)\n"
     "  --log UNIT=LEVEL     log level for units under a name prefix, e.g. a.hca.tpt=debug\n"
-    "  --debug TOPICS       log topics, comma-separated: QP,WQE,DMA,PCIE,TPT,HOST,PORT,CQ,ALL\n";
+    "  --debug TOPICS       log topics, comma-separated: QP,WQE,DMA,PCIE,TPT,HOST,PORT,CQ,ALL\n"
+    "\n"
+    "Ctrl-C or SIGTERM stops the run and writes what was simulated so far (stats.json marked\n"
+    "\"interrupted\": true); exit 130 or 143.\n";
 
 const char* k_check_usage =
     "usage: hcasim check FILE.json [--set PATH=VALUE]...\n"

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -159,13 +161,63 @@ class scenario_player : public sc_core::sc_module {
     bool m_finished = false;
 };
 
-// Runs the kernel to the end, as one sc_start would, in slices of simulated time, and between
-// slices rewrites a progress line on stderr: simulated time, WQEs on the wire, their rate in
-// wall-clock time. The slice adapts so that one takes about a tenth of a second of wall time;
-// slicing does not change what the kernel does, only where it pauses (a test compares stats).
+// Ctrl-C (SIGINT) or SIGTERM while a scenario runs: the run stops at the end of its current
+// slice and writes what was simulated so far, marked interrupted. A signal again a second or
+// more after the first ends the process at once (the user insists); one sooner is the same
+// request again (`timeout` signals the process and then its group).
+volatile std::sig_atomic_t g_stop_signal = 0;
+timespec g_first_signal{};  // written by the handler only
+
+extern "C" void on_stop_signal(int sig) {
+    timespec t{};
+    clock_gettime(CLOCK_MONOTONIC, &t);  // async-signal-safe
+    if (g_stop_signal == 0) {
+        g_first_signal = t;
+        g_stop_signal = sig;
+        return;
+    }
+    const double since = static_cast<double>(t.tv_sec - g_first_signal.tv_sec) +
+                         static_cast<double>(t.tv_nsec - g_first_signal.tv_nsec) / 1e9;
+    if (since >= 1.0) {
+        std::signal(sig, SIG_DFL);
+        std::raise(sig);  // delivered with the default action when the handler returns
+    }
+}
+
+class stop_signals {
+  public:
+    stop_signals() {
+        g_stop_signal = 0;
+        struct sigaction on {};
+        on.sa_handler = on_stop_signal;
+        sigemptyset(&on.sa_mask);
+        sigaction(SIGINT, &on, &m_old_int);
+        sigaction(SIGTERM, &on, &m_old_term);
+    }
+    ~stop_signals() {
+        sigaction(SIGINT, &m_old_int, nullptr);
+        sigaction(SIGTERM, &m_old_term, nullptr);
+    }
+    stop_signals(const stop_signals&) = delete;
+    stop_signals& operator=(const stop_signals&) = delete;
+    // The signal that asked the run to stop, 0 for none.
+    static int caught() { return g_stop_signal; }
+
+  private:
+    struct sigaction m_old_int {
+    }, m_old_term{};
+};
+
+// Runs the kernel to the end, as one sc_start would, in slices of simulated time; between slices
+// it looks for a stop signal and, when asked, rewrites a progress line on stderr: simulated time,
+// WQEs on the wire, their rate in wall-clock time. The slice adapts so that one takes about a
+// tenth of a second of wall time; slicing does not change what the kernel does, only where it
+// pauses (a test compares stats).
 class progress_run {
   public:
     using clock = std::chrono::steady_clock;
+
+    explicit progress_run(bool show) : m_show(show) {}
 
     void run(std::optional<uint64_t> stop_ps) {
         const sc_core::sc_time stop = stop_ps ? ps_time(*stop_ps) : sc_core::SC_ZERO_TIME;
@@ -182,7 +234,7 @@ class progress_run {
             }
             const auto t0 = clock::now();
             run_for(step, policy, stop_ps ? stop : sc_core::sc_max_time());
-            if (sc_core::sc_get_status() == sc_core::SC_STOPPED) break;
+            if (sc_core::sc_get_status() == sc_core::SC_STOPPED || stop_signals::caught()) break;
             if (!stop_ps && !sc_core::sc_pending_activity()) break;
             const double took = std::chrono::duration<double>(clock::now() - t0).count();
             if (took < 0.05 && slice < max_slice) slice = slice * 2;
@@ -194,6 +246,7 @@ class progress_run {
 
   private:
     void show(bool last) {
+        if (!m_show) return;
         const auto now = clock::now();
         if (!last && now - m_shown < std::chrono::milliseconds(250)) return;
         const double wall = std::chrono::duration<double>(now - m_start).count();
@@ -208,9 +261,14 @@ class progress_run {
         m_shown = now;
     }
 
+    bool m_show;
     clock::time_point m_start = clock::now();
     clock::time_point m_shown = m_start;
 };
+
+const char* signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal";
+}
 
 }  // namespace
 
@@ -248,12 +306,12 @@ int run_scenario(const scenario& s, const run_options& opts) {
         return j;
     };
     scenario_player player("scenario", w, s, snapshot);
-    if (opts.progress)
-        progress_run().run(s.stop_ps);
-    else if (s.stop_ps)
-        run_for(ps_time(*s.stop_ps));
-    else
-        sc_core::sc_start();
+    int interrupted = 0;
+    {
+        stop_signals signals;
+        progress_run(opts.progress).run(s.stop_ps);
+        interrupted = stop_signals::caught();
+    }
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
 
@@ -266,6 +324,9 @@ int run_scenario(const scenario& s, const run_options& opts) {
     stats["seed"] = s.seed;
     stats["run"] = run_record(opts);
     stats["completed"] = player.finished();
+    // Stopped by Ctrl-C or SIGTERM: the stats are what was simulated until then.
+    stats["interrupted"] = interrupted != 0;
+    if (interrupted) stats["interrupted_by"] = signal_name(interrupted);
     stats["config"] = s.resolved_config();
     json program = json::array();
     for (const auto& r : player.program().results()) program.push_back(r.to_json());
@@ -275,7 +336,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
     stats["nodes"] = units["nodes"];
     stats["fabric"] = units["fabric"];
 
-    bool ok = player.program().all_met() && player.finished();
+    bool ok = player.program().all_met() && player.finished() && !interrupted;
     for (const auto& wl : player.workloads())
         if (wl.contains("error") || wl.value("data_check", "ok") != "ok") ok = false;
     json expects = json::array();
@@ -318,6 +379,13 @@ int run_scenario(const scenario& s, const run_options& opts) {
         if (opts.trace)
             std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
         if (opts.vcd) std::cout << "waves: " << dir << "/waves.vcd (GTKWave)\n";
+    }
+    if (interrupted) {
+        char at[32];
+        std::snprintf(at, sizeof at, "%.3f", static_cast<double>(to_ps(hcasim::now())) / 1e6);
+        std::cerr << s.file << ": interrupted by " << signal_name(interrupted) << " at simulated "
+                  << at << " us; " << dir << "/stats.json holds what was simulated until then\n";
+        return 128 + interrupted;  // as a shell reports a process its signal ended
     }
     if (!ok) {
         if (opts.quiet) print_summary(stats, std::cerr);

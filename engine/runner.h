@@ -22,7 +22,9 @@ struct run_options {
 };
 
 // Returns the exit code: 0 every expectation held, 1 one failed, 2 tracing asked of a binary
-// built without its hooks, 3 internal error.
+// built without its hooks, 3 internal error, 128 + the signal's number when Ctrl-C (SIGINT, 130)
+// or SIGTERM (143) stopped the run: stats.json then holds what was simulated until then, marked
+// "interrupted".
 int run_scenario(const scenario& s, const run_options& opts);
 
 }  // namespace hcasim

@@ -39,8 +39,12 @@ const std::vector<stats_key>& fixed_keys() {
          "commit of the source tree hcasim was built from (`-dirty`: with uncommitted changes; "
          "`unknown` outside a git checkout)"},
         {"completed", "", "value",
-         "true when the program and every workload finished (false: stopped by `stop` or out of "
-         "events)"},
+         "true when the program and every workload finished (false: stopped by `stop`, out of "
+         "events, or interrupted)"},
+        {"interrupted", "", "value",
+         "true when Ctrl-C (SIGINT) or SIGTERM stopped the run: the stats are what was simulated "
+         "until then (exit status 130 or 143)"},
+        {"interrupted_by", "", "value", "with interrupted: `SIGINT` or `SIGTERM`"},
         {"config", "", "object",
          "the resolved configuration the run used: every node's parameters with defaults filled "
          "in, links, seed, stop (keys: docs/scenarios.md)",

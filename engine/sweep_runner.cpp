@@ -195,7 +195,8 @@ pid_t spawn_point(const sweep_spec& spec, const sweep_point& p, const std::strin
     return pid;
 }
 
-// The row of a point whose process ended with `status`; writes points/<n>/row.json.
+// The row of a point whose process ended with `status`; writes points/<n>/row.json unless the
+// run was interrupted (the point then has no row and runs again on --resume).
 sweep_row finish_point(const sweep_spec& spec, const sweep_point& p, const std::string& out_dir,
                        int status, double wall_s) {
     const std::string dir = point_dir(out_dir, p.index);
@@ -213,6 +214,12 @@ sweep_row finish_point(const sweep_spec& spec, const sweep_point& p, const std::
         row.stderr_tail = tail_of(dir + "/stderr.txt");
         if (!WIFEXITED(status))
             row.stderr_tail += (row.stderr_tail.empty() ? "" : "\n") + status_text(status);
+    }
+    row.interrupted = row.exit_status != 0 && have_stats && stats.value("interrupted", false);
+    if (row.interrupted) {
+        std::error_code ec;
+        fs::remove(dir + "/row.json", ec);
+        return row;
     }
     write_atomically(dir + "/row.json", row_to_json(spec, row).dump() + "\n");
     return row;
@@ -505,6 +512,7 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
     progress_line progress(opts.progress, total, results.count());
     size_t next = 0;
     bool stop = false, internal_error = false;
+    size_t interrupted = 0;  // points whose run was interrupted: no row, run again on --resume
     auto record = [&](pid_t pid, int status) {
         auto it = running.find(pid);
         if (it == running.end()) return;
@@ -515,6 +523,17 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
         const sweep_row row =
             finish_point(spec, rp.point, opts.out_dir, status,
                          std::chrono::duration<double>(clock_type::now() - rp.start).count());
+        if (row.interrupted) {
+            ++interrupted;
+            if (!stop) {
+                progress.clear();
+                std::cerr << "sweep: point " << rp.point.index << " ("
+                          << describe_point(spec, rp.point) << ") interrupted ("
+                          << status_text(status)
+                          << "): no row; its partial stats.json is kept, --resume runs it again\n";
+            }
+            return;
+        }
         results.append(row);
         if (row.exit_status != 0) {
             progress.clear();
@@ -564,6 +583,9 @@ int run_sweep_local(const sweep_spec& spec, const sweep_options& opts) {
     const size_t done = results.count(), failed = results.failed();
     std::cerr << "sweep: " << done << "/" << total << " points done";
     if (failed) std::cerr << ", " << failed << " failed";
+    if (interrupted)
+        std::cerr << ", " << interrupted << " interrupted (--resume runs "
+                  << (interrupted == 1 ? "it" : "them") << " again)";
     std::cerr << "; results in " << opts.out_dir << "/results.csv\n";
     if (!results.written()) {
         std::cerr << "hcasim sweep: cannot write " << opts.out_dir
@@ -584,7 +606,10 @@ int run_sweep_point(const sweep_spec& spec, size_t k, const sweep_options& opts)
     }
     const sweep_point point = sweep_point_at(spec, k);
     const sweep_row row = run_point(spec, point, opts.out_dir);
-    if (row.exit_status != 0)
+    if (row.interrupted)
+        std::cerr << "sweep: point " << k << " (" << describe_point(spec, point)
+                  << ") interrupted: no row; the gather or --resume runs it again\n";
+    else if (row.exit_status != 0)
         std::cerr << "sweep: point " << k << " (" << describe_point(spec, point) << ") exit "
                   << row.exit_status << ": " << last_line(row.stderr_tail) << "\n";
     return row.exit_status;

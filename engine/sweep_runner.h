@@ -44,6 +44,9 @@ struct sweep_row {
     int exit_status = 0;        // the run's exit code; 128 + signal when it was killed
     double wall_s = 0;
     std::string stderr_tail;  // the last lines of the run's stderr when it did not exit 0
+    // Ctrl-C or SIGTERM stopped the run (its stats.json says "interrupted"): the point has no
+    // row, so --resume (or the Slurm gather) runs it again.
+    bool interrupted = false;
 };
 
 nlohmann::ordered_json row_to_json(const sweep_spec& spec, const sweep_row& row);

@@ -183,13 +183,20 @@ TEST(cli_limits, a_run_removes_the_outputs_of_an_earlier_run_first) {
     fs::create_directories(out);
     for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
         write_text(out + "/" + f, "old");
-    // A run killed in the middle (as by Ctrl-C) leaves none of them.
+    // A run killed in the middle (SIGKILL: no chance to write) leaves none of them.
     auto r =
-        run_hcasim("--version >/dev/null; timeout -s INT 3 '" + hcasim_binary() + "' run " +
+        run_hcasim("--version >/dev/null; timeout -s KILL 3 '" + hcasim_binary() + "' run " +
                    quickstart() + " --quiet --set workloads.0.iters=100000000 -o '" + out + "'");
-    EXPECT_EQ(r.code, 124) << r.err;
+    EXPECT_EQ(r.code, 128 + 9) << r.err;
     for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
         EXPECT_FALSE(fs::exists(out + "/" + f)) << f;
+    // Ctrl-C writes the new run's stats.json (marked interrupted) and nothing else of the old.
+    for (const char* f : {"trace.json", "waves.vcd"}) write_text(out + "/" + f, "old");
+    r = run_hcasim("--version >/dev/null; timeout -s INT 3 '" + hcasim_binary() + "' run " +
+                   quickstart() + " --quiet --set workloads.0.iters=100000000 -o '" + out + "'");
+    EXPECT_EQ(r.code, 124) << "timeout reports its own stop: " << r.err;
+    EXPECT_NE(slurp(out + "/stats.json").find("\"interrupted\": true"), std::string::npos) << r.err;
+    for (const char* f : {"trace.json", "waves.vcd"}) EXPECT_FALSE(fs::exists(out + "/" + f)) << f;
 }
 
 TEST(cli_limits, huge_caches_cost_what_is_used) {

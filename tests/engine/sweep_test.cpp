@@ -300,6 +300,21 @@ TEST_F(sweep_cli, interrupted_and_resumed_gives_the_same_results_csv_as_uninterr
     EXPECT_GE(rows, 2u) << "finished rows stay";
     EXPECT_LT(rows, 6u) << "the sweep stopped before the end";
     EXPECT_EQ(line_count(part + "/results.csv"), rows + 1) << "csv and jsonl hold the same rows";
+    // The running point got SIGTERM from the sweep: its run wrote what it had simulated, marked
+    // interrupted, and the point has no row, so --resume runs it again.
+    size_t interrupted = 0;
+    for (const auto& e : fs::directory_iterator(part + "/points")) {
+        const json stats = json::parse(slurp(e.path().string() + "/stats.json"), nullptr, false);
+        if (!stats.is_object() || !stats.value("interrupted", false)) continue;
+        ++interrupted;
+        EXPECT_EQ(stats.value("interrupted_by", ""), "SIGTERM");
+        EXPECT_FALSE(fs::exists(e.path().string() + "/row.json")) << e.path();
+    }
+    if (interrupted) {
+        EXPECT_NE(slurp(f.dir + "/stderr.txt").find("interrupted (--resume runs it again)"),
+                  std::string::npos)
+            << slurp(f.dir + "/stderr.txt");
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     EXPECT_NE(system(("pgrep -f -- '[-]o " + part + "/points/' >/dev/null").c_str()), 0)
         << "no point of the stopped sweep is still running";
@@ -318,6 +333,32 @@ TEST_F(sweep_cli, interrupted_and_resumed_gives_the_same_results_csv_as_uninterr
     ASSERT_EQ(run({"sweep", f.sweep, "-o", part, "--collect"}, f.dir), 0);
     EXPECT_EQ(slurp(part + "/results.csv"), slurp(full + "/results.csv"))
         << "--collect rebuilds the same rows from points/*/row.json";
+}
+
+TEST_F(sweep_cli, an_interrupted_point_keeps_its_partial_stats_and_gets_no_row) {
+    // One point long enough to be running when the sweep is stopped.
+    sweep_files f("interrupted",
+                  R"({"name": "long", "seed": 9, "workloads": [
+                      {"type": "ib_write_bw", "client": "a", "server": "b", "size": 64, "iters": 50000000}]})",
+                  R"({"base": "base.json", "axes": {"workloads.0.size": [64]},
+                      "metrics": ["workloads.0.gbps"]})");
+    const std::string out = f.dir + "/out";
+    pid_t pid = start({"sweep", f.sweep, "-o", out}, f.dir);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!fs::exists(out + "/points/0/stderr.txt") && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    kill(pid, SIGINT);
+    EXPECT_EQ(finish(pid), 130) << slurp(f.dir + "/stderr.txt");
+    const json stats = json::parse(slurp(out + "/points/0/stats.json"), nullptr, false);
+    ASSERT_TRUE(stats.is_object()) << "the point wrote what it had simulated";
+    EXPECT_EQ(stats.value("interrupted", false), true);
+    EXPECT_FALSE(fs::exists(out + "/points/0/row.json")) << "an interrupted point has no row";
+    EXPECT_EQ(line_count(out + "/results.csv"), 1u) << "only the header";
+    EXPECT_NE(slurp(f.dir + "/stderr.txt")
+                  .find("0/1 points done, 1 interrupted (--resume runs it again)"),
+              std::string::npos)
+        << slurp(f.dir + "/stderr.txt");
 }
 
 TEST_F(sweep_cli, plot_renders_png_and_svg_with_labelled_axes) {

@@ -18,7 +18,7 @@ import sys
 
 # Costs of the run and how it was asked for (paths, command line, commit), not results of the
 # simulation.
-RUN_KEYS = {"hcasim_version", "wall_time_s", "events", "config", "run"}
+RUN_KEYS = {"hcasim_version", "wall_time_s", "events", "config", "run", "interrupted"}
 WORKLOAD_RUN_KEYS = {"events", "events_per_op"}
 
 
