@@ -1,6 +1,6 @@
-// hcasim: the command line. Subcommands run, check, schema, sweep and plot (SPEC §1). Exit codes: 0
-// ran and every expectation held, 1 an expectation failed, 2 bad input (one line per problem on
-// stderr, nothing run), 3 internal error.
+// hcasim: the command line. Subcommands run, check, schema, sweep, plot and diff (SPEC §1). Exit
+// codes: 0 ran and every expectation held, 1 an expectation failed, 2 bad input (one line per
+// problem on stderr, nothing run), 3 internal error.
 #include <unistd.h>
 
 #include <cerrno>
@@ -17,6 +17,7 @@
 #include "engine/runner.h"
 #include "engine/scenario.h"
 #include "engine/slurm.h"
+#include "engine/stats_diff.h"
 #include "engine/stats_reference.h"
 #include "engine/sweep_runner.h"
 #include "engine/sweep_spec.h"
@@ -39,6 +40,7 @@ const char* k_usage =
     "  run SCENARIO.json    run a scenario, write stats.json (and waves.vcd, trace.json)\n"
     "  sweep SWEEP.json     run a scenario over a grid of parameter values\n"
     "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
+    "  diff A.json B.json   what changed between two runs' stats.json (config, counters)\n"
     "  check FILE.json      validate a scenario or sweep file, run nothing\n"
     "  schema               print the scenario JSON Schema\n"
     "  stats-reference      print the statistics reference (docs/stats.md): every key of\n"
@@ -110,6 +112,23 @@ const char* k_sweep_usage =
     "\n"
     "exit codes: 0 every point exited 0, 1 some point did not (its row says how), 2 bad input,\n"
     "3 internal error, 130 interrupted (finished rows stay; --resume goes on)\n";
+
+const char* k_diff_usage =
+    "usage: hcasim diff A/stats.json B/stats.json [--all] [--min-change PCT] [--only PREFIX]...\n"
+    "                   [--json]\n"
+    "\n"
+    "What changed between two runs: the values that differ, by section (config: the resolved\n"
+    "configuration and seed; results: workloads, program, expectations, simulated time; units:\n"
+    "every node's and the fabric's counters), with A's value, B's and the relative change.\n"
+    "A header line per file says where it came from (scenario, its hash, --sets, build).\n"
+    "\n"
+    "  --all                list equal values too\n"
+    "  --min-change PCT     hide numeric changes smaller than PCT percent of A's value\n"
+    "  --only PREFIX        compare only stats under this dotted path, e.g. nodes.a.hca.qpc_cache\n"
+    "                       or workloads.0 (repeatable)\n"
+    "  --json               the comparison as JSON (a, b, compared, differ, hidden, values)\n"
+    "\n"
+    "exit codes (as diff): 0 no difference shown, 1 differences, 2 bad input\n";
 
 const char* k_plot_usage =
     "usage: hcasim plot RESULTS.csv --x AXIS --y METRIC [--series AXIS] -o PLOT.png|PLOT.svg\n"
@@ -424,6 +443,45 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
+int cmd_diff(const std::vector<std::string>& args) {
+    if (wants_help(args)) {
+        std::cout << k_diff_usage;
+        return k_ok;
+    }
+    stats_diff_options opts;
+    std::vector<std::string> files;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        auto value = [&](std::string& v) {
+            if (i + 1 >= args.size()) return false;
+            v = args[++i];
+            return true;
+        };
+        std::string v;
+        if (a == "--all") {
+            opts.all = true;
+        } else if (a == "--json") {
+            opts.as_json = true;
+        } else if (a == "--only") {
+            if (!value(v) || v.empty()) return bad_usage("diff", "--only needs a dotted path");
+            opts.only.push_back(v);
+        } else if (a == "--min-change") {
+            char* end = nullptr;
+            if (!value(v) || (opts.min_change_pct = std::strtod(v.c_str(), &end), *end) ||
+                v.empty() || !(opts.min_change_pct >= 0))
+                return bad_usage("diff", "--min-change needs a percentage >= 0, e.g. 1 or 0.5");
+        } else if (a.size() > 1 && a[0] == '-') {
+            return bad_usage("diff", "unknown option " + a);
+        } else {
+            files.push_back(a);
+        }
+    }
+    if (files.size() != 2)
+        return bad_usage(
+            "diff", "expected two stats.json files (A and B), got " + std::to_string(files.size()));
+    return print_stats_diff(files[0], files[1], opts, std::cout, std::cerr);
+}
+
 // Prints docs/stats.md from the stats declarations (`hcasim stats-reference >
 // docs/stats.md`).
 int cmd_stats_reference(const std::vector<std::string>& args) {
@@ -450,7 +508,8 @@ int dispatch(const std::vector<std::string>& args) {
     const std::vector<std::pair<std::string, std::function<int(const std::vector<std::string>&)>>>
         commands = {{"run", cmd_run},       {"check", cmd_check},
                     {"schema", cmd_schema}, {"sweep", cmd_sweep},
-                    {"plot", cmd_plot},     {"stats-reference", cmd_stats_reference}};
+                    {"plot", cmd_plot},     {"stats-reference", cmd_stats_reference},
+                    {"diff", cmd_diff}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);
