@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(g++ cmake make pkg-config libsystemc-dev nlohmann-json3-dev libgtest-dev python3-matplotlib gtkwave)
+packages=(g++ cmake make pkg-config libsystemc-dev nlohmann-json3-dev libgtest-dev libboost-program-options-dev python3-matplotlib gtkwave)
 
 install_missing() {
     local missing=()

@@ -1,6 +1,6 @@
-// hcasim: the command line. Subcommands run, check, schema, sweep, plot and diff (SPEC §1). Exit
-// codes: 0 ran and every expectation held, 1 an expectation failed, 2 bad input (one line per
-// problem on stderr, nothing run), 3 internal error.
+// hcasim: the command line. Subcommands run, perftest, check, schema, sweep, plot and diff (SPEC
+// §1). Exit codes: 0 ran and every expectation held, 1 an expectation failed, 2 bad input (one line
+// per problem on stderr, nothing run), 3 internal error.
 #include <unistd.h>
 
 #include <cerrno>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "engine/json_file.h"
+#include "engine/perftest_cli.h"
 #include "engine/runner.h"
 #include "engine/scenario.h"
 #include "engine/slurm.h"
@@ -38,6 +39,7 @@ const char* k_usage =
     "\n"
     "commands:\n"
     "  run SCENARIO.json    run a scenario, write stats.json (and waves.vcd, trace.json)\n"
+    "  perftest TEST [opts] one perftest run (ib_write_bw, ...) with perftest's flags and output\n"
     "  sweep SWEEP.json     run a scenario over a grid of parameter values\n"
     "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
     "  diff A.json B.json   what changed between two runs' stats.json (config, counters)\n"
@@ -443,6 +445,21 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
+int cmd_perftest(const std::vector<std::string>& args) {
+    perftest_command cmd;
+    std::string problem;
+    if (!parse_perftest_args(args, cmd, problem))
+        return bad_usage("perftest", problem.substr(std::min(problem.find_first_not_of(' '),
+                                                             problem.size())));
+    if (cmd.help) {
+        std::cout << perftest_usage();
+        return k_ok;
+    }
+    std::vector<std::string> line = {"hcasim", "perftest"};
+    line.insert(line.end(), args.begin(), args.end());
+    return run_perftest_command(cmd, line);
+}
+
 int cmd_diff(const std::vector<std::string>& args) {
     if (wants_help(args)) {
         std::cout << k_diff_usage;
@@ -509,7 +526,7 @@ int dispatch(const std::vector<std::string>& args) {
         commands = {{"run", cmd_run},       {"check", cmd_check},
                     {"schema", cmd_schema}, {"sweep", cmd_sweep},
                     {"plot", cmd_plot},     {"stats-reference", cmd_stats_reference},
-                    {"diff", cmd_diff}};
+                    {"diff", cmd_diff},     {"perftest", cmd_perftest}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);

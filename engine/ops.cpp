@@ -566,6 +566,23 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 1),
         integer("server_ib_port", 1, 2, false,
                 "the server's HCA port (its own -i); default ib_port"),
+        opt("no_peak", field_kind::flag,
+            "no BW peak (-N; bandwidth tests): peak_gbps is null, as it is for a duration or "
+            "more than 20,000 iterations (perftest then prints 0.00)",
+            false),
+        choice("atomic_type", {"FETCH_AND_ADD", "CMP_AND_SWAP"}, false,
+               "the atomic operation of ib_atomic_bw and ib_atomic_lat (-A): FETCH_AND_ADD "
+               "(the default: fetch-and-add of 1) or CMP_AND_SWAP (compare-and-swap of 0 with 0)"),
+        opt("odp", field_kind::flag,
+            "register the buffers on demand (--odp: IBV_ACCESS_ON_DEMAND, nothing pinned; the "
+            "HCA faults pages in through the driver on first touch)",
+            false),
+        opt("samples", field_kind::flag,
+            "write every latency sample (lat_samples_ns, in ns, in the order taken: latency "
+            "tests the half round trips or post-to-completion times perftest sorts; bandwidth "
+            "tests each signaled WQE's post to completion) and the histogram's buckets "
+            "(lat_ns.buckets: [lo_ns, hi_ns, count]) into stats.json (perftest -H/-U print them)",
+            false),
         integer("sl", 0, 15, false,
                 "service level of the test's packets (-S), both ways; a switch maps it to a VL "
                 "(fabric.switches.<s>.sl2vl)",

@@ -74,6 +74,7 @@ void setup(world& w, const std::string& node, const std::string& process, const 
     attr.length = s.length;
     attr.access =
         access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
+    if (p.odp) attr.access |= access::on_demand;  // perftest --odp
     require(*s.h, s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
     for (uint64_t t = 0; t < threads; ++t) {
@@ -199,8 +200,10 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
     wr.signaled = signaled;
     const uint64_t base = q * p.slot_bytes + offset;
     if (is_atomic(p.type)) {
-        wr.opcode = wqe_opcode::atomic_fetch_add;
-        wr.compare_add = 1;
+        // perftest: fetch-and-add of 1; compare-and-swap of 0 with 0 (the value stays).
+        wr.opcode = p.cmp_swap ? wqe_opcode::atomic_cmp_swp : wqe_opcode::atomic_fetch_add;
+        wr.compare_add = p.cmp_swap ? 0 : 1;
+        wr.swap = 0;
     } else if (is_read(p.type)) {
         wr.opcode = wqe_opcode::rdma_read;
     } else if (is_send(p.type)) {

@@ -75,7 +75,11 @@ struct params {
     // -D and -f: run for `duration` ps and count what completes between `margin` and
     // `duration - margin` (0: run `iters` per QP).
     uint64_t duration = 0, margin = 0;
-    bool bidir = false;  // -b: the server sends to the client at the same time
+    bool bidir = false;     // -b: the server sends to the client at the same time
+    bool samples = false;   // every latency sample and the histogram's buckets in the result
+    bool no_peak = false;   // -N: no BW peak
+    bool cmp_swap = false;  // -A CMP_AND_SWAP (atomic tests; default FETCH_AND_ADD)
+    bool odp = false;       // --odp: the buffers registered on demand (IBV_ACCESS_ON_DEMAND)
     uint32_t client_port = 1, server_port = 1;  // -i of each side
     uint32_t sl = 0;                            // -S
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).

@@ -31,7 +31,13 @@ class stream {
           m_signaled(p.qps, 0),
           m_last_offset(p.qps, 0),
           m_post_time(p.qps),
-          m_expected(p.timed() ? 0 : p.iters * p.qps) {}
+          m_expected(p.timed() ? 0 : p.iters * p.qps),
+          m_peak(!p.timed() && !p.no_peak && p.iters <= k_peak_iters) {
+        if (m_peak) {
+            m_tposted.assign(p.iters * p.qps, 0);
+            m_tcompleted.assign(p.iters * p.qps, 0);
+        }
+    }
 
     // Runs the direction to its end (SC_THREAD context); throws workload_error.
     void run() {
@@ -84,9 +90,19 @@ class stream {
         const uint64_t ops = m_p.timed() ? m_measured : m_p.iters * m_p.qps;
         const uint64_t bytes = (is_atomic(m_p.type) ? 8 : m_p.size) * ops;
         json r = rate_row(m_p.size, iters, bytes, ops, m_end - m_start);
+        r["peak_gbps"] = peak_gbps();
         if (m_p.timed()) r["posted"] = m_expected;
         if (is_send(m_p.type) && m_p.conn != qp_type::rc) r["lost"] = m_expected - m_received;
         return r;
+    }
+
+    // With p.samples: the latency samples (ns) and the histogram's buckets.
+    void add_samples(json& r) const {
+        if (!m_p.samples) return;
+        json v = json::array();
+        for (uint64_t t : m_samples) v.push_back(static_cast<double>(t) / 1e3);
+        r["lat_samples_ns"] = std::move(v);
+        r["lat_ns"]["buckets"] = m_lat.buckets_ns();
     }
 
     bool data_landed() const {
@@ -94,6 +110,30 @@ class stream {
     }
 
   private:
+    // perftest's BW peak (print_report_bw): the best rate over any stretch from the post of a
+    // list to a later completion, (tcompleted[j] - tposted[i]) / (j - i + 1), over the WR
+    // indices i at each post call and j at each cq_mod-th completion (and the last). A run of a
+    // duration, -N, or more than 20,000 iterations has none (perftest prints 0.00): null.
+    json peak_gbps() const {
+        if (!m_peak) return json();
+        const uint64_t total = m_p.iters * m_p.qps, mod = m_cq_mod, list = m_p.post_list;
+        // perftest's search is quadratic; past this many steps it is not worth the time.
+        if ((total / list + 1) * (total / mod + 1) > k_peak_steps) return json();
+        uint64_t best = UINT64_MAX;
+        auto consider = [&](uint64_t i, uint64_t j) {
+            if (m_tcompleted[j] <= m_tposted[i]) return;  // not stamped, or another QP's
+            best = std::min(best, (m_tcompleted[j] - m_tposted[i]) / (j - i + 1));
+        };
+        for (uint64_t i = 0; i < total; i += list) {
+            for (uint64_t j = (i + 1 + mod - 1) / mod * mod - 1; j < total; j += mod)
+                consider(i, j);
+            if (total % mod) consider(i, total - 1);
+        }
+        if (best == UINT64_MAX || best == 0) return json();
+        const double bytes = static_cast<double>(is_atomic(m_p.type) ? 8 : m_p.size);
+        return bytes * 8 / (static_cast<double>(best) * 1e-12) / 1e9;
+    }
+
     // The posting threads, one per CQ of `from`; returns when all are done.
     void post_all(const window& w) {
         const uint64_t threads = m_from.cqs.size();
@@ -158,6 +198,10 @@ class stream {
                 m_last = now;
             }
             for (const auto& wc : wcs) {
+                if (m_peak) {  // perftest: totccnt += cq_mod; tcompleted[totccnt - 1] = now
+                    m_ccnt = std::min<uint64_t>(m_ccnt + m_cq_mod, m_tcompleted.size());
+                    m_tcompleted[m_ccnt - 1] = now;
+                }
                 const uint64_t q = wc.wr_id >> 40;
                 const uint64_t seq = wc.wr_id & ((1ULL << 40) - 1);
                 const uint64_t before = m_completed[q];
@@ -167,6 +211,7 @@ class stream {
                 const auto& times = m_post_time[q];
                 const size_t k = seq / m_cq_mod < times.size() ? seq / m_cq_mod : times.size() - 1;
                 m_lat.add(now - times[k]);
+                if (m_p.samples) m_samples.push_back(now - times[k]);
             }
         }
     }
@@ -188,6 +233,8 @@ class stream {
             list.push_back(
                 make_wr(m_p, m_from, m_to, q, slot * m_p.size, (q << 40) | seq, signaled));
         }
+        if (m_peak && m_scnt < m_tposted.size()) m_tposted[m_scnt] = now_ps();  // tposted[totscnt]
+        m_scnt += k;
         require(m_from.h->post_send(m_from.qps[q].qpn, list), m_from.node + ": post_send");
         m_posted[q] += k;
     }
@@ -200,6 +247,7 @@ class stream {
     const uint64_t m_cq_mod, m_slots;
     std::vector<uint64_t> m_posted, m_completed, m_signaled, m_last_offset;
     std::vector<std::vector<uint64_t>> m_post_time;  // post time of each signaled WQE, per QP
+    std::vector<uint64_t> m_samples;  // with p.samples: post to completion, in completion order
     // A duration's measurement: the first and last completion polled while sampling, and the WQEs
     // completed after the first.
     uint64_t m_first = UINT64_MAX, m_last = 0, m_measured = 0;
@@ -207,12 +255,20 @@ class stream {
     uint64_t m_received = 0;
     bool m_posting_done = false;
     uint64_t m_start = 0, m_end = 0;
+    // BW peak: post time of each list by its first WR's index over all QPs, completion time at
+    // each signaled WR's index (perftest's tposted, tcompleted, totscnt, totccnt).
+    static constexpr uint64_t k_peak_iters = 20000;      // perftest: -n above it implies -N
+    static constexpr uint64_t k_peak_steps = 400000000;  // the search's bound
+    const bool m_peak;
+    std::vector<uint64_t> m_tposted, m_tcompleted;
+    uint64_t m_scnt = 0, m_ccnt = 0;
 };
 
 // A direction's figures, for the per-direction breakdown of a bidirectional run.
 json direction_row(const json& r) {
     json d = json::object();
-    for (const char* k : {"iters", "bytes", "time_ns", "gbps", "mops", "posted", "lost"})
+    for (const char* k :
+         {"iters", "bytes", "time_ns", "gbps", "peak_gbps", "mops", "posted", "lost"})
         if (r.contains(k)) d[k] = r[k];
     return d;
 }
@@ -226,6 +282,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
         json r = forward.result();
         r["lat_ns"] = lat.to_json_ns();
         r["lat_ns"]["what"] = "post to completion of signaled WQEs";
+        forward.add_samples(r);
         r["data_check"] = forward.data_landed() ? "ok" : "mismatch";
         return r;
     }
@@ -257,12 +314,16 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     const json there = forward.result(), here = back.result();
     json r = there;
     for (const char* k : {"gbps", "mops"}) r[k] = there[k].get<double>() + here[k].get<double>();
+    r["peak_gbps"] = there["peak_gbps"].is_number() && here["peak_gbps"].is_number()
+                         ? json(there["peak_gbps"].get<double>() + here["peak_gbps"].get<double>())
+                         : json();
     for (const char* k : {"bytes", "posted", "lost"})
         if (there.contains(k)) r[k] = there[k].get<uint64_t>() + here[k].get<uint64_t>();
     r["by_direction"] = {{"client_to_server", direction_row(there)},
                          {"server_to_client", direction_row(here)}};
     r["lat_ns"] = lat.to_json_ns();
     r["lat_ns"]["what"] = "post to completion of the client's signaled WQEs";
+    forward.add_samples(r);
     r["data_check"] = forward.data_landed() && back.data_landed() ? "ok" : "mismatch";
     return r;
 }

@@ -1,4 +1,5 @@
 #include "engine/perftest.h"
+#include "engine/perftest_stats.h"
 
 #include <memory>
 
@@ -33,7 +34,6 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
 }  // namespace
 
 json run_lat(const params& p, side& client, side& server, histogram& lat) {
-    lat.keep_samples();  // t_typical and the percentiles from the sorted samples, as perftest
     // Each side's buffer: [0, size) is what it sends from, [size, 2*size) what the peer writes
     // into.
     const uint64_t n = p.size;
@@ -42,11 +42,13 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     auto wr_to = [&](side& from, side& to, uint64_t wr_id) {
         send_wr wr;
         wr.wr_id = wr_id;
-        wr.opcode = is_atomic(p.type) ? wqe_opcode::atomic_fetch_add
+        wr.opcode = is_atomic(p.type)
+                        ? (p.cmp_swap ? wqe_opcode::atomic_cmp_swp : wqe_opcode::atomic_fetch_add)
                     : is_read(p.type) ? wqe_opcode::rdma_read
                     : send            ? wqe_opcode::send
                                       : wqe_opcode::rdma_write;
-        wr.compare_add = 1;
+        // perftest: fetch-and-add of 1; compare-and-swap of 0 with 0 (the value stays).
+        wr.compare_add = p.cmp_swap ? 0 : 1;
         const uint64_t len = is_atomic(p.type) ? 8 : n;
         if (is_read(p.type) || is_atomic(p.type))
             wr.sges.push_back(sge{static_cast<uint32_t>(len), from.mr.lkey,
@@ -77,10 +79,13 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     // Whether iteration i is followed by another: decided once, where the first receive for it
     // would be posted (a receive left posted would take the next size's message).
     auto another = [&] { return w.timed ? !w.over(now_ps()) : i + 1 < p.iters; };
+    // Each iteration's time from its post to the next iteration's (nothing runs in between): the
+    // gaps perftest measures between consecutive posts, a whole round trip for a ping-pong.
+    std::vector<uint64_t> gaps;
     auto sample = [&](uint64_t t) {
         if (!w.samples(now_ps())) return;
         ++counted;
-        lat.add(t);
+        gaps.push_back(t);
     };
     for (bool more = true; more; ++i) {
         const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
@@ -114,7 +119,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                 drain(server);
                 more = another();
             }
-            sample((now_ps() - t0) / 2);
+            sample(now_ps() - t0);
         } else {
             require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
                     client.node + ": post_send");
@@ -128,8 +133,19 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     const uint64_t per = is_atomic(p.type) ? 8 : n;
     json r = rate_row(per, iters, per * iters, iters, to - from);
     if (p.timed()) r["posted"] = i;
-    r["lat_ns"] = lat.to_json_ns();
+    // A count: the last iteration has no next post, so iters - 1 gaps, as perftest.
+    if (!w.timed && gaps.size() > 1) gaps.pop_back();
+    const uint64_t rtt = pingpong ? 2 : 1;
+    for (uint64_t g : gaps) lat.add(g / rtt);
+    r["lat_ns"] = latency_stats(gaps, rtt);
     r["lat_ns"]["what"] = pingpong ? "half round trip (perftest)" : "post to completion (perftest)";
+    if (p.samples) {
+        json v = json::array();
+        for (uint64_t g : gaps)
+            v.push_back(static_cast<double>(g) / static_cast<double>(rtt) / 1e3);
+        r["lat_samples_ns"] = std::move(v);
+        r["lat_ns"]["buckets"] = lat.buckets_ns();
+    }
     // Functional check: the last message's bytes are where the keys say.
     std::vector<uint8_t> a, b;
     bool ok = true;
@@ -137,7 +153,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         ok = !server.h->read_mem(server.pid, server.va, 8, b);
         std::vector<uint8_t> orig = pattern_bytes(1, 8);
         uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
-        ok = ok && after == before + i;
+        ok = ok && after == (p.cmp_swap && before != 0 ? before : p.cmp_swap ? 0 : before + i);
     } else if (is_read(p.type)) {
         ok = !client.h->read_mem(client.pid, client.va + n, n, a) &&
              !server.h->read_mem(server.pid, server.va, n, b) && a == b;

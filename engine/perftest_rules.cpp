@@ -72,6 +72,13 @@ void check_perftest_options(const json& w, const std::string& p, const std::stri
                 std::to_string(u64("threads", 1)) + " threads for " +
                     std::to_string(u64("qps", 1)) + " QPs",
                 "at most one thread per QP (threads <= qps)");
+    if (w.contains("atomic_type") && type.rfind("ib_atomic", 0) != 0)
+        d.error(pointer_join(p, "atomic_type"), "an atomic type for " + type,
+                "atomic_type in ib_atomic_bw and ib_atomic_lat only (perftest: \"You are not "
+                "running the atomic_lat/bw test!\")");
+    if (lat && w.value("no_peak", false))
+        d.error(pointer_join(p, "no_peak"), "no_peak in a latency test",
+                "no_peak in bandwidth tests only (perftest: \"NoPeak only valid for BW tests\")");
 }
 
 void fit_ud_size(json& w, const std::string& p, bool size_given,

@@ -5,6 +5,7 @@
 #include <ostream>
 #include <sstream>
 
+#include "engine/perftest_report.h"
 #include "engine/values.h"
 #include "sim/stats.h"
 
@@ -164,17 +165,12 @@ void print_summary(const json& stats, std::ostream& os) {
                                      ? std::vector<json>(w["sizes"].begin(), w["sizes"].end())
                                      : std::vector<json>{w};
         if (lat) {
-            os << " #bytes     #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
-                  "t_avg[usec]    99% percentile[usec]   99.9% percentile[usec]\n";
-            for (const auto& r : rows) {
-                const json& l = member(r, "lat_ns");
-                auto us = [&](const char* k) { return fixed(l.value(k, 0.0) / 1000.0, 2); };
-                os << " ";
-                size_iters(r, os);
-                os << std::setw(15) << us("min") << std::setw(13) << us("max") << std::setw(17)
-                   << us("p50") << std::setw(15) << us("avg") << std::setw(23) << us("p99")
-                   << us("p999") << "\n";
-            }
+            // perftest's latency table (engine/perftest_report.h), t_stdev included.
+            os << perftest::lat_header() << "\n";
+            for (const auto& r : rows)
+                os << perftest::lat_row(r.value("size", uint64_t{0}), r.value("iters", uint64_t{0}),
+                                        member(r, "lat_ns"))
+                   << "\n";
         } else {
             os << " " << k_bw_header;
             for (const auto& r : rows) {

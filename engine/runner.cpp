@@ -40,12 +40,18 @@ json run_record(const run_options& opts) {
     json r = json::object();
     r["command_line"] = opts.command_line;
     r["sets"] = opts.sets;
-    std::error_code ec;
-    const auto abs = std::filesystem::absolute(opts.scenario_file, ec);
-    r["scenario_file"] = ec ? opts.scenario_file : abs.lexically_normal().string();
-    std::ifstream in(opts.scenario_file, std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    r["scenario_sha256"] = in ? json(sha256_hex(bytes)) : json(nullptr);
+    if (opts.scenario_file.empty()) {  // built in memory (hcasim perftest without --scenario)
+        r["scenario_file"] = nullptr;
+        r["scenario_sha256"] = nullptr;
+    } else {
+        std::error_code ec;
+        const auto abs = std::filesystem::absolute(opts.scenario_file, ec);
+        r["scenario_file"] = ec ? opts.scenario_file : abs.lexically_normal().string();
+        std::ifstream in(opts.scenario_file, std::ios::binary);
+        const std::string bytes((std::istreambuf_iterator<char>(in)),
+                                std::istreambuf_iterator<char>());
+        r["scenario_sha256"] = in ? json(sha256_hex(bytes)) : json(nullptr);
+    }
     r["hcasim_version"] = HCASIM_VERSION;
     r["git_commit"] = HCASIM_GIT_COMMIT;
     return r;

@@ -99,12 +99,32 @@ const std::vector<stats_key>& fixed_keys() {
         {"workloads.<i>.gbps", "Gb/s", "value", "payload bits per second (10^9)"},
         {"workloads.<i>.mops", "Mop/s", "value",
          "operations per second (10^6), perftest's MsgRate"},
+        {"workloads.<i>.peak_gbps", "Gb/s", "value",
+         "bandwidth tests: perftest's BW peak, the best rate from the post of a list to a later "
+         "completion ((tcompleted[j] - tposted[i]) / (j - i + 1) over the signaled WQEs); null "
+         "for a duration, `no_peak`, more than 20,000 iterations (as perftest) or a search "
+         "beyond 4 x 10^8 steps; `bidirectional`: the two directions' sum"},
+        {"workloads.<i>.connection", "", "object",
+         "what perftest prints before its table: `mtu` (the path MTU), `link_layer`, and per "
+         "side (`client`, `server`) its `device`, `port` and `qps`: each QP's lid, qpn, psn, "
+         "rkey and vaddr (perftest's local and remote address lines)",
+         true},
         {"workloads.<i>.lat_ns", "ns", "histogram",
          "per-operation latency: count, min, avg, p50, p99, p999, max; `what` says what was timed "
-         "(`*_lat`: half round trip, perftest semantics); latency tests compute p50 (t_typical: "
-         "the median, the mean of the middle two for an even count) and p99/p999 (nearest rank) "
-         "from the sorted samples as perftest does, bandwidth tests from ~4 % histogram buckets",
+         "(`*_lat`: half round trip for write and send, post to completion for read and atomic, "
+         "as perftest). Latency tests compute them as perftest's report does "
+         "(engine/perftest_stats.h): from the gaps between consecutive posts (iters - 1), sorted, "
+         "the two largest dropped (count = iters - 3); min, max (perftest's t_max: the second "
+         "largest gap), p50 (t_typical: the median), avg, p99 and p999 (the samples at "
+         "ceil(count x 0.99) and ceil(count x 0.999)), stdev (t_stdev: each deviation truncated "
+         "to whole microseconds, as perftest) and stdev_exact (without the truncation). Bandwidth "
+         "tests: from ~4 % histogram buckets. With `samples`, `buckets` lists the histogram as "
+         "[lo_ns, hi_ns, count]",
          true},
+        {"workloads.<i>.lat_samples_ns", "ns", "list",
+         "with `samples`: every latency sample in the order taken (latency tests: the gaps "
+         "perftest sorts, halved for ping-pongs; bandwidth tests: each signaled WQE's post to "
+         "completion)"},
         {"workloads.<i>.data_check", "", "value",
          "`ok` when the bytes landed where the keys say (write and read bandwidth tests in "
          "sequential order: every byte of every buffer slot written, so an mr_size of 1 GiB checks "

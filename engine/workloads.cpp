@@ -107,6 +107,33 @@ class start_barrier {
     sc_core::sc_event m_all;
 };
 
+// What perftest prints of a connection before its table: each side's device, its QPs'
+// addresses (LID, QPN, PSN, RKey, VAddr: the "local address" and "remote address" lines), and the
+// path MTU.
+json connection_info(world& w, const params& p, const side& client, const side& server) {
+    json c = json::object();
+    const uint64_t mtu =
+        std::min(w.at(client.node).hca().ib_port(static_cast<int>(client.port)).mtu(),
+                 w.at(server.node).hca().ib_port(static_cast<int>(server.port)).mtu());
+    c["mtu"] = mtu;
+    c["link_layer"] = "IB";
+    for (const side* s : {&client, &server}) {
+        json e = json::object();
+        e["device"] = std::string(w.at(s->node).hca().name());
+        e["port"] = s->port;
+        json qps = json::array();
+        for (size_t q = 0; q < s->qps.size(); ++q)
+            qps.push_back({{"lid", s->h->lid(static_cast<int>(s->port))},
+                           {"qpn", s->qps[q].qpn},
+                           {"psn", 0},
+                           {"rkey", s->mr.rkey},
+                           {"vaddr", s->mr.iova + q * p.slot_bytes}});
+        e["qps"] = std::move(qps);
+        c[s == &client ? "client" : "server"] = std::move(e);
+    }
+    return c;
+}
+
 // One perftest run between `cn` (client) and `sn` (server), its processes named `process`;
 // fills `out` with its table. `gate`, when given, is called between setup and traffic.
 // Throws workload_error.
@@ -136,6 +163,10 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.duration = spec.duration_ps;
     p.margin = spec.margin_ps;
     p.bidir = !lat && a.value("bidirectional", false);
+    p.samples = a.value("samples", false);
+    p.no_peak = a.value("no_peak", false);
+    p.cmp_swap = a.value("atomic_type", std::string("FETCH_AND_ADD")) == "CMP_AND_SWAP";
+    p.odp = a.value("odp", false);
     p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
     p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
     p.sl = static_cast<uint32_t>(arg_u64(a, "sl", 0));
@@ -186,6 +217,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     client.port = p.client_port;
     server.port = p.server_port;
     connect(p, client, server);
+    out["connection"] = connection_info(w, p, client, server);
     if (gate) gate();
     json rows = json::array();
     for (uint64_t size : sizes) {

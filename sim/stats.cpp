@@ -12,20 +12,32 @@ uint32_t histogram::bucket_of(uint64_t ps) {
     return static_cast<uint32_t>((exp - 3) * k_sub + sub);
 }
 
+uint64_t histogram::bucket_lo(uint32_t b) {
+    if (b < k_sub) return b;
+    const int exp = static_cast<int>(b / k_sub) + 3;
+    return (k_sub + static_cast<uint64_t>(b % k_sub)) << (exp - 4);
+}
+
+uint64_t histogram::bucket_width(uint32_t b) {
+    if (b < k_sub) return 1;
+    return uint64_t{1} << (static_cast<int>(b / k_sub) - 1);
+}
+
 double histogram::bucket_mid(uint32_t b) {
     if (b < k_sub) return b;
-    int exp = static_cast<int>(b / k_sub) + 3;
-    uint64_t sub = b % k_sub;
-    double lo = std::ldexp(static_cast<double>(k_sub + sub), exp - 4);
-    double width = std::ldexp(1.0, exp - 4);
-    return lo + width / 2;
+    return static_cast<double>(bucket_lo(b)) + static_cast<double>(bucket_width(b)) / 2;
+}
+
+json histogram::buckets_ns() const {
+    json out = json::array();
+    for (const auto& [b, n] : m_buckets)
+        out.push_back(
+            json::array({static_cast<double>(bucket_lo(b)) / 1000.0,
+                         static_cast<double>(bucket_lo(b) + bucket_width(b)) / 1000.0, n}));
+    return out;
 }
 
 void histogram::add(uint64_t ps) {
-    if (m_keep) {
-        m_samples.push_back(ps);
-        m_sorted = false;
-    }
     ++m_buckets[bucket_of(ps)];
     ++m_count;
     m_min = std::min(m_min, ps);
@@ -37,19 +49,6 @@ double histogram::percentile_ns(double q) const {
     if (m_count == 0) return 0;
     uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(m_count)));
     rank = std::max<uint64_t>(rank, 1);
-    if (!m_samples.empty()) {
-        if (!m_sorted) {
-            std::sort(m_samples.begin(), m_samples.end());
-            m_sorted = true;
-        }
-        const size_t n = m_samples.size();
-        if (q == 0.5 && n % 2 == 0)
-            return (static_cast<double>(m_samples[n / 2 - 1]) +
-                    static_cast<double>(m_samples[n / 2])) /
-                   2000.0;
-        if (q == 0.5) return static_cast<double>(m_samples[n / 2]) / 1000.0;
-        return static_cast<double>(m_samples[std::min<uint64_t>(rank, n) - 1]) / 1000.0;
-    }
     uint64_t seen = 0;
     for (const auto& [b, n] : m_buckets) {
         seen += n;

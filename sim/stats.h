@@ -14,31 +14,31 @@
 
 namespace hcasim {
 
-// Fixed-bucket latency histogram (log2 buckets in picoseconds) with exact min/max/sum, enough to
-// report min, avg, p50, p99, p999 and max without keeping every sample.
+// Fixed-bucket latency histogram (log2 buckets in picoseconds, 16 per power of two: ~4 %
+// resolution) with exact min/max/sum, enough to report min, avg, p50, p99, p999 and max without
+// keeping every sample. (perftest's latency tests compute theirs from every sample instead:
+// engine/perftest_stats.h.)
 class histogram {
   public:
-    // Keep every sample too: percentiles are then exact, as perftest computes them from its
-    // sorted samples (the median of an even count is the mean of the middle two; p99 and p999
-    // are the nearest-rank samples), not bucket midpoints. For workloads' latency tests.
-    void keep_samples() { m_keep = true; }
     void add(uint64_t ps);
     uint64_t count() const { return m_count; }
     json to_json_ns() const;
     double percentile_ns(double q) const;
+    // The histogram as data: one [lo_ns, hi_ns, count] per bucket that holds samples, in order
+    // (a bucket holds lo <= x < hi).
+    json buckets_ns() const;
 
   private:
     static constexpr int k_sub = 16;  // sub-buckets per power of two: ~4% resolution
     std::map<uint32_t, uint64_t> m_buckets;
-    bool m_keep = false;
-    mutable std::vector<uint64_t> m_samples;  // sorted lazily by percentile_ns
-    mutable bool m_sorted = true;
     uint64_t m_count = 0;
     uint64_t m_min = UINT64_MAX;
     uint64_t m_max = 0;
     long double m_sum = 0;
     static uint32_t bucket_of(uint64_t ps);
     static double bucket_mid(uint32_t b);
+    static uint64_t bucket_lo(uint32_t b);
+    static uint64_t bucket_width(uint32_t b);
 };
 
 class stats_group {

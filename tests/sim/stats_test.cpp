@@ -58,20 +58,27 @@ TEST(histogram, percentiles_stay_within_min_and_max) {
     EXPECT_EQ(empty.to_json_ns()["count"], 0);
 }
 
-TEST(histogram, kept_samples_give_perftest_exact_statistics) {
-    // perftest sorts its samples: t_typical is the median (the mean of the middle two for an even
-    // count), the 99 % and 99.9 % percentiles the nearest-rank samples.
+TEST(histogram, buckets_as_data_hold_every_sample_once) {
     histogram h;
-    h.keep_samples();
-    for (uint64_t ps : {1000000, 4000000, 2000000, 3000000}) h.add(ps);  // 1, 4, 2, 3 us
-    EXPECT_DOUBLE_EQ(h.percentile_ns(0.5), 2500.0) << "median of an even count: (2 + 3) / 2 us";
-    EXPECT_DOUBLE_EQ(h.percentile_ns(0.99), 4000.0) << "nearest rank: ceil(0.99 * 4) = 4th";
-    h.add(5000000);
-    EXPECT_DOUBLE_EQ(h.percentile_ns(0.5), 3000.0) << "odd count: the middle sample, exactly";
-    histogram bucketed;
-    for (uint64_t ps : {1000000, 4000000, 2000000, 3000000, 5000000}) bucketed.add(ps);
-    EXPECT_NE(bucketed.percentile_ns(0.5), 3000.0) << "without samples: the bucket midpoint";
-    EXPECT_NEAR(bucketed.percentile_ns(0.5), 3000.0, 3000.0 / 16);
+    for (uint64_t ps : {5, 5, 1000000, 1000001, 4000000, 3000000}) h.add(ps);
+    const json b = h.buckets_ns();
+    ASSERT_TRUE(b.is_array());
+    uint64_t total = 0;
+    double last_hi = 0;
+    for (const auto& row : b) {
+        const double lo = row[0].get<double>(), hi = row[1].get<double>();
+        EXPECT_LT(lo, hi);
+        EXPECT_GE(lo, last_hi) << "in order, not overlapping";
+        last_hi = hi;
+        total += row[2].get<uint64_t>();
+    }
+    EXPECT_EQ(total, 6u);
+    EXPECT_EQ(b[0], json::array({0.005, 0.006, 2})) << "below 16 ps each picosecond has a bucket";
+    EXPECT_EQ(b[1][2], 2) << "1,000,000 and 1,000,001 ps share a ~4 % bucket";
+    EXPECT_LE(b[1][0].get<double>(), 1000.0);
+    EXPECT_GT(b[1][1].get<double>(), 1000.001);
+    EXPECT_NEAR(b[1][1].get<double>() / b[1][0].get<double>(), 1.0 + 1.0 / 16, 1.0 / 16);
+    EXPECT_TRUE(histogram().buckets_ns().empty());
 }
 
 TEST(stats_registry, dotted_paths_nest_and_groups_leave_when_destroyed) {
