@@ -105,7 +105,9 @@ size_t gather_rows(const sweep_spec& spec, const std::string& out_dir, sweep_res
     for (size_t k = 0; k < results.total(); ++k) {
         if (results.has(k)) continue;
         sweep_row row;
-        if (read_row_file(spec, point_dir(out_dir, k) + "/row.json", row) && row.point == k) {
+        const std::string row_file = point_dir(out_dir, k) + "/row.json";
+        // A row written for other metrics is read again from the point's stats.json.
+        if (read_row_file(spec, row_file, row, out_dir) && row.point == k) {
             results.append(row);
             if (row.exit_status != 0)
                 std::cerr << "sweep: point " << k << " exited " << row.exit_status

@@ -401,9 +401,32 @@ sweep_row run_point(const sweep_spec& spec, const sweep_point& p, const std::str
                         std::chrono::duration<double>(clock_type::now() - start).count());
 }
 
-bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row) {
+bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row,
+                   const std::string& out_dir) {
     if (!fs::exists(path)) return false;
-    return row_from_json(spec, read_json_or_null(read_text(path)), row);
+    const json j = read_json_or_null(read_text(path));
+    return row_from_json(spec, j, row) ||
+           (!out_dir.empty() && reextract_row(spec, j, out_dir, row));
+}
+
+bool reextract_row(const sweep_spec& spec, const json& j, const std::string& out_dir,
+                   sweep_row& row) {
+    if (!j.is_object() || !j.contains("metrics")) return false;
+    json same = j;
+    same["metrics"] = json::object();
+    for (const auto& m : spec.metrics) same["metrics"][m] = nullptr;
+    sweep_row r;
+    if (!row_from_json(spec, same, r)) return false;  // another point, axes or shape
+    const std::string dir = point_dir(out_dir, r.point);
+    const std::string stats_path = dir + "/stats.json";
+    if (!fs::exists(stats_path)) return false;
+    const json stats = read_json_or_null(read_text(stats_path));
+    if (!stats.is_object() || stats.value("interrupted", false)) return false;
+    r.metrics.clear();
+    for (const auto& m : spec.metrics) r.metrics.push_back(metric_value(stats, m));
+    write_atomically(dir + "/row.json", row_to_json(spec, r).dump() + "\n");
+    row = std::move(r);
+    return true;
 }
 
 std::string self_binary() {
@@ -433,16 +456,24 @@ bool sweep_results::open(bool resume, std::string& problem) {
     }
     if (resume) {
         std::ifstream in(m_dir + "/results.jsonl");
-        size_t dropped = 0;
+        size_t dropped = 0, reextracted = 0;
         for (std::string line; std::getline(in, line);) {
             if (line.empty()) continue;
             sweep_row row;
-            if (!row_from_json(m_spec, read_json_or_null(line), row)) {
-                ++dropped;
-                continue;
+            const json j = read_json_or_null(line);
+            if (!row_from_json(m_spec, j, row)) {
+                if (!reextract_row(m_spec, j, m_dir, row)) {
+                    ++dropped;
+                    continue;
+                }
+                ++reextracted;
             }
             m_rows[row.point] = std::move(row);
         }
+        if (reextracted)
+            std::cerr << "sweep: --resume: the metrics changed; " << reextracted << " row"
+                      << (reextracted > 1 ? "s" : "")
+                      << " read again from their points' stats.json, not rerun\n";
         if (dropped)
             std::cerr << "sweep: --resume: dropped " << dropped << " line"
                       << (dropped > 1 ? "s" : "") << " of " << m_dir

@@ -118,8 +118,17 @@ class sweep_signals {
     struct sigaction m_old_chld {};
 };
 
-// Reads a points/<n>/row.json; false when missing or not a row of this spec.
-bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row);
+// Reads a points/<n>/row.json; false when missing or not a row of this spec. Given the sweep's
+// `out_dir`, a row written for other metrics is read again from the point's stats.json
+// (reextract_row).
+bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row,
+                   const std::string& out_dir = "");
+// A row `j` of this sweep's point with other metrics (the sweep file's `metrics` changed): the
+// same point and axis values, the metrics read again from the point's stats.json under
+// `out_dir`, and its row.json rewritten. False when `j` is no such row or the stats.json is gone
+// (the point then runs again).
+bool reextract_row(const sweep_spec& spec, const json& j, const std::string& out_dir,
+                   sweep_row& row);
 
 // This binary's path (/proc/self/exe).
 std::string self_binary();

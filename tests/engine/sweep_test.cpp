@@ -335,6 +335,39 @@ TEST_F(sweep_cli, interrupted_and_resumed_gives_the_same_results_csv_as_uninterr
         << "--collect rebuilds the same rows from points/*/row.json";
 }
 
+TEST_F(sweep_cli, changed_metrics_are_read_again_from_stored_stats_on_resume) {
+    const std::string axes = R"("axes": {"workloads.0.size": [64, 4096]})";
+    sweep_files f("reextract", k_tiny_base,
+                  "{\"base\": \"base.json\", " + axes + R"(, "metrics": ["workloads.0.gbps"]})");
+    const std::string out = f.dir + "/out", fresh = f.dir + "/fresh";
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", out}, f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    const auto stats_time = fs::last_write_time(out + "/points/1/stats.json");
+    std::ofstream(f.sweep) << "{\"base\": \"base.json\", " + axes +
+                                  R"(, "metrics": ["workloads.0.gbps", "workloads.0.mops",
+                                     "nodes.a.hca.qpc_cache.hit_rate"]})";
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", out, "--resume"}, f.dir), 0)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/stderr.txt")
+                  .find("the metrics changed; 2 rows read again from their points' stats.json"),
+              std::string::npos)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("2 of 2 points already done"), std::string::npos);
+    EXPECT_EQ(fs::last_write_time(out + "/points/1/stats.json"), stats_time) << "not rerun";
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", fresh}, f.dir), 0);
+    EXPECT_EQ(slurp(out + "/results.csv"), slurp(fresh + "/results.csv"))
+        << "the same rows as a sweep run with the new metrics";
+    EXPECT_NE(slurp(out + "/points/0/row.json").find("workloads.0.mops"), std::string::npos)
+        << "row.json follows";
+    // --collect (the Slurm backend's gather) reads rows of other metrics again too.
+    std::ofstream(f.sweep) << "{\"base\": \"base.json\", " + axes +
+                                  R"(, "metrics": ["workloads.0.bytes"]})";
+    fs::remove(out + "/results.jsonl");
+    ASSERT_EQ(run({"sweep", f.sweep, "-o", out, "--collect"}, f.dir), 0)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_EQ(line_count(out + "/results.csv"), 3u) << slurp(out + "/results.csv");
+    EXPECT_NE(slurp(out + "/results.csv").find("workloads.0.bytes"), std::string::npos);
+}
+
 TEST_F(sweep_cli, an_interrupted_point_keeps_its_partial_stats_and_gets_no_row) {
     // One point long enough to be running when the sweep is stopped.
     sweep_files f("interrupted",
