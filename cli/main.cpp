@@ -44,7 +44,7 @@ const char* k_usage =
     "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
     "  diff A.json B.json   what changed between two runs' stats.json (config, counters)\n"
     "  check FILE.json      validate a scenario or sweep file, run nothing\n"
-    "  schema               print the scenario JSON Schema\n"
+    "  schema [--sweep]     print the scenario (or sweep) JSON Schema\n"
     "  stats-reference      print the statistics reference (docs/stats.md): every key of\n"
     "                       stats.json with its unit and meaning\n"
     "\n"
@@ -87,14 +87,17 @@ const char* k_check_usage =
     "  --set PATH=VALUE     change the scenario before it is checked, as run does (repeatable)\n";
 
 const char* k_schema_usage =
-    "usage: hcasim schema\n"
+    "usage: hcasim schema [--sweep]\n"
     "\n"
-    "Prints the scenario JSON Schema (draft 2020-12); scenarios/scenario.schema.json is a copy:\n"
-    "  hcasim schema > scenarios/scenario.schema.json\n";
+    "Prints the scenario JSON Schema (draft 2020-12), or with --sweep the sweep file's; the\n"
+    "copies in scenarios/ are regenerated with:\n"
+    "  hcasim schema > scenarios/scenario.schema.json\n"
+    "  hcasim schema --sweep > scenarios/sweeps/sweep.schema.json\n";
 
 const char* k_sweep_usage =
     "usage: hcasim sweep SWEEP.json [-o OUTDIR] [-j N] [--backend local|slurm] [--resume]\n"
-    "                    [--set KEY=VALUE]... [--partition P] [--time T] [--mem M] [--no-wait]\n"
+    "                    [--set KEY=VALUE]... [--partition P] [--time T] [--mem M] [--account A]\n"
+    "                    [--qos Q] [--sbatch-arg ARG]... [--max-array-size N] [--no-wait]\n"
     "       hcasim sweep SWEEP.json --collect [-o OUTDIR]\n"
     "\n"
     "Runs the base scenario once per point of the axes (cartesian product, or element-wise with\n"
@@ -106,8 +109,13 @@ const char* k_sweep_usage =
     "  --backend B          local (default) or slurm (one job array, sbatch/squeue)\n"
     "  --resume             keep the rows already in OUTDIR/results.jsonl, run the rest\n"
     "  --set KEY=VALUE      override a base scenario value for every point (repeatable)\n"
-    "  --partition P, --time T, --mem M\n"
-    "                       Slurm: sbatch --partition, --time, --mem for each array task\n"
+    "  --partition P, --time T, --mem M, --account A, --qos Q\n"
+    "                       Slurm: sbatch --partition, --time, --mem, --account, --qos for\n"
+    "                       each array task\n"
+    "  --sbatch-arg ARG     Slurm: one more sbatch option, verbatim (repeatable), e.g.\n"
+    "                       --sbatch-arg=--constraint=avx2\n"
+    "  --max-array-size N   Slurm: split into arrays of task ids below N (default: the\n"
+    "                       cluster's MaxArraySize)\n"
     "  --no-wait            Slurm: submit and return; gather later with --collect\n"
     "  --collect            gather OUTDIR/points/*/row.json into results.csv/jsonl\n"
     "  --point K            (internal: one Slurm array task) run point K, write its row.json\n"
@@ -303,6 +311,10 @@ int cmd_schema(const std::vector<std::string>& args) {
         std::cout << k_schema_usage;
         return k_ok;
     }
+    if (args.size() == 1 && args[0] == "--sweep") {
+        std::cout << sweep_schema().dump(2) << "\n";
+        return k_ok;
+    }
     if (!args.empty()) return bad_usage("schema", "unexpected argument " + args.front());
     std::cout << scenario_schema().dump(2) << "\n";
     return k_ok;
@@ -362,6 +374,26 @@ int cmd_sweep(const std::vector<std::string>& args) {
         } else if (matches_option(a, "--mem")) {
             if (!take("--mem")) return bad_usage("sweep", problem);
             opts.mem = value;
+        } else if (matches_option(a, "--account")) {
+            if (!take("--account")) return bad_usage("sweep", problem);
+            opts.account = value;
+        } else if (matches_option(a, "--qos")) {
+            if (!take("--qos")) return bad_usage("sweep", problem);
+            opts.qos = value;
+        } else if (matches_option(a, "--sbatch-arg")) {
+            if (!take("--sbatch-arg")) return bad_usage("sweep", problem);
+            if (value.empty() || value[0] != '-' || value.find('\n') != std::string::npos)
+                return bad_usage("sweep", "--sbatch-arg: \"" + value +
+                                              "\" is not one sbatch option (expected e.g. "
+                                              "--sbatch-arg=--constraint=avx2)");
+            opts.sbatch_args.push_back(value);
+        } else if (matches_option(a, "--max-array-size")) {
+            if (!take("--max-array-size")) return bad_usage("sweep", problem);
+            unsigned long n = 0;
+            if (!parse_count(value, n) || n < 2)
+                return bad_usage(
+                    "sweep", "--max-array-size: bad size \"" + value + "\" (expected at least 2)");
+            opts.max_array_size = n;
         } else if (matches_option(a, "--point")) {
             if (!take("--point")) return bad_usage("sweep", problem);
             unsigned long n = 0;
@@ -387,8 +419,12 @@ int cmd_sweep(const std::vector<std::string>& args) {
     if (collect && point >= 0)
         return bad_usage("sweep", "--collect and --point exclude each other");
     if (backend != "slurm" &&
-        (opts.no_wait || !opts.partition.empty() || !opts.time_limit.empty() || !opts.mem.empty()))
-        return bad_usage("sweep", "--partition, --time, --mem and --no-wait need --backend slurm");
+        (opts.no_wait || !opts.partition.empty() || !opts.time_limit.empty() || !opts.mem.empty() ||
+         !opts.account.empty() || !opts.qos.empty() || !opts.sbatch_args.empty() ||
+         opts.max_array_size))
+        return bad_usage("sweep",
+                         "--partition, --time, --mem, --account, --qos, --sbatch-arg, "
+                         "--max-array-size and --no-wait need --backend slurm");
     sweep_spec spec;
     diag d(file);
     if (!load_sweep(file, spec, d, sets)) return print_problems(d);
@@ -449,8 +485,8 @@ int cmd_perftest(const std::vector<std::string>& args) {
     perftest_command cmd;
     std::string problem;
     if (!parse_perftest_args(args, cmd, problem))
-        return bad_usage("perftest", problem.substr(std::min(problem.find_first_not_of(' '),
-                                                             problem.size())));
+        return bad_usage("perftest",
+                         problem.substr(std::min(problem.find_first_not_of(' '), problem.size())));
     if (cmd.help) {
         std::cout << perftest_usage();
         return k_ok;

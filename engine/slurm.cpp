@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 namespace hcasim {
 
@@ -144,6 +145,23 @@ int summary(const sweep_spec& spec, const sweep_results& results, const std::str
     return missing.empty() && failed == 0 ? 0 : 1;
 }
 
+// The cluster's MaxArraySize (task ids run 0 .. MaxArraySize - 1); Slurm's default 1001 when
+// scontrol does not say.
+uint64_t cluster_max_array_size() {
+    const command_result r = run_command({"scontrol", "show", "config"});
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+        if (line.rfind("MaxArraySize", 0) != 0) continue;
+        const size_t eq = line.find('=');
+        if (eq == std::string::npos) break;
+        const std::string v = trimmed(line.substr(eq + 1));
+        if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() < 10)
+            return std::max<uint64_t>(2, std::stoull(v));
+        break;
+    }
+    return 1001;
+}
+
 // Whether the job still has tasks in the queue; false with `problem` when squeue fails.
 bool job_in_queue(const std::string& job_id, bool& in_queue, std::string& problem) {
     const command_result r = run_command({"squeue", "-h", "-j", job_id, "-o", "%i %T"});
@@ -184,11 +202,18 @@ std::string slurm_job_script(const sweep_spec& spec, const sweep_options& opts,
     if (!opts.partition.empty()) s += "#SBATCH --partition=" + opts.partition + "\n";
     if (!opts.time_limit.empty()) s += "#SBATCH --time=" + opts.time_limit + "\n";
     if (!opts.mem.empty()) s += "#SBATCH --mem=" + opts.mem + "\n";
-    s += "# One sweep point per array task; it writes " + out_dir +
-         "/points/<task>/row.json.\n"
-         "# Submitted by `hcasim sweep --backend slurm` with --array=<points>%<jobs>.\n";
+    if (!opts.account.empty()) s += "#SBATCH --account=" + opts.account + "\n";
+    if (!opts.qos.empty()) s += "#SBATCH --qos=" + opts.qos + "\n";
+    for (const auto& a : opts.sbatch_args) s += "#SBATCH " + a + "\n";
+    s += "# One sweep point per array task: point = task id + HCASIM_POINT_OFFSET (a sweep larger\n"
+         "# than the cluster's MaxArraySize is submitted as several arrays, each with its\n"
+         "# offset); it writes " +
+         out_dir +
+         "/points/<point>/row.json.\n"
+         "# Submitted by `hcasim sweep --backend slurm` with --array=<tasks>%<jobs>.\n";
     s += "exec " + shell_quote(binary) + " sweep " + shell_quote(sweep_file) +
-         " --point \"$SLURM_ARRAY_TASK_ID\" -o " + shell_quote(out_dir);
+         " --point \"$((SLURM_ARRAY_TASK_ID + ${HCASIM_POINT_OFFSET:-0}))\" -o " +
+         shell_quote(out_dir);
     for (const auto& set : spec.sets) s += " --set " + shell_quote(set);
     return s + "\n";
 }
@@ -220,32 +245,66 @@ int run_sweep_slurm(const sweep_spec& spec, const sweep_options& opts) {
             return 3;
         }
     }
-    std::string array = slurm_array_ranges(todo);
-    if (opts.jobs) array += "%" + std::to_string(opts.jobs);
-    const command_result sub =
-        run_command({"sbatch", "--parsable", "--array=" + array, script_path});
-    const std::string job_id = trimmed(sub.out.substr(0, sub.out.find(';')));
-    if (sub.status != 0 || job_id.empty()) {
-        std::cerr << "hcasim sweep: sbatch failed (exit " << sub.status << "): " << trimmed(sub.err)
-                  << "\n";
-        return 3;
+    // Task ids must stay below the cluster's MaxArraySize: the points go out as arrays of at
+    // most that many, each with its offset; with -j, each array waits for the one before
+    // (afterany), so no more than -j tasks run at once.
+    const uint64_t max_array = opts.max_array_size ? opts.max_array_size : cluster_max_array_size();
+    std::vector<std::string> job_ids;
+    for (size_t first = 0; first < todo.size();) {
+        const uint64_t offset = todo[first] / max_array * max_array;
+        std::vector<size_t> tasks;
+        size_t last = first;
+        for (; last < todo.size() && todo[last] < offset + max_array; ++last)
+            tasks.push_back(todo[last] - offset);
+        std::string array = slurm_array_ranges(tasks);
+        if (opts.jobs) array += "%" + std::to_string(opts.jobs);
+        std::vector<std::string> cmd = {
+            "sbatch", "--parsable", "--array=" + array,
+            "--export=ALL,HCASIM_POINT_OFFSET=" + std::to_string(offset)};
+        if (opts.jobs && !job_ids.empty()) cmd.push_back("--dependency=afterany:" + job_ids.back());
+        cmd.push_back(script_path);
+        const command_result sub = run_command(cmd);
+        const std::string job_id = trimmed(sub.out.substr(0, sub.out.find(';')));
+        if (sub.status != 0 || job_id.empty()) {
+            std::cerr << "hcasim sweep: sbatch failed (exit " << sub.status
+                      << "): " << trimmed(sub.err) << "\n";
+            for (const auto& id : job_ids) run_command({"scancel", id});
+            return 3;
+        }
+        job_ids.push_back(job_id);
+        std::cerr << "sweep: submitted job array " << job_id << " (" << tasks.size() << " point"
+                  << (tasks.size() == 1 ? "" : "s") << ", --array=" << array
+                  << (offset ? ", points = task + " + std::to_string(offset) : std::string())
+                  << ")\n";
+        first = last;
     }
-    std::ofstream(out_dir + "/slurm/job_id") << job_id << "\n";
-    std::cerr << "sweep: submitted job array " << job_id << " (" << todo.size() << " point"
-              << (todo.size() == 1 ? "" : "s") << ", --array=" << array << ")\n";
+    {
+        std::ofstream ids(out_dir + "/slurm/job_id");
+        for (const auto& id : job_ids) ids << id << "\n";
+    }
     if (opts.no_wait) {
         std::cerr << "sweep: gather the rows with: hcasim sweep " << spec.file << " --collect -o "
                   << opts.out_dir << "\n";
         return 0;
     }
-    const std::string log_hint = " (see " + out_dir + "/slurm/job" + job_id + "_<point>.log)";
+    const std::string log_hint =
+        " (see " + out_dir + "/slurm/job<array>_<task>.log, task = point - the array's offset)";
     sweep_signals signals;
     int squeue_failures = 0;
     bool interrupted = false;
     while (true) {
         gather_rows(spec, out_dir, results);
-        bool in_queue = true;
-        if (!job_in_queue(job_id, in_queue, problem)) {
+        bool in_queue = false;
+        bool asked = true;
+        for (const auto& id : job_ids) {
+            bool queued = true;
+            if (!job_in_queue(id, queued, problem)) {
+                asked = false;
+                break;
+            }
+            in_queue = in_queue || queued;
+        }
+        if (!asked) {
             if (++squeue_failures >= 5) {
                 std::cerr << "hcasim sweep: " << problem << "; the job may still run: gather with "
                           << "--collect\n";
@@ -264,8 +323,12 @@ int run_sweep_slurm(const sweep_spec& spec, const sweep_options& opts) {
                                          until - clock_type::now())
                                          .count())));
         if (sig == SIGINT || sig == SIGTERM) {
-            std::cerr << "sweep: interrupted, cancelling job " << job_id << "\n";
-            run_command({"scancel", job_id});
+            std::cerr << "sweep: interrupted, cancelling job" << (job_ids.size() > 1 ? "s" : "");
+            for (const auto& id : job_ids) {
+                std::cerr << " " << id;
+                run_command({"scancel", id});
+            }
+            std::cerr << "\n";
             interrupted = true;
             break;
         }

@@ -62,7 +62,9 @@ struct sweep_options {
     bool resume = false;
     bool progress = false;  // a progress line on stderr
     // Slurm backend
-    std::string partition, time_limit, mem;
+    std::string partition, time_limit, mem, account, qos;
+    std::vector<std::string> sbatch_args;  // --sbatch-arg: more #SBATCH lines, verbatim
+    uint64_t max_array_size = 0;           // 0: the cluster's MaxArraySize (scontrol show config)
     bool no_wait = false;
     unsigned poll_ms = 2000;
 };

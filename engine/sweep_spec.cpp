@@ -238,6 +238,50 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
     return d.lines().size() == before;
 }
 
+json sweep_schema() {
+    json s = json::object();
+    s["$schema"] = "https://json-schema.org/draft/2020-12/schema";
+    s["$id"] = "https://hcasim.invalid/sweep.schema.json";
+    s["title"] = "hcasim sweep";
+    s["description"] =
+        "A base scenario run over a grid of parameter values; each point's chosen stats become "
+        "a row of results.csv (docs/sweeps.md). Axis paths and values are checked against the "
+        "base scenario, metrics against stats.json, when the sweep loads.";
+    s["type"] = "object";
+    s["additionalProperties"] = false;
+    s["required"] = json::array({"base", "axes"});
+    json p = json::object();
+    p["$schema"] = {{"type", "string"},
+                    {"description",
+                     "the JSON Schema the file follows, for editors and validators (e.g. "
+                     "\"sweep.schema.json\"); hcasim reads nothing from it"}};
+    p["base"] = {{"type", "string"},
+                 {"minLength", 1},
+                 {"description", "the base scenario's path, relative to the sweep file"}};
+    p["axes"] = {
+        {"type", "object"},
+        {"minProperties", 1},
+        {"maxProperties", k_max_sweep_axes},
+        {"description",
+         "dotted scenario path (as hcasim run --set, e.g. defaults.hca.qpc_cache.entries or "
+         "workloads.0.size) -> the values it takes, any JSON the base accepts there; at most " +
+             std::to_string(k_max_sweep_points) + " points in all"},
+        {"additionalProperties", {{"type", "array"}, {"minItems", 1}}},
+        {"propertyNames", {{"pattern", "^[^.]+(\\.[^.]+)*$"}}}};
+    p["zip"] = {{"type", "boolean"},
+                {"default", false},
+                {"description",
+                 "false: the cartesian product of the axes; true: the i-th value of every axis "
+                 "together (all lists the same length)"}};
+    p["metrics"] = {{"type", "array"},
+                    {"items", {{"type", "string"}, {"minLength", 1}}},
+                    {"description",
+                     "dotted paths into stats.json (workloads.0.gbps, "
+                     "nodes.b.hca.qpc_cache.hit_rate; docs/stats.md): the columns of results.csv"}};
+    s["properties"] = std::move(p);
+    return s;
+}
+
 bool load_sweep(const std::string& path, sweep_spec& out, diag& d,
                 const std::vector<std::string>& sets) {
     json doc;

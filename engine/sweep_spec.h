@@ -40,4 +40,9 @@ bool load_sweep_json(const std::string& file, const json& doc, sweep_spec& out, 
 bool load_sweep(const std::string& path, sweep_spec& out, diag& d,
                 const std::vector<std::string>& sets = {});
 
+// The JSON Schema of sweep files (draft 2020-12); scenarios/sweeps/sweep.schema.json is a copy
+// (`hcasim schema --sweep`). What a schema cannot say (each axis a path into the base scenario
+// whose values the base accepts, each metric a path into stats.json) the loader checks.
+json sweep_schema();
+
 }  // namespace hcasim

@@ -156,15 +156,22 @@ TEST(slurm, job_script_runs_one_point_per_array_task) {
     opts.partition = "batch";
     opts.time_limit = "10";
     opts.mem = "1G";
+    opts.account = "proj42";
+    opts.qos = "long";
+    opts.sbatch_args = {"--constraint=avx2"};
     const std::string script = slurm_job_script(spec, opts, "/s/my sweep.json", "/o", "/b/hcasim");
     EXPECT_NE(script.find("#SBATCH --partition=batch\n"), std::string::npos) << script;
     EXPECT_NE(script.find("#SBATCH --time=10\n"), std::string::npos) << script;
     EXPECT_NE(script.find("#SBATCH --mem=1G\n"), std::string::npos) << script;
     EXPECT_NE(script.find("#SBATCH --output=/o/slurm/job%A_%a.log\n"), std::string::npos) << script;
-    EXPECT_NE(
-        script.find("exec '/b/hcasim' sweep '/s/my sweep.json' --point \"$SLURM_ARRAY_TASK_ID\""
-                    " -o '/o' --set 'seed=5'\n"),
-        std::string::npos)
+    EXPECT_NE(script.find("#SBATCH --account=proj42\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --qos=long\n"), std::string::npos) << script;
+    EXPECT_NE(script.find("#SBATCH --constraint=avx2\n"), std::string::npos) << script;
+    // The point is the task id plus the array's offset (arrays split at MaxArraySize).
+    EXPECT_NE(script.find("exec '/b/hcasim' sweep '/s/my sweep.json' --point "
+                          "\"$((SLURM_ARRAY_TASK_ID + ${HCASIM_POINT_OFFSET:-0}))\""
+                          " -o '/o' --set 'seed=5'\n"),
+              std::string::npos)
         << script;
 }
 
@@ -439,6 +446,37 @@ TEST_F(sweep_cli, plot_renders_png_and_svg_with_labelled_axes) {
         2)
         << "an unknown column is bad input";
     EXPECT_NE(slurp(f.dir + "/stderr.txt").find("no column \"nope\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hcasim
+
+namespace hcasim {
+namespace {
+
+TEST(sweep_schema, checked_in_file_is_the_generated_schema) {
+    std::ifstream in(test::source_root() + "/scenarios/sweeps/sweep.schema.json");
+    ASSERT_TRUE(in) << "scenarios/sweeps/sweep.schema.json is missing";
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_TRUE(text.str() == sweep_schema().dump(2) + "\n")
+        << "regenerate it: build/hcasim schema --sweep > scenarios/sweeps/sweep.schema.json";
+    const json s = sweep_schema();
+    EXPECT_EQ(s["additionalProperties"], false) << "an unknown key is refused, as the loader does";
+    for (const char* k : {"$schema", "base", "axes", "zip", "metrics"})
+        EXPECT_TRUE(s["properties"].contains(k)) << k;
+}
+
+TEST(sweep_schema, bundled_sweeps_name_it_and_load) {
+    for (const char* name :
+         {"kv_server_qpc", "pcie_bandwidth", "qpc_scaling", "translation_cache"}) {
+        const std::string path = test::source_root() + "/scenarios/sweeps/" + name + ".sweep.json";
+        const json doc = json::parse(slurp(path));
+        EXPECT_EQ(doc.value("$schema", ""), "sweep.schema.json") << path;
+        sweep_spec spec;
+        diag d;
+        EXPECT_TRUE(load_sweep(path, spec, d)) << path;
+    }
 }
 
 }  // namespace

@@ -126,6 +126,8 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 SchedulerParameters=sched_interval=1
 MinJobAge=300
+# Small, so the 4-point sweep goes out as two arrays (points 0-2, then point 3 as task 0 + 3).
+MaxArraySize=3
 NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem State=UNKNOWN
 PartitionName=hcasim Nodes=$node Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -154,8 +156,13 @@ log "node $node is idle"
 [ "$(wc -l <"$work/local/results.csv")" -eq 5 ] || fail "local results.csv should have a header and 4 rows"
 
 start=$(date +%s)
-"$hcasim" sweep "$sweep" --backend slurm --partition hcasim --time 5 -j 2 -o "$work/slurm" ||
-    fail "slurm sweep exited $?"
+"$hcasim" sweep "$sweep" --backend slurm --partition hcasim --time 5 -j 2 \
+    --sbatch-arg=--comment=hcasim-test -o "$work/slurm" 2>"$work/slurm.err" ||
+    fail "slurm sweep exited $?: $(cat "$work/slurm.err")"
+[ "$(grep -c "submitted job array" "$work/slurm.err")" -eq 2 ] ||
+    fail "MaxArraySize=3 should split the 4 points into two arrays: $(cat "$work/slurm.err")"
+grep -q "points = task + 3" "$work/slurm.err" || fail "the second array should offset its tasks by 3"
+grep -q "^#SBATCH --comment=hcasim-test" "$work/slurm/slurm/sweep.sbatch" || fail "job script lacks the --sbatch-arg"
 log "slurm sweep (waiting) took $(($(date +%s) - start)) s"
 grep -q "^#SBATCH --partition=hcasim" "$work/slurm/slurm/sweep.sbatch" || fail "job script lacks --partition"
 grep -q "^#SBATCH --time=5" "$work/slurm/slurm/sweep.sbatch" || fail "job script lacks --time"
@@ -167,7 +174,7 @@ cmp "$work/local/results.csv" "$work/slurm/results.csv" || {
 ls "$work"/slurm/slurm/job*_*.log >/dev/null 2>&1 || fail "no array task logs: did the tasks run under Slurm?"
 
 "$hcasim" sweep "$sweep" --backend slurm --no-wait -o "$work/nowait" || fail "--no-wait exited $?"
-job=$(cat "$work/nowait/slurm/job_id")
+job=$(paste -sd, "$work/nowait/slurm/job_id")
 for _ in $(seq 240); do
     [ -z "$(squeue -h -j "$job" 2>/dev/null)" ] && break
     sleep 0.5
