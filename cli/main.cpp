@@ -141,12 +141,16 @@ const char* k_diff_usage =
     "exit codes (as diff): 0 no difference shown, 1 differences, 2 bad input\n";
 
 const char* k_plot_usage =
-    "usage: hcasim plot RESULTS.csv --x AXIS --y METRIC [--series AXIS] -o PLOT.png|PLOT.svg\n"
-    "                   [--where AXIS=VALUE]... [--title TEXT] [--logx|--linx] [--logy]\n"
+    "usage: hcasim plot RESULTS.csv --x AXIS --y METRIC [--series AXIS]\n"
+    "                   -o PLOT.png|PLOT.svg|PLOT.pdf [--where AXIS=VALUE]... [--title TEXT]\n"
+    "                   [--xlabel TEXT] [--ylabel TEXT] [--ymin V] [--ymax V] [--logx|--linx]\n"
+    "                   [--logy] [--average]\n"
     "\n"
-    "Plots one metric of a sweep's results.csv against an axis, one line per value of --series\n"
-    "(rows where other axes vary are averaged; --where keeps only rows with that value).\n"
-    "Labels carry units derived from the column names. Needs python3 with matplotlib.\n";
+    "Plots one metric of a sweep's results.csv against an axis, one line per value of --series,\n"
+    "each labelled with its axis and value; --where keeps only rows with that value. Rows that\n"
+    "share x and series value while another axis varies are refused unless --average (name the\n"
+    "axis with --where or --series instead). Labels carry units derived from the column names.\n"
+    "Needs python3 with matplotlib.\n";
 
 int bad_usage(const std::string& command, const std::string& problem) {
     std::cerr << "hcasim" << (command.empty() ? "" : " " + command) << ": " << problem << "\n"

@@ -2,14 +2,17 @@
 """hcasim plot: one metric of a sweep's results.csv against one axis, a line per series value.
 
     hcasim plot results.csv --x AXIS --y METRIC [--series AXIS] [--where AXIS=VALUE]...
-                -o plot.png|plot.svg
+                -o plot.png|plot.svg|plot.pdf [--title T] [--xlabel T] [--ylabel T]
+                [--ymin V] [--ymax V] [--logx|--linx] [--logy] [--average]
 
 Columns are named as in results.csv (dotted scenario paths for axes, dotted stats paths for
 metrics). Rows whose exit_status is not 0, or whose metric is empty, are left out (and counted on
-stderr). Rows that share the x and series value (other axes that vary) are averaged. Axis labels
-carry units derived from the column names (bytes, entries, Gb/s, Mpps, ns, fraction, ...); the
-x axis is logarithmic when its values span more than two decades (base 2 with IEC labels for
-sizes). Exit codes as hcasim: 0 ok, 2 bad input, 3 internal error.
+stderr). Rows that share the x and series value while another axis varies are refused: name that
+axis with --where or --series, or ask for their mean with --average. Axis labels carry units
+derived from the column names (bytes, entries, Gb/s, Mpps, ns, fraction, ...); the x axis is
+logarithmic when its values span more than two decades (base 2 with IEC labels for sizes). Each
+line is labelled with its axis and value. Exit codes as hcasim: 0 ok, 2 bad input, 3 internal
+error.
 """
 
 import argparse
@@ -78,6 +81,29 @@ def iec(value):
     return f"{value:g}"
 
 
+def short_name(column):
+    """A dotted path's last two names, list indices and top-level sections left out:
+    "qpc_cache.entries", "pcie.gen", "page_size" (for workloads.0.page_size)."""
+    parts = [p for p in column.split(".") if not p.isdigit()][-2:]
+    if len(parts) == 2 and parts[0] in ("workloads", "defaults", "nodes", "program", "fabric"):
+        parts = parts[1:]
+    return ".".join(parts) or column
+
+
+def sweep_axes(csv_path, header):
+    """The axis columns, from results.jsonl beside the csv (its rows name their axes); None
+    when there is none to read."""
+    jsonl = os.path.join(os.path.dirname(os.path.abspath(csv_path)), "results.jsonl")
+    try:
+        import json
+        with open(jsonl) as f:
+            first = f.readline()
+        axes = set(json.loads(first).get("axes", {})) if first.strip() else None
+    except (OSError, ValueError):
+        return None
+    return axes if axes and axes <= set(header) else None
+
+
 def fail(message, code=2):
     print(f"hcasim plot: {message}", file=sys.stderr)
     sys.exit(code)
@@ -102,10 +128,16 @@ def main(argv):
     ap.add_argument("--x", required=True, help="axis column for the x axis")
     ap.add_argument("--y", required=True, help="metric column for the y axis")
     ap.add_argument("--series", help="axis column: one line per value")
-    ap.add_argument("-o", "--out", required=True, help="output file, .png or .svg")
+    ap.add_argument("-o", "--out", required=True, help="output file: .png, .svg or .pdf")
     ap.add_argument("--where", action="append", default=[], metavar="COLUMN=VALUE",
                     help="keep only rows where COLUMN equals VALUE (repeatable)")
     ap.add_argument("--title", help="plot title (default: the metric against the axis)")
+    ap.add_argument("--xlabel", help="x axis label (default: the axis with its unit)")
+    ap.add_argument("--ylabel", help="y axis label (default: the metric with its unit)")
+    ap.add_argument("--ymin", type=float, help="lower end of the y axis, e.g. 0")
+    ap.add_argument("--ymax", type=float, help="upper end of the y axis")
+    ap.add_argument("--average", action="store_true",
+                    help="average rows that share x and series value while other axes vary")
     scale = ap.add_mutually_exclusive_group()
     scale.add_argument("--logx", action="store_true", help="logarithmic x axis")
     scale.add_argument("--linx", action="store_true", help="linear x axis")
@@ -113,8 +145,10 @@ def main(argv):
     args = ap.parse_args(argv)
 
     ext = os.path.splitext(args.out)[1].lower()
-    if ext not in (".png", ".svg"):
-        fail(f"-o {args.out}: unknown format (expected a .png or .svg file)")
+    if ext not in (".png", ".svg", ".pdf"):
+        fail(f"-o {args.out}: unknown format (expected a .png, .svg or .pdf file)")
+    if args.logy and args.ymin is not None and args.ymin <= 0:
+        fail(f"--ymin {args.ymin:g} with --logy: a logarithmic axis starts above 0")
     where = []
     for w in args.where:
         if "=" not in w:
@@ -126,6 +160,7 @@ def main(argv):
                 (number(r[column]) is not None and number(r[column]) == number(value))]
 
     groups = {}  # series label -> x value -> [y]
+    members = {}  # (series, x) -> the rows there
     series_keys = {}
     x_labels = {}
     skipped = 0
@@ -141,13 +176,25 @@ def main(argv):
         s = row[args.series] if args.series else ""
         series_keys.setdefault(s, number(s) if number(s) is not None else len(series_keys))
         groups.setdefault(s, {}).setdefault(x, []).append(y)
+        members.setdefault((s, x), []).append(row)
     if skipped:
         print(f"hcasim plot: left out {skipped} row(s) that failed or lack {args.y}", file=sys.stderr)
     if not groups:
         fail(f"{args.csv}: no row to plot")
-    averaged = sum(1 for g in groups.values() for ys in g.values() if len(ys) > 1)
-    if averaged:
-        print(f"hcasim plot: averaged {averaged} point(s) over rows where other axes vary",
+    shared = [rs for rs in members.values() if len(rs) > 1]
+    if shared:
+        named = {args.x, args.y, args.series, "point", "exit_status"} | {c for c, _ in where}
+        axes = sweep_axes(args.csv, header)
+        varying = [c for c in header if c not in named and (axes is None or c in axes)
+                   and any(len({r[c] for r in rs}) > 1 for rs in shared)]
+        what = ", ".join(varying) if varying else "another column"
+        if not args.average:
+            fail(f"{args.csv}: {len(shared)} point(s) have several rows with the same "
+                 f"{args.x}{' and ' + args.series if args.series else ''}: {what} varies there. "
+                 f"Pick one value (--where {varying[0] if varying else 'AXIS'}=VALUE), draw one "
+                 f"line per value (--series {varying[0] if varying else 'AXIS'}), or average "
+                 f"them (--average)")
+        print(f"hcasim plot: averaged {len(shared)} point(s) over {what} (--average)",
               file=sys.stderr)
 
     try:
@@ -165,7 +212,10 @@ def main(argv):
     for s in sorted(groups, key=lambda k: series_keys[k]):
         xs = sorted(groups[s])
         ys = [sum(groups[s][x]) / len(groups[s][x]) for x in xs]
-        label = (iec(number(s)) if unit_of(args.series) == "bytes" and number(s) else s) if s else None
+        label = None
+        if args.series:
+            value = iec(number(s)) if unit_of(args.series) == "bytes" and number(s) else s
+            label = f"{short_name(args.series)} = {value}"
         ax.plot(xs, ys, marker="o", label=label)
 
     x_unit = unit_of(args.x)
@@ -188,8 +238,14 @@ def main(argv):
         ax.xaxis.set_minor_formatter(FuncFormatter(lambda v, _: ""))
     if args.logy:
         ax.set_yscale("log")
-    ax.set_xlabel(label_of(args.x))
-    ax.set_ylabel(label_of(args.y))
+    if args.ymin is not None or args.ymax is not None:
+        top = args.ymax
+        if top is None:  # headroom above the data for the legend, as autoscaling leaves
+            highest = max(sum(v) / len(v) for g in groups.values() for v in g.values())
+            top = highest + 0.15 * (highest - args.ymin) if highest > args.ymin else None
+        ax.set_ylim(bottom=args.ymin, top=top)
+    ax.set_xlabel(args.xlabel if args.xlabel is not None else label_of(args.x))
+    ax.set_ylabel(args.ylabel if args.ylabel is not None else label_of(args.y))
     ax.set_title(args.title or f"{args.y} vs {args.x}" +
                  "".join(f", {c}={v}" for c, v in where))
     ax.grid(True, which="major", alpha=0.3)
@@ -197,7 +253,9 @@ def main(argv):
         ax.legend(title=label_of(args.series), fontsize="small")
     fig.tight_layout()
     try:
-        fig.savefig(args.out, metadata={"Date": None} if ext == ".svg" else None)
+        # No dates in SVG and PDF: the same results give the same file.
+        meta = {".svg": {"Date": None}, ".pdf": {"CreationDate": None, "ModDate": None}}
+        fig.savefig(args.out, metadata=meta.get(ext))
     except OSError as e:
         fail(f"cannot write {args.out}: {e.strerror}", 3)
     print(args.out)

@@ -440,6 +440,44 @@ TEST_F(sweep_cli, plot_renders_png_and_svg_with_labelled_axes) {
     EXPECT_NE(text.find("workloads.0.gbps [Gb/s]"), std::string::npos) << text;
     EXPECT_NE(text.find("defaults.hca.qpc_cache.entries [entries]"), std::string::npos) << text;
     EXPECT_NE(text.find("64KiB"), std::string::npos) << "sizes are labelled in IEC units: " << text;
+    EXPECT_NE(text.find("qpc_cache.entries = 256"), std::string::npos)
+        << "each line is labelled with its axis and value: " << text;
+
+    // A PDF with the texts asked for, and the y axis from 0.
+    auto pdf = with_out(f.dir + "/plot.pdf");
+    pdf.insert(pdf.end(), {"--xlabel", "message size", "--ylabel", "bandwidth", "--title",
+                           "write bandwidth", "--ymin", "0"});
+    ASSERT_EQ(run(pdf, f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    EXPECT_EQ(slurp(f.dir + "/plot.pdf").substr(0, 5), "%PDF-");
+    auto svg = with_out(f.dir + "/labels.svg");
+    svg.insert(svg.end(), {"--xlabel", "message size", "--ymin", "0"});
+    ASSERT_EQ(run(svg, f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/labels.svg").find("message size"), std::string::npos);
+    EXPECT_EQ(run(svg, f.dir), 0);
+    EXPECT_EQ(run(pdf, f.dir), 0);
+    const std::string pdf1 = slurp(f.dir + "/plot.pdf");
+    ASSERT_EQ(run(pdf, f.dir), 0);
+    EXPECT_EQ(slurp(f.dir + "/plot.pdf"), pdf1) << "no date in the file: the same plot twice";
+
+    // Without --series, the two cache sizes share each x: refused unless named or --average.
+    const std::vector<std::string> unnamed = {
+        "plot", csv, "--x", "workloads.0.size", "--y", "workloads.0.gbps", "-o", f.dir + "/u.png"};
+    std::ofstream(csv) << "point,workloads.0.size,defaults.hca.qpc_cache.entries,workloads.0.gbps,"
+                          "exit_status\n"
+                          "0,64,16,3.5,0\n1,65536,16,90.1,0\n2,64,256,3.6,0\n3,65536,256,91,0\n";
+    EXPECT_EQ(run(unnamed, f.dir), 2) << "a plot never averages over an axis it was not told of";
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("defaults.hca.qpc_cache.entries varies there"),
+              std::string::npos)
+        << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("--where defaults.hca.qpc_cache.entries=VALUE"),
+              std::string::npos);
+    auto averaged = unnamed;
+    averaged.push_back("--average");
+    EXPECT_EQ(run(averaged, f.dir), 0) << slurp(f.dir + "/stderr.txt");
+    EXPECT_NE(slurp(f.dir + "/stderr.txt").find("averaged 2 point(s)"), std::string::npos);
+    auto picked = unnamed;
+    picked.insert(picked.end(), {"--where", "defaults.hca.qpc_cache.entries=16"});
+    EXPECT_EQ(run(picked, f.dir), 0) << slurp(f.dir + "/stderr.txt");
 
     EXPECT_EQ(
         run({"plot", csv, "--x", "nope", "--y", "workloads.0.gbps", "-o", f.dir + "/x.png"}, f.dir),
