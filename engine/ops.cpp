@@ -623,6 +623,21 @@ std::vector<op_decl> build_workloads() {
                 with_default(opt("size", field_kind::size, "bytes per transfer"), 65536),
                 integer("count", 1, 1e12, false, "transfers, back to back", 1000)};
     w.push_back({"dma", "the HCA's DMA engine alone: count transfers of size bytes", s});
+    field_shape rp;
+    rp.fields = {
+        f("trace", field_kind::text, true,
+          "the trace file to play (traces/README.md: JSON Lines, version 1), relative to the "
+          "scenario file; e.g. a recorded application or a packet capture converted by "
+          "tools/pcap2trace.py"),
+        list("nodes", ref("", resource_kind::node, true, "a node"), false,
+             "the scenario's nodes the trace's nodes run on, in the order the trace first names "
+             "them (default: nodes of the trace's names)",
+             1)};
+    w.push_back({"replay",
+                 "play a trace back: its processes, regions and QP pairs set up on the nodes, then "
+                 "every process's posts in order, with their CPU delays and the completions they "
+                 "waited for",
+                 rp});
     // When a workload runs, for every type.
     for (op_decl& d : w) {
         d.shape.fields.push_back(

@@ -157,6 +157,20 @@ void print_summary(const json& stats, std::ostream& os) {
         os << " " << w.value("type", "") << "   " << w.value("description", "") << "\n";
         if (w.contains("error")) os << " error: " << w["error"].get<std::string>() << "\n";
         const bool lat = w.value("type", "").find("_lat") != std::string::npos;
+        if (w.value("type", "") == "replay" && !w.contains("error")) {
+            // A trace's operations over all its processes.
+            os << " processes  operations    bytes          time[usec]     BW average[Gb/sec]   "
+                  "MsgRate[Mpps]\n";
+            char row[160];
+            std::snprintf(row, sizeof row, " %-10zu %-13llu %-14llu %-14.2f %-20.2f %.6f\n",
+                          member(w, "processes").size(),
+                          static_cast<unsigned long long>(w.value("iters", uint64_t{0})),
+                          static_cast<unsigned long long>(w.value("bytes", uint64_t{0})),
+                          w.value("time_ns", 0.0) / 1000.0, w.value("gbps", 0.0),
+                          w.value("mops", 0.0));
+            os << row;
+            continue;
+        }
         if (w.contains("pairs")) {
             print_pairs(w, lat, os);
             continue;

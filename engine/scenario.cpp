@@ -18,6 +18,7 @@
 #include "engine/problems.h"
 #include "engine/set_override.h"
 #include "engine/stat_expect.h"
+#include "engine/trace_format.h"
 #include "engine/traffic_pattern.h"
 #include "sim/output_file.h"
 
@@ -62,6 +63,7 @@ class checker {
     void load_program(json& doc);
     void load_step(json& step, size_t index);
     void load_workloads(json& doc);
+    void check_replay(json& w, const std::string& p);
     void load_trace(const json& v);
     json* top_array(json& doc, const std::string& key, const std::string& expected);
 
@@ -361,6 +363,7 @@ void checker::load_workloads(json& doc) {
         if (decl->shape.find("inline_size")) check_perftest_options(w, p, decl->name, m_d);
         if (decl->shape.find("mr_size") && !w.contains("mr_size") && w.contains("size"))
             w["mr_size"] = w["size"];
+        if (decl->name == "replay" && m_d.lines().size() == before) check_replay(w, p);
         if (m_d.lines().size() != before) continue;
         workload_spec spec;
         spec.index = i;
@@ -379,6 +382,48 @@ void checker::load_workloads(json& doc) {
         spec.concurrent = w.value("concurrent", false);
         m_s.workloads.push_back(std::move(spec));
     }
+}
+
+// A replay workload: its trace loads (problems named in the trace file), and every node the
+// trace runs on exists. `trace` becomes the file's path as the run opens it.
+void checker::check_replay(json& w, const std::string& p) {
+    std::filesystem::path tp(w["trace"].get<std::string>());
+    if (tp.is_relative()) tp = std::filesystem::path(m_s.file).parent_path() / tp;
+    const std::string path = tp.lexically_normal().string();
+    const std::string file = m_d.file();
+    trace t;
+    const bool loaded = hcasim::load_trace(path, t, m_d);
+    m_d.set_file(file);
+    if (!loaded) {
+        m_d.error(pointer_join(p, "trace"), "the trace " + path + " has problems (listed above)",
+                  "a valid hcasim trace");
+        return;
+    }
+    std::vector<std::string> trace_nodes;
+    for (const auto& proc : t.processes)
+        if (std::find(trace_nodes.begin(), trace_nodes.end(), proc.node) == trace_nodes.end())
+            trace_nodes.push_back(proc.node);
+    json map = json::object();
+    if (auto n = w.find("nodes"); n != w.end()) {
+        if (n->size() != trace_nodes.size()) {
+            m_d.error(pointer_join(p, "nodes"),
+                      std::to_string(n->size()) + " nodes for a trace on " +
+                          std::to_string(trace_nodes.size()),
+                      "one node per node the trace names (" + joined(trace_nodes) + ")");
+            return;
+        }
+        for (size_t k = 0; k < trace_nodes.size(); ++k) map[trace_nodes[k]] = (*n)[k];
+    } else {
+        for (const auto& tn : trace_nodes) {
+            if (!m_s.node(tn))
+                m_d.error(pointer_join(p, "trace"),
+                          "the trace runs on node \"" + tn + "\", which the scenario lacks",
+                          "a scenario with the trace's nodes, or \"nodes\" to map them");
+            map[tn] = tn;
+        }
+    }
+    w["trace"] = path;
+    w["nodes"] = map;  // trace node -> scenario node, as the run reads it
 }
 
 void checker::check_shape(const field_shape& shape, json& obj, const std::string& ptr,

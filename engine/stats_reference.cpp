@@ -104,6 +104,15 @@ const std::vector<stats_key>& fixed_keys() {
          "completion ((tcompleted[j] - tposted[i]) / (j - i + 1) over the signaled WQEs); null "
          "for a duration, `no_peak`, more than 20,000 iterations (as perftest) or a search "
          "beyond 4 x 10^8 steps; `bidirectional`: the two directions' sum"},
+        {"workloads.<i>.trace", "", "value",
+         "`replay`: the trace file's name (traces/README.md); iters, bytes, time_ns, gbps and "
+         "mops are then over every post_send of every process, from the first post to the last "
+         "completion"},
+        {"workloads.<i>.trace_description", "", "value",
+         "`replay`: the trace header's description"},
+        {"workloads.<i>.processes", "", "list",
+         "`replay`: per trace process, in the trace's order: process, node, iters (its "
+         "post_sends), bytes, time_ns, gbps, mops"},
         {"workloads.<i>.connection", "", "object",
          "what perftest prints before its table: `mtu` (the path MTU), `link_layer`, and per "
          "side (`client`, `server`) its `device`, `port` and `qps`: each QP's lid, qpn, psn, "

@@ -1,11 +1,13 @@
 #include "engine/workloads.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 
 #include "engine/perftest.h"
+#include "engine/replay.h"
 #include "engine/sim_threads.h"
 #include "engine/traffic_pattern.h"
 #include "sim/stats.h"
@@ -307,6 +309,11 @@ json run_workload(world& w, const workload_spec& spec, uint64_t seed) {
                                  a.value("node", std::string("a"));
             json r = run_dma(w, spec);
             out.update(r);
+        } else if (spec.type == "replay") {
+            out["description"] =
+                "replay of " +
+                std::filesystem::path(spec.args.value("trace", std::string())).filename().string();
+            out.update(run_replay(w, spec, seed));
         } else if (spec.args.contains("client")) {
             run_perftest(w, spec, spec.pairs[0].first, spec.pairs[0].second,
                          "perftest" + std::to_string(spec.index), seed, out);
