@@ -57,6 +57,7 @@ const char* k_usage =
 
 const char* k_run_usage =
     "usage: hcasim run SCENARIO.json [-o OUTDIR] [--set KEY=VALUE]... [--vcd] [--trace] [--quiet]\n"
+    "                  [--record FILE]\n"
     "                  [--progress] [--trace-units LIST] [--trace-window A:B] [--log "
     "UNIT=LEVEL]... [--debug TOPICS]\n"
     "\n"
@@ -64,6 +65,8 @@ const char* k_run_usage =
     "  --set KEY=VALUE      override a scenario value by dotted path, e.g.\n"
     "                       defaults.hca.qpc_cache.entries=512 or workloads.0.size=65536;\n"
     "                       VALUE is parsed as JSON, else taken as a string (repeatable)\n"
+    "  --record FILE        write the run's verbs as a trace (traces/README.md) that a\n"
+    "                       {\"type\": \"replay\"} workload plays back on any configuration\n"
     "  --vcd                write waves.vcd (GTKWave)\n"
     "  --trace              write trace.json (Chrome Trace Event format, Perfetto UI)\n"
     "  --trace-units LIST   only these units in waves.vcd and trace.json: name prefixes,\n"
@@ -238,6 +241,10 @@ int cmd_run(const std::vector<std::string>& args) {
                 return bad_usage("run",
                                  "--trace-window: bad window \"" + value +
                                      "\" (expected FROM:TO in simulated time, e.g. 10us:50us)");
+        } else if (matches_option(a, "--record")) {
+            if (!option_value(args, i, "--record", value, problem))
+                return bad_usage("run", problem);
+            opts.record = value;
         } else if (a == "--vcd") {
             opts.vcd = true;
         } else if (a == "--trace") {

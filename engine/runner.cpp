@@ -20,6 +20,7 @@
 #include "engine/program.h"
 #include "engine/report.h"
 #include "engine/sim_threads.h"
+#include "engine/trace_recorder.h"
 #include "engine/workloads.h"
 #include "engine/world.h"
 #include "sim/git_commit.h"
@@ -311,6 +312,12 @@ int run_scenario(const scenario& s, const run_options& opts) {
         j["fabric"] = units["fabric"];
         return j;
     };
+    std::unique_ptr<trace_recorder> recorder;
+    if (!opts.record.empty()) {
+        std::vector<std::pair<std::string, host*>> hosts;
+        for (const auto& [name, cfg] : s.nodes) hosts.emplace_back(name, &w.at(name).host());
+        recorder = std::make_unique<trace_recorder>(hosts);
+    }
     scenario_player player("scenario", w, s, snapshot);
     int interrupted = 0;
     {
@@ -378,6 +385,13 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::cerr << "hcasim: " << problem << "\n";
         written = false;
     }
+    if (recorder && !recorder->write(opts.record,
+                                     "recorded by hcasim run --record from scenario " + s.name +
+                                         (interrupted ? " (interrupted)" : ""),
+                                     problem)) {
+        std::cerr << "hcasim: " << problem << "\n";
+        written = false;
+    }
     if (!written) return 3;
     if (!opts.quiet) {
         print_summary(stats, std::cout);
@@ -385,6 +399,9 @@ int run_scenario(const scenario& s, const run_options& opts) {
         if (opts.trace)
             std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
         if (opts.vcd) std::cout << "waves: " << dir << "/waves.vcd (GTKWave)\n";
+        if (recorder)
+            std::cout << "record: " << opts.record << " (" << recorder->records()
+                      << " records; replay it with a workload {\"type\": \"replay\"})\n";
     }
     if (interrupted) {
         char at[32];

@@ -15,6 +15,7 @@ struct run_options {
     bool trace = false;
     bool quiet = false;
     bool progress = false;  // a progress line on stderr while the simulation runs
+    std::string record;     // --record: write the run's verbs as a trace (traces/README.md)
     // What stats.json records of how the run was asked for (its "run" section).
     std::vector<std::string> command_line;  // hcasim's arguments, "hcasim" first
     std::vector<std::string> sets;          // every --set, in order

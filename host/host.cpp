@@ -5,6 +5,7 @@
 
 #include "host/cpu_clock.h"
 #include "host/host_impl.h"
+#include "sim/kernel.h"
 
 namespace hcasim {
 
@@ -27,7 +28,9 @@ void host::dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
 }
 
 uint32_t host::process_id(const std::string& name) {
-    return m_impl->process_id(name);
+    const uint32_t pid = m_impl->process_id(name);
+    if (m_observer) m_observer->on_process(*this, name, pid);
+    return pid;
 }
 
 int host::mmap(uint32_t pid, uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
@@ -115,7 +118,9 @@ int host::dealloc_pd(uint32_t pd) {
     return m_impl->m_driver->dealloc_pd(pd);
 }
 int host::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
-    return m_impl->m_driver->reg_mr(pid, attr, out);
+    const int err = m_impl->m_driver->reg_mr(pid, attr, out);
+    if (!err && m_observer) m_observer->on_reg_mr(*this, pid, attr, out);
+    return err;
 }
 int host::dereg_mr(uint32_t handle) {
     return m_impl->m_driver->dereg_mr(handle);
@@ -161,7 +166,9 @@ int host::destroy_cq(uint32_t cqn) {
     return m_impl->m_driver->destroy_cq(cqn);
 }
 int host::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
-    return m_impl->m_driver->create_qp(pid, attr, out);
+    const int err = m_impl->m_driver->create_qp(pid, attr, out);
+    if (!err && m_observer) m_observer->on_create_qp(*this, pid, attr, out);
+    return err;
 }
 int host::destroy_qp(uint32_t qpn) {
     return m_impl->m_driver->destroy_qp(qpn);
@@ -170,8 +177,11 @@ int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, u
                     std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                     std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
                     std::optional<uint32_t> port, std::optional<uint32_t> sl) {
-    return m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
-                                       max_dest_rd_atomic, reliability, port, sl);
+    const int err =
+        m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
+                                    max_dest_rd_atomic, reliability, port, sl);
+    if (!err && m_observer) m_observer->on_modify_qp(*this, qpn, state, remote_qpn, remote_lid);
+    return err;
 }
 int host::create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle) {
     return m_impl->m_driver->create_ah(pid, attr, handle);
@@ -198,21 +208,48 @@ const std::string& host::boot_error() const {
     return m_impl->m_driver->boot_error();
 }
 int host::post_send(uint32_t qpn, const send_wr& wr) {
-    return m_impl->m_driver->post_send(qpn, wr);
+    const uint64_t called = to_ps(hcasim::now());
+    const int err = m_impl->m_driver->post_send(qpn, wr);
+    if (!err && m_observer)
+        m_observer->on_post_send(*this, qpn, &wr, 1, called, to_ps(hcasim::now()));
+    return err;
 }
 
 int host::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad) {
-    return m_impl->m_driver->post_send(qpn, wrs, bad);
+    const uint64_t called = to_ps(hcasim::now());
+    size_t failed_at = 0;  // the driver sets it on an error: the WRs before it were posted
+    size_t* where = bad ? bad : &failed_at;
+    if (bad) *bad = 0;
+    const int err = m_impl->m_driver->post_send(qpn, wrs, where);
+    if (m_observer) {
+        const size_t posted = err ? std::min(*where, wrs.size()) : wrs.size();
+        if (posted)
+            m_observer->on_post_send(*this, qpn, wrs.data(), posted, called, to_ps(hcasim::now()));
+    }
+    return err;
 }
 int host::post_recv(uint32_t qpn, const recv_wr& wr) {
-    return m_impl->m_driver->post_recv(qpn, wr);
+    const uint64_t called = to_ps(hcasim::now());
+    const int err = m_impl->m_driver->post_recv(qpn, wr);
+    if (!err && m_observer) m_observer->on_post_recv(*this, qpn, wr, called, to_ps(hcasim::now()));
+    return err;
 }
 int host::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
-    return m_impl->m_driver->poll_cq(cqn, max, out);
+    const size_t before = out.size();
+    const int err = m_impl->m_driver->poll_cq(cqn, max, out);
+    if (m_observer && out.size() > before)
+        m_observer->on_completions(
+            *this, cqn,
+            std::vector<work_completion>(out.begin() + static_cast<long>(before), out.end()),
+            to_ps(hcasim::now()));
+    return err;
 }
 std::vector<work_completion> host::wait_cq(uint32_t cqn, int count,
                                            const sc_core::sc_time& timeout) {
-    return m_impl->m_driver->wait_cq(cqn, count, timeout);
+    std::vector<work_completion> wcs = m_impl->m_driver->wait_cq(cqn, count, timeout);
+    if (m_observer && !wcs.empty())
+        m_observer->on_completions(*this, cqn, wcs, to_ps(hcasim::now()));
+    return wcs;
 }
 
 uint64_t host::frames_free() const {

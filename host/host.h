@@ -18,6 +18,7 @@
 #include <tlm>
 
 #include "host/verbs.h"
+#include "host/verbs_observer.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
@@ -451,6 +452,9 @@ class host : public sc_core::sc_module {
     // passed; returns the completions taken.
     std::vector<work_completion> wait_cq(uint32_t cqn, int count, const sc_core::sc_time& timeout);
 
+    // The observer told of every verb that succeeded (nullptr: none; host/verbs_observer.h).
+    void set_observer(verbs_observer* o) { m_observer = o; }
+
     // Statistics used by the scenario runner.
     uint64_t frames_free() const;
     uint64_t frames_total() const;
@@ -463,6 +467,7 @@ class host : public sc_core::sc_module {
     host_config m_cfg;
     uint16_t m_lid, m_lid2;
     std::unique_ptr<host_impl> m_impl;
+    verbs_observer* m_observer = nullptr;
 };
 
 }  // namespace hcasim

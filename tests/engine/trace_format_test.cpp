@@ -129,5 +129,41 @@ TEST(trace_format, a_replay_workload_checks_its_trace_and_nodes_when_the_scenari
         << d4.lines()[0];
 }
 
+TEST(trace_record, a_recorded_run_replays_with_the_same_posts) {
+    const std::string dir = testing::TempDir() + "/trace_record";
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    const std::string rec = dir + "/q.trace.jsonl";
+    auto r = test::run_hcasim("run '" + test::source_root() +
+                              "/scenarios/quickstart.json' --quiet --set workloads.0.iters=40 "
+                              "--set workloads.1.iters=10 -o '" +
+                              dir + "/out' --record '" + rec + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    trace t;
+    diag d;
+    ASSERT_TRUE(load_trace(rec, t, d)) << d.lines()[0];
+    size_t sends = 0, recvs = 0, after = 0;
+    for (const auto& op : t.ops) {
+        sends += op.what == trace_op::kind::post_send;
+        recvs += op.what == trace_op::kind::post_recv;
+        after += !op.after.empty();
+    }
+    // The program's write and send, 40 x ib_write_bw, 10 pings and 10 pongs of ib_write_lat.
+    EXPECT_EQ(sends, 2u + 40 + 20);
+    EXPECT_EQ(recvs, 1u) << "the program's receive";
+    EXPECT_GT(after, 0u) << "posts released by completions say so";
+    EXPECT_EQ(t.processes.size(), 6u) << "the program's and two workloads' processes, per node";
+    EXPECT_NE(t.description.find("recorded by hcasim run --record from scenario quickstart"),
+              std::string::npos);
+
+    std::ofstream(dir + "/replay.json") << R"({"name": "replay", "workloads": [
+        {"type": "replay", "trace": "q.trace.jsonl"}]})";
+    r = test::run_hcasim("run '" + dir + "/replay.json' --quiet -o '" + dir + "/replayed'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json stats = json::parse(test::slurp(dir + "/replayed/stats.json"));
+    EXPECT_EQ(stats["workloads"][0]["iters"], sends);
+    EXPECT_EQ(stats["workloads"][0]["data_check"], "ok");
+}
+
 }  // namespace
 }  // namespace hcasim
