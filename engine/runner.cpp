@@ -295,7 +295,7 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::cerr << "hcasim run: " << problem << " (expected a folder hcasim can write, -o DIR)\n";
         return 2;
     }
-    for (const char* f : {"stats.json", "trace.json", "waves.vcd"})
+    for (const char* f : {"stats.json", "trace.json", "waves.vcd", "waves.gtkw"})
         std::remove((dir + "/" + f).c_str());
     tracer::instance().enable(opts.trace, opts.vcd);
     world w(s);
@@ -381,7 +381,8 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::cerr << "hcasim: " << problem << "\n";
         written = false;
     }
-    if (opts.vcd && !tracer::instance().write_vcd(dir + "/waves.vcd", problem)) {
+    if (opts.vcd && (!tracer::instance().write_vcd(dir + "/waves.vcd", problem) ||
+                     !tracer::instance().write_gtkw(dir + "/waves.gtkw", "waves.vcd", problem))) {
         std::cerr << "hcasim: " << problem << "\n";
         written = false;
     }
@@ -398,7 +399,9 @@ int run_scenario(const scenario& s, const run_options& opts) {
         std::cout << "stats: " << dir << "/stats.json\n";
         if (opts.trace)
             std::cout << "trace: " << dir << "/trace.json (Perfetto UI, chrome://tracing)\n";
-        if (opts.vcd) std::cout << "waves: " << dir << "/waves.vcd (GTKWave)\n";
+        if (opts.vcd)
+            std::cout << "waves: " << dir << "/waves.vcd (gtkwave " << dir
+                      << "/waves.gtkw: the signals grouped by node and unit)\n";
         if (recorder)
             std::cout << "record: " << opts.record << " (" << recorder->records()
                       << " records; replay it with a workload {\"type\": \"replay\"})\n";

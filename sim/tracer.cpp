@@ -173,6 +173,17 @@ bool tracer::write_vcd(const std::string& path, std::string& problem) const {
     return out.commit(problem);
 }
 
+bool tracer::write_gtkw(const std::string& path, const std::string& vcd_name,
+                        std::string& problem) const {
+    output_file out(path);
+    std::vector<std::string> names;
+    for (const auto& [name, changes] : signal_changes()) names.push_back(name);
+    const uint64_t now = to_ps(hcasim::now());
+    ::hcasim::write_gtkw(out.stream(), names, vcd_name, m_from_ps,
+                         std::min(m_to_ps, std::max(now, m_from_ps)));
+    return out.commit(problem);
+}
+
 namespace {
 
 // Microseconds with picosecond precision, as the Trace Event format counts time.

@@ -97,6 +97,9 @@ class tracer {
     // Writers, after the run (the stats groups must still exist: pulse names come from them).
     bool write_trace(const std::string& path, std::string& problem) const;
     bool write_vcd(const std::string& path, std::string& problem) const;
+    // A GTKWave save file for that dump (`vcd_name`: the dump as the save file names it).
+    bool write_gtkw(const std::string& path, const std::string& vcd_name,
+                    std::string& problem) const;
 
     // For tests: the sorted value changes of every selected signal.
     struct change {

@@ -1,6 +1,7 @@
 #include "sim/vcd.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/version.h"
 
@@ -35,7 +36,8 @@ std::vector<std::string> split(const std::string& name) {
     size_t start = 0;
     while (true) {
         size_t dot = name.find('.', start);
-        parts.push_back(name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+        parts.push_back(
+            name.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
         if (dot == std::string::npos) break;
         start = dot + 1;
     }
@@ -57,7 +59,8 @@ void write_vcd(std::ostream& os, const std::map<std::string, std::vector<vcd_cha
         const std::string leaf = parts.back();
         parts.pop_back();
         size_t common = 0;
-        while (common < open.size() && common < parts.size() && open[common] == parts[common]) ++common;
+        while (common < open.size() && common < parts.size() && open[common] == parts[common])
+            ++common;
         while (open.size() > common) {
             os << "$upscope $end\n";
             open.pop_back();
@@ -99,6 +102,51 @@ void write_vcd(std::ostream& os, const std::map<std::string, std::vector<vcd_cha
         os << binary(change.second) << " " << *change.first << "\n";
     }
     if (end_ps > last) os << "#" << end_ps << "\n";
+}
+
+void write_gtkw(std::ostream& os, const std::vector<std::string>& signals,
+                const std::string& dumpfile, uint64_t from_ps, uint64_t end_ps) {
+    // GTKWave save-file flags: 0x24 right-justified decimal; 0x800200 a group's start (blank
+    // row), 0x1000200 its end.
+    os << "[*] hcasim: the waveforms of " << dumpfile << ", grouped by node and unit\n"
+       << "[dumpfile] \"" << dumpfile << "\"\n"
+       << "[timestart] " << from_ps << "\n"
+       << "[size] 1400 900\n"
+       // Zoom: GTKWave shows pow(2, -zoom) time units per pixel; fit the run into ~1400 pixels.
+       // No marker (-1).
+       << "*" << -std::log2(std::max(1.0, static_cast<double>(end_ps - from_ps) / 1400.0))
+       << " -1\n";
+    std::vector<std::string> sorted = signals;
+    std::sort(sorted.begin(), sorted.end());
+    std::string node, unit;
+    auto close_unit = [&] {
+        if (!unit.empty()) os << "@1000200\n-" << unit << "\n";
+        unit.clear();
+    };
+    auto close_node = [&] {
+        close_unit();
+        if (!node.empty()) os << "@1000200\n-" << node << "\n";
+        node.clear();
+    };
+    for (const auto& name : sorted) {
+        const size_t first = name.find('.'), last = name.rfind('.');
+        const std::string n = first == std::string::npos ? name : name.substr(0, first);
+        const std::string u = first == std::string::npos || last == first
+                                  ? ""
+                                  : name.substr(first + 1, last - first - 1);
+        if (n != node) {
+            close_node();
+            node = n;
+            os << "[treeopen] " << node << ".\n@800200\n-" << node << "\n";
+        }
+        if (u != unit) {
+            close_unit();
+            unit = u;
+            if (!unit.empty()) os << "@800200\n-" << unit << "\n";
+        }
+        os << "@24\n" << name << "\n";
+    }
+    close_node();
 }
 
 }  // namespace hcasim

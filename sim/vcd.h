@@ -21,4 +21,10 @@ struct vcd_change {
 void write_vcd(std::ostream& os, const std::map<std::string, std::vector<vcd_change>>& signals,
                uint64_t from_ps, uint64_t end_ps);
 
+// A GTKWave save file for such a dump: `dumpfile` (as the save file names it, e.g. "waves.vcd"
+// beside it) opened over [from_ps, end_ps], every signal shown in decimal, grouped by node (the
+// first level of its name) and, inside, by unit (the rest of its scope).
+void write_gtkw(std::ostream& os, const std::vector<std::string>& signals,
+                const std::string& dumpfile, uint64_t from_ps, uint64_t end_ps);
+
 }  // namespace hcasim

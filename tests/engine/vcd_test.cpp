@@ -27,10 +27,11 @@ std::string run(const std::string& tag, const std::string& options) {
 
 struct vcd {
     std::string timescale;
-    std::map<std::string, std::string> names;       // id -> hierarchical name
-    std::map<std::string, int> widths;              // id -> bits
+    std::map<std::string, std::string> names;  // id -> hierarchical name
+    std::map<std::string, int> widths;         // id -> bits
     std::vector<uint64_t> times;
-    std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>> changes;  // name -> (time, value)
+    std::map<std::string, std::vector<std::pair<uint64_t, uint64_t>>>
+        changes;  // name -> (time, value)
 };
 
 // A strict reader: any deviation is a test failure with the token that caused it.
@@ -60,7 +61,8 @@ vcd parse(const std::string& path) {
             until_end(body);
             EXPECT_EQ(body.size(), 2u) << "$scope TYPE NAME $end";
             if (body.size() == 2) {
-                EXPECT_TRUE(body[0] == "module" || body[0] == "begin" || body[0] == "task" || body[0] == "function" || body[0] == "fork");
+                EXPECT_TRUE(body[0] == "module" || body[0] == "begin" || body[0] == "task" ||
+                            body[0] == "function" || body[0] == "fork");
                 scope.push_back(body[1]);
             }
         } else if (kw == "$upscope") {
@@ -95,7 +97,8 @@ vcd parse(const std::string& path) {
     uint64_t now = 0;
     for (; i < tokens.size(); ++i) {
         const std::string& t = tokens[i];
-        if (t == "$dumpvars" || t == "$end" || t == "$dumpall" || t == "$dumpon" || t == "$dumpoff") continue;
+        if (t == "$dumpvars" || t == "$end" || t == "$dumpall" || t == "$dumpon" || t == "$dumpoff")
+            continue;
         if (t[0] == '#') {
             EXPECT_EQ(t.find_first_not_of("0123456789", 1), std::string::npos) << "timestamp " << t;
             const uint64_t ts = std::stoull(t.substr(1));
@@ -125,7 +128,8 @@ vcd parse(const std::string& path) {
             return v;
         }
         EXPECT_LE(static_cast<int>(bits.size()), v.widths[id]) << "value fits its width";
-        uint64_t value = bits.find_first_not_of("01") == std::string::npos ? std::stoull(bits, nullptr, 2) : 0;
+        uint64_t value =
+            bits.find_first_not_of("01") == std::string::npos ? std::stoull(bits, nullptr, 2) : 0;
         v.changes[v.names[id]].push_back({now, value});
     }
     return v;
@@ -137,17 +141,21 @@ TEST(vcd, strict_reader_accepts_the_waves_and_the_promised_signals_exist) {
     EXPECT_EQ(v.timescale, "1ps");
     std::set<std::string> names;
     for (const auto& [id, name] : v.names) names.insert(name);
-    for (const char* s : {"a.hca.qpc_cache.hits", "a.hca.qpc_cache.misses", "a.hca.dma.read_tags", "a.hca.pcie.up_busy",
-                          "a.hca.pcie.down_busy", "a.hca.requester.outstanding", "a.hca.doorbell.count",
-                          "b.hca.dma.read_tags", "fabric.link_a_b.busy_0to1", "fabric.link_a_b.busy_1to0"})
+    for (const char* s :
+         {"a.hca.qpc_cache.hits", "a.hca.qpc_cache.misses", "a.hca.dma.read_tags",
+          "a.hca.pcie.up_busy", "a.hca.pcie.down_busy", "a.hca.requester.outstanding",
+          "a.hca.doorbell.count", "b.hca.dma.read_tags", "fabric.link_a_b.busy_0to1",
+          "fabric.link_a_b.busy_1to0"})
         EXPECT_TRUE(names.count(s)) << "signal " << s;
-    // Occupancies and strobes go back to zero and never below; tags never exceed the configured 128.
+    // Occupancies and strobes go back to zero and never below; tags never exceed the configured
+    // 128.
     for (const auto& [name, changes] : v.changes) {
         const bool busy = name.find("busy") != std::string::npos;
         const bool tags = name.size() > 9 && name.substr(name.size() - 9) == "read_tags";
         for (const auto& change : changes) {
             EXPECT_LT(change.second, 1u << 31) << name << " never negative";
-            EXPECT_TRUE(!busy || change.second <= 1) << name << " is 0 or 1 (one transfer at a time)";
+            EXPECT_TRUE(!busy || change.second <= 1)
+                << name << " is 0 or 1 (one transfer at a time)";
             EXPECT_TRUE(!tags || change.second <= 128) << name << " within the 128 read tags";
         }
     }
@@ -155,7 +163,8 @@ TEST(vcd, strict_reader_accepts_the_waves_and_the_promised_signals_exist) {
     uint64_t peak = 0;
     for (const auto& [t, value] : v.changes.at("a.hca.dma.read_tags")) peak = std::max(peak, value);
     EXPECT_GT(peak, 1u) << "ib_write_bw keeps several reads in flight";
-    EXPECT_EQ(v.changes.at("a.hca.dma.read_tags").back().second, 0u) << "every tag is returned at the end";
+    EXPECT_EQ(v.changes.at("a.hca.dma.read_tags").back().second, 0u)
+        << "every tag is returned at the end";
     std::filesystem::remove_all(out);
 }
 
@@ -164,11 +173,12 @@ TEST(vcd, strict_reader_accepts_the_waves_and_the_promised_signals_exist) {
 // reader saw, signal for signal and change for change.
 TEST(vcd, gtkwave_reads_the_same_signals_and_changes) {
     ASSERT_EQ(std::system("command -v vcd2fst >/dev/null && command -v fst2vcd >/dev/null"), 0)
-        << "GTKWave's vcd2fst and fst2vcd are needed (apt-get install gtkwave; build.sh installs it)";
+        << "GTKWave's vcd2fst and fst2vcd are needed (apt-get install gtkwave; build.sh installs "
+           "it)";
     const std::string out = run("gtkwave", "--vcd");
     const std::string cmd = "vcd2fst '" + out + "/waves.vcd' '" + out + "/waves.fst' >'" + out +
-                            "/vcd2fst.log' 2>&1 && fst2vcd '" + out + "/waves.fst' >'" + out + "/back.vcd' 2>'" +
-                            out + "/fst2vcd.log'";
+                            "/vcd2fst.log' 2>&1 && fst2vcd '" + out + "/waves.fst' >'" + out +
+                            "/back.vcd' 2>'" + out + "/fst2vcd.log'";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
     const vcd ours = parse(out + "/waves.vcd");
     const vcd theirs = parse(out + "/back.vcd");
@@ -186,11 +196,60 @@ TEST(vcd, gtkwave_reads_the_same_signals_and_changes) {
     std::filesystem::remove_all(out);
 }
 
+// waves.gtkw beside waves.vcd: GTKWave opens the dump with every signal already on screen, in
+// decimal, grouped by node and unit; groups open and close in order, the view starts at the
+// window the user asked for.
+TEST(vcd, gtkw_save_file_shows_every_signal_in_groups) {
+    const std::string out = run("gtkw", "--vcd --trace-window 10us:40us");
+    const vcd v = parse(out + "/waves.vcd");
+    std::ifstream in(out + "/waves.gtkw");
+    ASSERT_TRUE(in.good()) << out << "/waves.gtkw";
+    std::multiset<std::string> shown;
+    std::vector<std::string> groups;
+    std::string line, flags, dumpfile;
+    uint64_t timestart = UINT64_MAX;
+    while (std::getline(in, line)) {
+        if (line.rfind("[dumpfile] ", 0) == 0) dumpfile = line.substr(11);
+        if (line.rfind("[timestart] ", 0) == 0) timestart = std::stoull(line.substr(12));
+        if (line.rfind("@", 0) == 0) {
+            flags = line;
+        } else if (line.rfind("-", 0) == 0) {
+            if (flags == "@800200") {
+                groups.push_back(line.substr(1));
+            } else {
+                ASSERT_EQ(flags, "@1000200") << "a label is a group's start or end: " << line;
+                ASSERT_FALSE(groups.empty()) << "group closed before it opened: " << line;
+                EXPECT_EQ(groups.back(), line.substr(1)) << "groups close in the order they opened";
+                groups.pop_back();
+            }
+        } else if (!line.empty() && line[0] != '[' && line[0] != '*') {
+            EXPECT_EQ(flags, "@24") << line << " shown in decimal";
+            shown.insert(line);
+            if (!groups.empty()) {
+                const std::string& unit = groups.back();
+                EXPECT_TRUE(line.rfind(unit + ".", 0) == 0 ||
+                            line.find("." + unit + ".") != std::string::npos)
+                    << line << " sits in the group of its node or unit, not " << unit;
+            }
+        }
+    }
+    EXPECT_TRUE(groups.empty()) << "every group closed";
+    EXPECT_EQ(dumpfile, "\"waves.vcd\"") << "the dump beside the save file";
+    EXPECT_EQ(timestart, 10000000u) << "the view opens at the trace window";
+    std::multiset<std::string> declared;
+    for (const auto& [id, name] : v.names) declared.insert(name);
+    ASSERT_FALSE(declared.empty());
+    EXPECT_EQ(shown, declared) << "every signal of the dump, once";
+    std::filesystem::remove_all(out);
+}
+
 TEST(vcd, units_and_window_select_signals_and_time) {
-    const std::string out = run("select", "--vcd --trace-units a.hca.dma,a.hca.qpc_cache --trace-window 10us:40us");
+    const std::string out =
+        run("select", "--vcd --trace-units a.hca.dma,a.hca.qpc_cache --trace-window 10us:40us");
     const vcd v = parse(out + "/waves.vcd");
     for (const auto& [id, name] : v.names)
-        EXPECT_TRUE(name.rfind("a.hca.dma.", 0) == 0 || name.rfind("a.hca.qpc_cache.", 0) == 0) << name;
+        EXPECT_TRUE(name.rfind("a.hca.dma.", 0) == 0 || name.rfind("a.hca.qpc_cache.", 0) == 0)
+            << name;
     EXPECT_FALSE(v.names.empty());
     ASSERT_FALSE(v.times.empty());
     EXPECT_EQ(v.times.front(), 10000000u) << "the dump starts at the window";
