@@ -1,44 +1,79 @@
 #include "sim/stats.h"
 
 #include <algorithm>
+#include <boost/histogram.hpp>
 #include <cmath>
 
 namespace hcasim {
 
-uint32_t histogram::bucket_of(uint64_t ps) {
-    if (ps < k_sub) return static_cast<uint32_t>(ps);
-    int exp = 63 - __builtin_clzll(ps);  // ps >= 16, so exp >= 4
-    uint64_t sub = (ps >> (exp - 4)) & (k_sub - 1);
-    return static_cast<uint32_t>((exp - 3) * k_sub + sub);
-}
+namespace {
 
-uint64_t histogram::bucket_lo(uint32_t b) {
-    if (b < k_sub) return b;
-    const int exp = static_cast<int>(b / k_sub) + 3;
-    return (k_sub + static_cast<uint64_t>(b % k_sub)) << (exp - 4);
-}
+// A Boost.Histogram axis over picoseconds: 1 ps buckets below 16 ps, then 16 buckets per power
+// of two (a bucket [lo, lo + 2^(e-4)) for values 2^e <= x < 2^(e+1)), so relative resolution is
+// 1/16 .. 1/32 of the value at any scale from picoseconds to hours, with no range to configure.
+class log_linear_ps_axis {
+  public:
+    static constexpr int k_sub = 16;
+    using value_type = uint64_t;
+    // 64-bit values: the highest exponent is 63.
+    static constexpr int k_size = (63 - 3) * k_sub + k_sub;
 
-uint64_t histogram::bucket_width(uint32_t b) {
-    if (b < k_sub) return 1;
-    return uint64_t{1} << (static_cast<int>(b / k_sub) - 1);
-}
+    boost::histogram::axis::index_type index(uint64_t ps) const {
+        if (ps < k_sub) return static_cast<int>(ps);
+        const int exp = 63 - __builtin_clzll(ps);  // ps >= 16, so exp >= 4
+        const uint64_t sub = (ps >> (exp - 4)) & (k_sub - 1);
+        return (exp - 3) * k_sub + static_cast<int>(sub);
+    }
+    boost::histogram::axis::index_type size() const { return k_size; }
+    static uint64_t lo(int b) {
+        if (b < k_sub) return static_cast<uint64_t>(b);
+        const int exp = b / k_sub + 3;
+        return (k_sub + static_cast<uint64_t>(b % k_sub)) << (exp - 4);
+    }
+    static uint64_t width(int b) { return b < k_sub ? 1 : uint64_t{1} << (b / k_sub - 1); }
+    // The lower edge of bucket i, as Boost.Histogram's indexed view reads bins.
+    double value(double i) const { return static_cast<double>(lo(static_cast<int>(i))); }
+    bool operator==(const log_linear_ps_axis&) const { return true; }
+    bool operator!=(const log_linear_ps_axis&) const { return false; }
+};
 
-double histogram::bucket_mid(uint32_t b) {
-    if (b < k_sub) return b;
-    return static_cast<double>(bucket_lo(b)) + static_cast<double>(bucket_width(b)) / 2;
+}  // namespace
+
+struct histogram::buckets {
+    // Sparse storage (a map from bucket to count): a run's histograms hold a few dozen non-empty
+    // buckets of the 976.
+    using cells = std::map<std::size_t, uint64_t>;
+    using storage = boost::histogram::storage_adaptor<cells>;
+    boost::histogram::histogram<std::tuple<log_linear_ps_axis>, storage> h{
+        std::make_tuple(log_linear_ps_axis{}), storage{}};
+};
+
+histogram::histogram() : m_buckets(std::make_unique<buckets>()) {}
+histogram::~histogram() = default;
+histogram::histogram(histogram&&) noexcept = default;
+histogram& histogram::operator=(histogram&&) noexcept = default;
+
+void histogram::each_bucket(const std::function<bool(uint64_t, uint64_t, uint64_t)>& f) const {
+    // The map keeps the non-empty cells ordered by index: visit those, not all 976.
+    const buckets::cells& cells = boost::histogram::unsafe_access::storage(m_buckets->h);
+    for (const auto& [index, n] : cells) {
+        const int b = static_cast<int>(index);
+        if (n && !f(log_linear_ps_axis::lo(b), log_linear_ps_axis::width(b), n)) return;
+    }
 }
 
 json histogram::buckets_ns() const {
     json out = json::array();
-    for (const auto& [b, n] : m_buckets)
-        out.push_back(
-            json::array({static_cast<double>(bucket_lo(b)) / 1000.0,
-                         static_cast<double>(bucket_lo(b) + bucket_width(b)) / 1000.0, n}));
+    each_bucket([&](uint64_t lo, uint64_t width, uint64_t n) {
+        out.push_back(json::array(
+            {static_cast<double>(lo) / 1000.0, static_cast<double>(lo + width) / 1000.0, n}));
+        return true;
+    });
     return out;
 }
 
 void histogram::add(uint64_t ps) {
-    ++m_buckets[bucket_of(ps)];
+    m_buckets->h(ps);
     ++m_count;
     m_min = std::min(m_min, ps);
     m_max = std::max(m_max, ps);
@@ -50,15 +85,18 @@ double histogram::percentile_ns(double q) const {
     uint64_t rank = static_cast<uint64_t>(std::ceil(q * static_cast<double>(m_count)));
     rank = std::max<uint64_t>(rank, 1);
     uint64_t seen = 0;
-    for (const auto& [b, n] : m_buckets) {
+    double found = static_cast<double>(m_max);
+    each_bucket([&](uint64_t lo, uint64_t width, uint64_t n) {
         seen += n;
-        if (seen >= rank) {
-            double v = bucket_mid(b);
-            v = std::clamp(v, static_cast<double>(m_min), static_cast<double>(m_max));
-            return v / 1000.0;
-        }
-    }
-    return static_cast<double>(m_max) / 1000.0;
+        if (seen < rank) return true;
+        // The bucket's midpoint (its only value below 16 ps), within the exact min and max.
+        const double mid = lo < log_linear_ps_axis::k_sub
+                               ? static_cast<double>(lo)
+                               : static_cast<double>(lo) + static_cast<double>(width) / 2;
+        found = std::clamp(mid, static_cast<double>(m_min), static_cast<double>(m_max));
+        return false;
+    });
+    return found / 1000.0;
 }
 
 json histogram::to_json_ns() const {

@@ -7,6 +7,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,10 +17,15 @@ namespace hcasim {
 
 // Fixed-bucket latency histogram (log2 buckets in picoseconds, 16 per power of two: ~4 %
 // resolution) with exact min/max/sum, enough to report min, avg, p50, p99, p999 and max without
-// keeping every sample. (perftest's latency tests compute theirs from every sample instead:
+// keeping every sample. The buckets are a Boost.Histogram with a log-linear axis and sparse
+// storage (sim/stats.cpp). (perftest's latency tests compute theirs from every sample instead:
 // engine/perftest_stats.h.)
 class histogram {
   public:
+    histogram();
+    ~histogram();
+    histogram(histogram&&) noexcept;
+    histogram& operator=(histogram&&) noexcept;
     void add(uint64_t ps);
     uint64_t count() const { return m_count; }
     json to_json_ns() const;
@@ -29,16 +35,14 @@ class histogram {
     json buckets_ns() const;
 
   private:
-    static constexpr int k_sub = 16;  // sub-buckets per power of two: ~4% resolution
-    std::map<uint32_t, uint64_t> m_buckets;
+    struct buckets;  // the Boost.Histogram
+    std::unique_ptr<buckets> m_buckets;
     uint64_t m_count = 0;
     uint64_t m_min = UINT64_MAX;
     uint64_t m_max = 0;
     long double m_sum = 0;
-    static uint32_t bucket_of(uint64_t ps);
-    static double bucket_mid(uint32_t b);
-    static uint64_t bucket_lo(uint32_t b);
-    static uint64_t bucket_width(uint32_t b);
+    // Visits the buckets that hold samples, in order: (lo_ps, width_ps, count).
+    void each_bucket(const std::function<bool(uint64_t, uint64_t, uint64_t)>& f) const;
 };
 
 class stats_group {

@@ -81,6 +81,20 @@ TEST(histogram, buckets_as_data_hold_every_sample_once) {
     EXPECT_TRUE(histogram().buckets_ns().empty());
 }
 
+TEST(histogram, every_64_bit_value_has_a_bucket) {
+    histogram h;
+    const std::vector<uint64_t> extremes = {
+        0, 15, 16, 31, 32, uint64_t{1} << 40, UINT64_MAX - 1, UINT64_MAX};
+    for (uint64_t ps : extremes) h.add(ps);
+    uint64_t total = 0;
+    for (const auto& row : h.buckets_ns()) total += row[2].get<uint64_t>();
+    EXPECT_EQ(total, extremes.size()) << "no value falls off the axis";
+    EXPECT_EQ(h.to_json_ns()["min"], 0.0);
+    const double top = static_cast<double>(UINT64_MAX) / 1000.0;
+    EXPECT_LE(h.percentile_ns(1.0), top) << "the top bucket's midpoint, within max";
+    EXPECT_GE(h.percentile_ns(1.0), top * (1 - 1.0 / 16)) << "within the top bucket's ~4 %";
+}
+
 TEST(stats_registry, dotted_paths_nest_and_groups_leave_when_destroyed) {
     const size_t before = stats_registry::instance().groups().size();
     {
