@@ -1,6 +1,7 @@
 #include "model/dma_engine.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "sim/kernel.h"
@@ -103,15 +104,19 @@ void dma_engine::submit(dma_op_ptr op) {
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
                 uint64_t chunk = std::min({left, m_mrrs, 4096 - (addr % 4096)});
-                auto tag = std::min_element(m_tag_free.begin(), m_tag_free.end());
-                if (*tag > issue) {
-                    m_tag_wait_ps += to_ps(*tag - issue);
-                    issue = *tag;
+                // The tag free soonest (the heap's top; tags are interchangeable).
+                std::pop_heap(m_tag_free.begin(), m_tag_free.end(), std::greater<>());
+                const sc_core::sc_time tag_free = m_tag_free.back();
+                m_tag_free.pop_back();
+                if (tag_free > issue) {
+                    m_tag_wait_ps += to_ps(tag_free - issue);
+                    issue = tag_free;
                 }
                 sc_core::sc_time arrived = transact(
                     tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
                     seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
-                *tag = arrived;
+                m_tag_free.push_back(arrived);
+                std::push_heap(m_tag_free.begin(), m_tag_free.end(), std::greater<>());
                 op->arrivals.push_back({offset, arrived});
                 if (m_cfg.line_cycles)  // the data path reaches the next request after these lines
                     issue +=

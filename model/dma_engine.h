@@ -138,7 +138,8 @@ class dma_engine : public sc_core::sc_module {
     const clock_domain& m_clk;
     uint64_t m_mrrs;
     uint64_t m_tags;
-    std::vector<sc_core::sc_time> m_tag_free;  // when each read tag is free again
+    // When each read tag is free again, a min-heap (std::greater): a request takes the top.
+    std::vector<sc_core::sc_time> m_tag_free;
     // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
     // target ever issued one, gets its own.
     tlm::tlm_generic_payload m_gp;

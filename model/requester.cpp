@@ -531,10 +531,10 @@ void requester::drain(uint32_t qpn) {
 }
 
 void requester::on_response(ib_message_ptr msg) {
-    auto it = m_sq.find(msg->dst_qpn);
-    if (it == m_sq.end()) return;
+    sq_state* found = m_sq.find(msg->dst_qpn);
+    if (!found) return;
     const uint32_t qpn = msg->dst_qpn;
-    sq_state& sq = it->second;
+    sq_state& sq = *found;
     const uint32_t psn = msg->psn;
     if (!msg->intact()) {
         // A read response that lost a packet: go back to the READ as soon as a later packet shows

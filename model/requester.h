@@ -54,6 +54,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/index_map.h"
 
 namespace hcasim {
 
@@ -182,7 +183,7 @@ class requester : public sc_core::sc_module {
     const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
-    std::unordered_map<uint32_t, sq_state> m_sq;
+    index_map<sq_state> m_sq;       // by QPN
     std::vector<slot_ptr> m_acked;  // acknowledge()'s scratch list, kept to reuse its storage
     stats_group m_stats;
     uint64_t& m_wqes;

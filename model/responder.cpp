@@ -156,11 +156,10 @@ void responder::drop_prefetched(rq_state& rq) {
 }
 
 void responder::forget(uint32_t qpn) {
-    auto it = m_rq.find(qpn);
-    if (it == m_rq.end()) return;
-    drop_prefetched(it->second);
-    if (it->second.replies.empty())
-        it->second.known = false;  // resynchronised from the new context
+    rq_state* rq = m_rq.find(qpn);
+    if (!rq) return;
+    drop_prefetched(*rq);
+    if (rq->replies.empty()) rq->known = false;  // resynchronised from the new context
 }
 
 void responder::enter_error(uint32_t qpn) {

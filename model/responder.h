@@ -50,6 +50,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/index_map.h"
 
 namespace hcasim {
 
@@ -188,7 +189,7 @@ class responder : public sc_core::sc_module {
     const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
-    std::unordered_map<uint32_t, rq_state> m_rq;
+    index_map<rq_state> m_rq;  // by QPN
     std::deque<request_ptr> m_atomics;
     bool m_atomic_busy = false;
     stats_group m_stats;

@@ -17,7 +17,7 @@ namespace hcasim {
 
 // Fixed-bucket latency histogram (log2 buckets in picoseconds, 16 per power of two: ~4 %
 // resolution) with exact min/max/sum, enough to report min, avg, p50, p99, p999 and max without
-// keeping every sample. The buckets are a Boost.Histogram with a log-linear axis and sparse
+// keeping every sample. The buckets are a Boost.Histogram with a log-linear axis and dense
 // storage (sim/stats.cpp). (perftest's latency tests compute theirs from every sample instead:
 // engine/perftest_stats.h.)
 class histogram {
