@@ -182,10 +182,22 @@ class serial_resource {
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
 };
 
+// An sc_time of `v` kernel time values. SystemC's sc_time::from_value is out of line and looks up
+// the simulation context on every call (tens of times per WQE on the hot path); scaling a
+// one-value time by `v` is inline and exact while `v + 0.5` (SystemC rounds) is exact in a double:
+// below 2^52 (2^52 ps is 75 minutes of simulated time); larger values take from_value.
+inline sc_core::sc_time time_value(uint64_t v) {
+    static const sc_core::sc_time one = sc_core::sc_time::from_value(1);
+    if (v >= (uint64_t{1} << 52)) return sc_core::sc_time::from_value(v);
+    sc_core::sc_time t = one;
+    t *= static_cast<double>(v);
+    return t;
+}
+
 // `t` times `n` in integer arithmetic on the kernel's time value (no sc_time built from a
 // double).
 inline sc_core::sc_time scaled(const sc_core::sc_time& t, uint64_t n) {
-    return sc_core::sc_time::from_value(t.value() * n);
+    return time_value(t.value() * n);
 }
 
 class clock_domain {
@@ -206,7 +218,7 @@ inline uint64_t ticks_per_ps() {
 }
 // Integer picoseconds to and from sc_time without going through double.
 inline sc_core::sc_time ps_time(uint64_t ps) {
-    return sc_core::sc_time::from_value(ps * ticks_per_ps());
+    return time_value(ps * ticks_per_ps());
 }
 inline sc_core::sc_time to_time(const time_ps& t) {
     return ps_time(t.ps);

@@ -266,3 +266,15 @@ TEST(callback_queue, orders_callbacks_and_wakes_once_per_distinct_time) {
     hcasim::run_for(sc_time(1, SC_NS));
     EXPECT_EQ(b.q.pending(), 0u);
 }
+
+// time_value builds the same sc_time as SystemC's from_value at every magnitude, exactly (the
+// inline path below 2^52, from_value above).
+TEST(time_value, equals_from_value_exactly) {
+    for (uint64_t v : {uint64_t{0}, uint64_t{1}, uint64_t{999}, uint64_t{123456789012345},
+                       (uint64_t{1} << 52) - 1, uint64_t{1} << 52, (uint64_t{1} << 53) - 1,
+                       (uint64_t{1} << 62) + 12345}) {
+        EXPECT_EQ(hcasim::time_value(v).value(), sc_core::sc_time::from_value(v).value()) << v;
+    }
+    EXPECT_EQ(hcasim::scaled(sc_core::sc_time(2, sc_core::SC_NS), 3),
+              sc_core::sc_time(6, sc_core::SC_NS));
+}
