@@ -16,7 +16,9 @@
 #include "engine/runner.h"
 #include "engine/scenario.h"
 #include "engine/set_override.h"
+#include "model/port.h"
 #include "sim/diag.h"
+#include "sim/units.h"
 
 namespace hcasim {
 
@@ -320,6 +322,7 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
             return false;
         }
     }
+    cmd.size_given = given("size");
     const bool all = given("all");
     if (all && atomic) {
         problem = "-a: atomic tests have one size (8 bytes)";
@@ -552,6 +555,73 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
     return true;
 }
 
+namespace {
+
+// A node's value at `key` below hca/port or host: the node's own, else the defaults', else none.
+const json* node_value(const json& doc, const std::string& node, const char* unit, const char* sub,
+                       const char* key) {
+    for (const json* base :
+         {doc.contains("nodes") && doc["nodes"].is_object() && doc["nodes"].contains(node)
+              ? &doc["nodes"][node]
+              : nullptr,
+          doc.contains("defaults") ? &doc["defaults"] : nullptr}) {
+        if (!base || !base->is_object() || !base->contains(unit)) continue;
+        const json* v = &(*base)[unit];
+        if (sub) {
+            if (!v->is_object() || !v->contains(sub)) continue;
+            v = &(*v)[sub];
+        }
+        if (v->is_object() && v->contains(key)) return &(*v)[key];
+    }
+    return nullptr;
+}
+
+// perftest (check_mtu): a UD message cannot exceed the path MTU; without -s (or with -a) the
+// size becomes the MTU, with a note on stderr; an -s beyond it is an error.
+bool fit_ud_size(const perftest_command& cmd, const json& doc, const std::vector<std::string>& ends,
+                 json& w) {
+    if (w.value("connection", "RC") != "UD" || w.contains("all_sizes") || !w.contains("size"))
+        return true;
+    uint64_t mtu = port_config{}.mtu;
+    for (const auto& n : ends) {
+        uint64_t m = port_config{}.mtu;
+        if (const json* v = node_value(doc, n, "hca", "port", "mtu"))
+            if (auto parsed = parse_size(*v)) m = *parsed;
+        mtu = std::min(mtu, m);
+    }
+    const uint64_t size = w["size"].get<uint64_t>();
+    if (size <= mtu) return true;
+    if (cmd.size_given) {
+        std::cerr << "hcasim perftest: Max msg size in UD is MTU " << mtu << " (-s " << size
+                  << " is larger)\n";
+        return false;
+    }
+    std::cerr << " Max msg size in UD is MTU " << mtu << "\n Changing to this MTU\n";
+    w["size"] = mtu;
+    return true;
+}
+
+// --use_hugepages on nodes that reserve no huge pages: reserve what the buffers take (each
+// QP's slot rounded up to 2 MiB), as a machine set up for perftest --use_hugepages has them
+// (nr_hugepages). A scenario or --set that reserves them is left as it is.
+void reserve_hugepages(const perftest_command& cmd, const json& w, json& doc, diag& d) {
+    for (const auto& s : cmd.sets)
+        if (s.find("hugepages_2m") != std::string::npos) return;
+    for (const char* n : {"client", "server"})
+        if (node_value(doc, w[n].get<std::string>(), "host", nullptr, "hugepages_2m")) return;
+    const bool lat = cmd.test.find("_lat") != std::string::npos;
+    const uint64_t largest = w.contains("all_sizes") ? (uint64_t{1} << 23)
+                             : w.contains("size")    ? w["size"].get<uint64_t>()
+                                                     : 8;
+    uint64_t slot = lat ? 2 * largest : largest;
+    if (w.value("bidirectional", false)) slot *= 2;
+    const uint64_t huge = uint64_t{2} << 20;
+    const uint64_t pages = w.value("qps", uint64_t{1}) * ((slot + huge - 1) / huge);
+    apply_set(doc, "defaults.host.hugepages_2m", json(pages), d);
+}
+
+}  // namespace
+
 int run_perftest_command(const perftest_command& cmd,
                          const std::vector<std::string>& command_line) {
     const std::string file = cmd.scenario_file.empty() ? "perftest" : cmd.scenario_file;
@@ -584,7 +654,6 @@ int run_perftest_command(const perftest_command& cmd,
     json w = cmd.workload;
     w["client"] = client;
     w["server"] = server;
-    doc["workloads"] = json::array({w});
     if (cmd.mtu) {
         for (const std::string& n : {client, server}) {
             const std::string path =
@@ -593,6 +662,9 @@ int run_perftest_command(const perftest_command& cmd,
         }
     }
     for (const auto& s : cmd.sets) apply_set(doc, s, d);
+    if (d.ok() && !fit_ud_size(cmd, doc, {client, server}, w)) return 2;
+    if (d.ok() && w.contains("page_size")) reserve_hugepages(cmd, w, doc, d);
+    doc["workloads"] = json::array({w});
     scenario sc;
     if (!d.ok() || !load_scenario_json(file, doc, sc, d)) {
         for (const auto& l : d.lines()) std::cerr << l << "\n";

@@ -22,6 +22,7 @@ struct perftest_command {
     perftest::header_info header;   // what the header block shows
     perftest::table_options table;  // how the table prints
     std::optional<uint64_t> mtu;    // -m: both nodes' port MTU
+    bool size_given = false;        // -s was given (perftest treats a UD default size apart)
     std::string device;             // -d: must name the client's HCA
     // hcasim's own options.
     std::string scenario_file;       // --scenario: the nodes and fabric to run on

@@ -222,5 +222,29 @@ TEST(perftest_cli, runs_on_a_scenarios_nodes_and_sets) {
     EXPECT_NE(r.err.find("the client's HCA is a.hca"), std::string::npos) << r.err;
 }
 
+// perftest's check_mtu: a UD test without -s sends one path MTU per message (saying so on
+// stderr); an -s beyond the MTU is refused. --use_hugepages on nodes that reserve no huge pages
+// reserves what the buffers take, as a machine set up for it has them.
+TEST(perftest_cli, ud_sizes_follow_the_mtu_and_huge_pages_are_reserved) {
+    const std::string out = testing::TempDir() + "/perftest_cli_ud";
+    auto r = run_hcasim("perftest ib_send_bw -c UD -m 2048 -n 100 --out '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find(" Max msg size in UD is MTU 2048\n Changing to this MTU\n"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(json::parse(slurp(out + "/stats.json"))["workloads"][0]["size"], 2048);
+    r = run_hcasim("perftest ib_send_bw -c UD -m 2048 -s 4096 -n 100 --out '" + out + "'");
+    EXPECT_EQ(r.code, 2);
+    EXPECT_NE(r.err.find("Max msg size in UD is MTU 2048"), std::string::npos) << r.err;
+
+    r = run_hcasim("perftest ib_write_bw --use_hugepages -q 3 -b -n 100 --out '" + out + "_huge'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json stats = json::parse(slurp(out + "_huge/stats.json"));
+    EXPECT_EQ(stats["config"]["nodes"]["a"]["host"]["hugepages_2m"], 3)
+        << "3 QPs x one 2 MiB page for 2 x 64 KiB";
+    EXPECT_EQ(stats["nodes"]["a"]["host"]["hugepages_2m_nr"], 3);
+    EXPECT_EQ(stats["nodes"]["a"]["host"]["hugepages_2m_free"], 0) << "all three back the buffers";
+}
+
 }  // namespace
 }  // namespace hcasim
