@@ -26,6 +26,7 @@ import difflib
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -139,10 +140,13 @@ def main():
     chosen = [os.path.abspath(p) for p in sys.argv[3:]] or pages(source)
     tmp = scratch(source, hcasim)
     problems, count = [], 0
-    for page in chosen:
-        p, c = check_page(page, source, tmp)
-        problems += p
-        count += c
+    try:
+        for page in chosen:
+            p, c = check_page(page, source, tmp)
+            problems += p
+            count += c
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)  # the links, not what they point to
     for p in problems:
         print(p + "\n")
     print(f"{count} commands' output checked against {len(chosen)} pages; "
