@@ -32,7 +32,11 @@ class stream {
           m_last_offset(p.qps, 0),
           m_post_time(p.qps),
           m_expected(p.timed() ? 0 : p.iters * p.qps),
-          m_peak(!p.timed() && !p.no_peak && p.iters <= k_peak_iters) {
+          // perftest's BW peak search is quadratic: past k_peak_steps it is not worth the time,
+          // and then the times it would read are not kept either.
+          m_peak(!p.timed() && !p.no_peak && p.iters <= k_peak_iters &&
+                 (p.iters * p.qps / p.post_list + 1) * (p.iters * p.qps / m_cq_mod + 1) <=
+                     k_peak_steps) {
         if (m_peak) {
             m_tposted.assign(p.iters * p.qps, 0);
             m_tcompleted.assign(p.iters * p.qps, 0);
@@ -117,8 +121,6 @@ class stream {
     json peak_gbps() const {
         if (!m_peak) return json();
         const uint64_t total = m_p.iters * m_p.qps, mod = m_cq_mod, list = m_p.post_list;
-        // perftest's search is quadratic; past this many steps it is not worth the time.
-        if ((total / list + 1) * (total / mod + 1) > k_peak_steps) return json();
         uint64_t best = UINT64_MAX;
         auto consider = [&](uint64_t i, uint64_t j) {
             if (m_tcompleted[j] <= m_tposted[i]) return;  // not stamped, or another QP's
@@ -217,7 +219,8 @@ class stream {
     }
 
     void post_list(uint64_t q, uint64_t k, const window& w) {
-        const bool over = w.over(now_ps());
+        const uint64_t now = now_ps();  // no simulated time passes before the post
+        const bool over = w.over(now);
         std::vector<send_wr> list;
         for (uint64_t j = 0; j < k; ++j) {
             const uint64_t seq = m_posted[q] + j;
@@ -227,13 +230,13 @@ class stream {
                 (seq + 1) % m_cq_mod == 0 || (w.timed ? over : seq + 1 == m_p.iters);
             m_last_offset[q] = slot * m_p.size;
             if (signaled) {
-                m_post_time[q].push_back(now_ps());
+                m_post_time[q].push_back(now);
                 m_signaled[q] = seq + 1;
             }
             list.push_back(
                 make_wr(m_p, m_from, m_to, q, slot * m_p.size, (q << 40) | seq, signaled));
         }
-        if (m_peak && m_scnt < m_tposted.size()) m_tposted[m_scnt] = now_ps();  // tposted[totscnt]
+        if (m_peak && m_scnt < m_tposted.size()) m_tposted[m_scnt] = now;  // tposted[totscnt]
         m_scnt += k;
         require(m_from.h->post_send(m_from.qps[q].qpn, list), m_from.node + ": post_send");
         m_posted[q] += k;
@@ -289,7 +292,9 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     // -b: the server runs the same test toward the client at the same time, from its own thread;
     // perftest adds the two sides' bandwidths and message rates.
     histogram back_lat;
-    stream back(p, server, client, seed ^ 0x9e3779b97f4a7c15ULL, back_lat);
+    params back_p = p;
+    back_p.samples = false;  // the report's samples are the client's
+    stream back(back_p, server, client, seed ^ 0x9e3779b97f4a7c15ULL, back_lat);
     bool back_done = false;
     std::optional<workload_error> back_error;
     sc_core::sc_event back_finished;

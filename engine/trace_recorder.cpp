@@ -228,10 +228,11 @@ void trace_recorder::on_post_recv(host& h, uint32_t qpn, const recv_wr& wr, uint
     p.last_return = returned_ps;
 }
 
-void trace_recorder::on_completions(host& h, uint32_t cqn, const std::vector<work_completion>& wcs,
+void trace_recorder::on_completions(host& h, uint32_t cqn, const work_completion* wcs, size_t count,
                                     uint64_t returned_ps) {
     const std::string node = node_of(h);
-    for (const auto& wc : wcs) {
+    for (size_t i = 0; i < count; ++i) {
+        const work_completion& wc = wcs[i];
         auto q = m_qps.find({node, wc.qpn});
         if (q == m_qps.end()) continue;
         process_rec& p = process(h, q->second.pid);

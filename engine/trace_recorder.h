@@ -41,7 +41,7 @@ class trace_recorder : public verbs_observer {
                       uint64_t returned_ps) override;
     void on_post_recv(host& h, uint32_t qpn, const recv_wr& wr, uint64_t called_ps,
                       uint64_t returned_ps) override;
-    void on_completions(host& h, uint32_t cqn, const std::vector<work_completion>& wcs,
+    void on_completions(host& h, uint32_t cqn, const work_completion* wcs, size_t count,
                         uint64_t returned_ps) override;
 
   private:

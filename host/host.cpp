@@ -207,48 +207,48 @@ void host::clear_reason() {
 const std::string& host::boot_error() const {
     return m_impl->m_driver->boot_error();
 }
+// The posting and polling verbs run once per WQE: without an observer they are the driver's
+// calls and nothing more.
 int host::post_send(uint32_t qpn, const send_wr& wr) {
+    if (!m_observer) return m_impl->m_driver->post_send(qpn, wr);
     const uint64_t called = to_ps(hcasim::now());
     const int err = m_impl->m_driver->post_send(qpn, wr);
-    if (!err && m_observer)
-        m_observer->on_post_send(*this, qpn, &wr, 1, called, to_ps(hcasim::now()));
+    if (!err) m_observer->on_post_send(*this, qpn, &wr, 1, called, to_ps(hcasim::now()));
     return err;
 }
 
 int host::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad) {
+    if (!m_observer) return m_impl->m_driver->post_send(qpn, wrs, bad);
     const uint64_t called = to_ps(hcasim::now());
     size_t failed_at = 0;  // the driver sets it on an error: the WRs before it were posted
     size_t* where = bad ? bad : &failed_at;
-    if (bad) *bad = 0;
+    *where = 0;
     const int err = m_impl->m_driver->post_send(qpn, wrs, where);
-    if (m_observer) {
-        const size_t posted = err ? std::min(*where, wrs.size()) : wrs.size();
-        if (posted)
-            m_observer->on_post_send(*this, qpn, wrs.data(), posted, called, to_ps(hcasim::now()));
-    }
+    const size_t posted = err ? std::min(*where, wrs.size()) : wrs.size();
+    if (posted)
+        m_observer->on_post_send(*this, qpn, wrs.data(), posted, called, to_ps(hcasim::now()));
     return err;
 }
 int host::post_recv(uint32_t qpn, const recv_wr& wr) {
+    if (!m_observer) return m_impl->m_driver->post_recv(qpn, wr);
     const uint64_t called = to_ps(hcasim::now());
     const int err = m_impl->m_driver->post_recv(qpn, wr);
-    if (!err && m_observer) m_observer->on_post_recv(*this, qpn, wr, called, to_ps(hcasim::now()));
+    if (!err) m_observer->on_post_recv(*this, qpn, wr, called, to_ps(hcasim::now()));
     return err;
 }
 int host::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
     const size_t before = out.size();
     const int err = m_impl->m_driver->poll_cq(cqn, max, out);
     if (m_observer && out.size() > before)
-        m_observer->on_completions(
-            *this, cqn,
-            std::vector<work_completion>(out.begin() + static_cast<long>(before), out.end()),
-            to_ps(hcasim::now()));
+        m_observer->on_completions(*this, cqn, out.data() + before, out.size() - before,
+                                   to_ps(hcasim::now()));
     return err;
 }
 std::vector<work_completion> host::wait_cq(uint32_t cqn, int count,
                                            const sc_core::sc_time& timeout) {
     std::vector<work_completion> wcs = m_impl->m_driver->wait_cq(cqn, count, timeout);
     if (m_observer && !wcs.empty())
-        m_observer->on_completions(*this, cqn, wcs, to_ps(hcasim::now()));
+        m_observer->on_completions(*this, cqn, wcs.data(), wcs.size(), to_ps(hcasim::now()));
     return wcs;
 }
 

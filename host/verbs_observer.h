@@ -5,9 +5,9 @@
 // host does.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
-#include <vector>
 
 #include "host/verbs.h"
 
@@ -27,7 +27,7 @@ class verbs_observer {
                               uint64_t called_ps, uint64_t returned_ps) = 0;
     virtual void on_post_recv(host& h, uint32_t qpn, const recv_wr& wr, uint64_t called_ps,
                               uint64_t returned_ps) = 0;
-    virtual void on_completions(host& h, uint32_t cqn, const std::vector<work_completion>& wcs,
+    virtual void on_completions(host& h, uint32_t cqn, const work_completion* wcs, size_t count,
                                 uint64_t returned_ps) = 0;
 };
 

@@ -168,19 +168,26 @@ bool tracer::write_vcd(const std::string& path, std::string& problem) const {
         auto& v = signals[name];
         for (const change& c : changes) v.push_back({c.ps, c.value});
     }
-    const uint64_t now = to_ps(hcasim::now());
-    ::hcasim::write_vcd(f, signals, m_from_ps, std::min(m_to_ps, std::max(now, m_from_ps)));
+    ::hcasim::write_vcd(f, signals, m_from_ps, dump_end_ps());
     return out.commit(problem);
+}
+
+uint64_t tracer::dump_end_ps() const {
+    return std::min(m_to_ps, std::max(to_ps(hcasim::now()), m_from_ps));
 }
 
 bool tracer::write_gtkw(const std::string& path, const std::string& vcd_name,
                         std::string& problem) const {
     output_file out(path);
-    std::vector<std::string> names;
-    for (const auto& [name, changes] : signal_changes()) names.push_back(name);
-    const uint64_t now = to_ps(hcasim::now());
-    ::hcasim::write_gtkw(out.stream(), names, vcd_name, m_from_ps,
-                         std::min(m_to_ps, std::max(now, m_from_ps)));
+    // The dump's signals are the selected ones, each name once (signal_changes keeps every one,
+    // changed or not, by name).
+    std::set<std::string> names;
+    for (uint32_t i = 0; i < m_signals.size(); ++i) {
+        std::string name = signal_name(i);
+        if (selected(name)) names.insert(std::move(name));
+    }
+    ::hcasim::write_gtkw(out.stream(), {names.begin(), names.end()}, vcd_name, m_from_ps,
+                         dump_end_ps());
     return out.commit(problem);
 }
 

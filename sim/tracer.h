@@ -123,6 +123,8 @@ class tracer {
     uint32_t signal_index(const void* key, const char* unit, const char* signal);
     bool selected(const std::string& name) const;
     std::string signal_name(uint32_t index) const;
+    // Where the dumps end: the trace window's end, or now when the run ended before it.
+    uint64_t dump_end_ps() const;
 
     static bool s_on;
     bool m_events = false, m_waves = false;
