@@ -202,7 +202,7 @@ bool parse_json_text(const std::string& text, json& out, diag& d) {
     return false;
 }
 
-bool read_json_file(const std::string& path, json& out, diag& d) {
+bool read_input_file(const std::string& path, const std::string& what, std::string& text, diag& d) {
     d.set_file(path);
     auto cannot_read = [&] {
         d.error("/", std::string("cannot read file: ") + std::strerror(errno));
@@ -211,13 +211,13 @@ bool read_json_file(const std::string& path, json& out, diag& d) {
     struct stat st {};
     if (::stat(path.c_str(), &st) != 0) return cannot_read();
     if (S_ISDIR(st.st_mode)) {
-        d.error("/", "is a directory", "a JSON file");
+        d.error("/", "is a directory", what);
         return false;
     }
     std::ifstream in(path, std::ios::binary);
     if (!in) return cannot_read();
     // Read at most one byte past the limit, so a device or pipe without end is not read forever.
-    std::string text;
+    text.clear();
     char buf[1 << 16];
     while (in && text.size() <= k_max_input_bytes) {
         in.read(buf, sizeof buf);
@@ -226,10 +226,15 @@ bool read_json_file(const std::string& path, json& out, diag& d) {
     if (in.bad()) return cannot_read();
     if (text.size() > k_max_input_bytes) {
         d.error("/", "larger than " + std::to_string(k_max_input_bytes >> 20) + " MiB",
-                "a JSON file of at most " + std::to_string(k_max_input_bytes >> 20) + " MiB");
+                what + " of at most " + std::to_string(k_max_input_bytes >> 20) + " MiB");
         return false;
     }
-    return parse_json_text(text, out, d);
+    return true;
+}
+
+bool read_json_file(const std::string& path, json& out, diag& d) {
+    std::string text;
+    return read_input_file(path, "a JSON file", text, d) && parse_json_text(text, out, d);
 }
 
 }  // namespace hcasim

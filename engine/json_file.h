@@ -28,6 +28,10 @@ struct json_problem {
 // Parses `text` within the limits above; false with `problem` when it cannot.
 bool parse_json_bounded(const std::string& text, json& out, json_problem& problem);
 
+// Reads `path` (`what` it should be, e.g. "a JSON file", for the messages) into `text`: sets
+// `d`'s file to `path`; false (and reports) for a missing file, a directory, a read error or more
+// than k_max_input_bytes (read no further, so a device without end is refused too).
+bool read_input_file(const std::string& path, const std::string& what, std::string& text, diag& d);
 // Sets `d`'s file to `path`; returns false (and reports) when the file cannot be read or parsed.
 bool read_json_file(const std::string& path, json& out, diag& d);
 // The same for text already in memory.

@@ -1,9 +1,7 @@
 #include "engine/trace_format.h"
 
 #include <cctype>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <set>
 #include <sstream>
 
@@ -14,6 +12,14 @@ namespace hcasim {
 namespace {
 
 using hca_if::wqe_opcode;
+
+// The string at `key`, `missing` when there is none, "" when it is not a string (a value no
+// choice accepts, so the caller reports it).
+std::string text_or(const json& r, const char* key, const std::string& missing) {
+    auto it = r.find(key);
+    if (it == r.end()) return missing;
+    return it->is_string() ? it->get<std::string>() : std::string();
+}
 
 bool is_name(const std::string& s) {
     if (s.empty() || s.size() > 64) return false;
@@ -255,7 +261,7 @@ bool parse_trace(const std::string& file, const std::string& text, trace& out, d
                              "QP \"" + end.qp + "\" of \"" + end.process + "\" connected twice",
                              "a new QP name");
             }
-            const std::string type = r.value("type", std::string("RC"));
+            const std::string type = text_or(r, "type", "RC");
             if (type != "RC" && type != "UC")
                 rd.error("type", "connection type " + r["type"].dump(16), "RC or UC");
             c.type = type == "UC" ? hca_if::qp_type::uc : hca_if::qp_type::rc;
@@ -303,7 +309,7 @@ bool parse_trace(const std::string& file, const std::string& text, trace& out, d
                              "process \"" + t.process + "\" has no region \"" + t.region + "\"",
                              "a region registered on an earlier line");
                 if (send) {
-                    const std::string name = r.value("opcode", std::string());
+                    const std::string name = text_or(r, "opcode", "");
                     auto oc = trace_opcodes().find(name);
                     if (oc == trace_opcodes().end())
                         rd.error("opcode",
@@ -382,20 +388,8 @@ bool parse_trace(const std::string& file, const std::string& text, trace& out, d
 }
 
 bool load_trace(const std::string& path, trace& out, diag& d) {
-    d.set_file(path);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        d.error("/", std::string("cannot read file: ") + std::strerror(errno), "an hcasim trace");
-        return false;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    if (text.str().size() > k_max_input_bytes) {
-        d.error("/", "a file of " + std::to_string(text.str().size()) + " bytes",
-                "at most " + std::to_string(k_max_input_bytes) + " bytes");
-        return false;
-    }
-    return parse_trace(path, text.str(), out, d);
+    std::string text;
+    return read_input_file(path, "an hcasim trace", text, d) && parse_trace(path, text, out, d);
 }
 
 }  // namespace hcasim

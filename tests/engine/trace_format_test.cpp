@@ -78,6 +78,12 @@ TEST(trace_format, bad_records_are_reported_at_their_record_and_key) {
             R"({"op": "post_send", "process": "c", "qp": "q", "opcode": "jump", "size": 8, "mr": "buf"})")
             .find("/6/opcode: opcode \"jump\""),
         std::string::npos);
+    EXPECT_NE(
+        problems(
+            R"({"op": "post_send", "process": "c", "qp": "q", "opcode": 5, "size": 8, "mr": "buf"})")
+            .find("/6/opcode: opcode 5"),
+        std::string::npos)
+        << "a value of the wrong type is a problem, not a crash";
     EXPECT_NE(problems(R"({"op": "wait", "process": "c", "ids": ["nope"]})")
                   .find("/6/ids: \"nope\" is no earlier signaled post"),
               std::string::npos);
