@@ -603,10 +603,9 @@ bool fit_ud_size(const perftest_command& cmd, const json& doc, const std::vector
 
 // --use_hugepages on nodes that reserve no huge pages: reserve what the buffers take (each
 // QP's slot rounded up to 2 MiB), as a machine set up for perftest --use_hugepages has them
-// (nr_hugepages). A scenario or --set that reserves them is left as it is.
+// (nr_hugepages). A scenario or --set that reserves them (applied to `doc` already) is left as it
+// is.
 void reserve_hugepages(const perftest_command& cmd, const json& w, json& doc, diag& d) {
-    for (const auto& s : cmd.sets)
-        if (s.find("hugepages_2m") != std::string::npos) return;
     for (const char* n : {"client", "server"})
         if (node_value(doc, w[n].get<std::string>(), "host", nullptr, "hugepages_2m")) return;
     const bool lat = cmd.test.find("_lat") != std::string::npos;
