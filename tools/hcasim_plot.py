@@ -17,6 +17,7 @@ error.
 
 import argparse
 import csv
+import json
 import math
 import os
 import re
@@ -95,7 +96,6 @@ def sweep_axes(csv_path, header):
     when there is none to read."""
     jsonl = os.path.join(os.path.dirname(os.path.abspath(csv_path)), "results.jsonl")
     try:
-        import json
         with open(jsonl) as f:
             first = f.readline()
         axes = set(json.loads(first).get("axes", {})) if first.strip() else None
@@ -159,8 +159,7 @@ def main(argv):
         rows = [r for r in rows if r[column] == value or
                 (number(r[column]) is not None and number(r[column]) == number(value))]
 
-    groups = {}  # series label -> x value -> [y]
-    members = {}  # (series, x) -> the rows there
+    groups = {}  # series label -> x value -> [(y, row)], the rows there
     series_keys = {}
     x_labels = {}
     skipped = 0
@@ -175,27 +174,30 @@ def main(argv):
             x = x_labels.setdefault(row[args.x], float(len(x_labels)))
         s = row[args.series] if args.series else ""
         series_keys.setdefault(s, number(s) if number(s) is not None else len(series_keys))
-        groups.setdefault(s, {}).setdefault(x, []).append(y)
-        members.setdefault((s, x), []).append(row)
+        groups.setdefault(s, {}).setdefault(x, []).append((y, row))
     if skipped:
         print(f"hcasim plot: left out {skipped} row(s) that failed or lack {args.y}", file=sys.stderr)
     if not groups:
         fail(f"{args.csv}: no row to plot")
-    shared = [rs for rs in members.values() if len(rs) > 1]
+    shared = [[row for _, row in point] for g in groups.values() for point in g.values()
+              if len(point) > 1]
     if shared:
         named = {args.x, args.y, args.series, "point", "exit_status"} | {c for c, _ in where}
         axes = sweep_axes(args.csv, header)
         varying = [c for c in header if c not in named and (axes is None or c in axes)
                    and any(len({r[c] for r in rs}) > 1 for rs in shared)]
         what = ", ".join(varying) if varying else "another column"
+        axis = varying[0] if varying else "AXIS"
         if not args.average:
             fail(f"{args.csv}: {len(shared)} point(s) have several rows with the same "
                  f"{args.x}{' and ' + args.series if args.series else ''}: {what} varies there. "
-                 f"Pick one value (--where {varying[0] if varying else 'AXIS'}=VALUE), draw one "
-                 f"line per value (--series {varying[0] if varying else 'AXIS'}), or average "
-                 f"them (--average)")
+                 f"Pick one value (--where {axis}=VALUE), draw one line per value "
+                 f"(--series {axis}), or average them (--average)")
         print(f"hcasim plot: averaged {len(shared)} point(s) over {what} (--average)",
               file=sys.stderr)
+    # series label -> x value -> the mean y of its rows
+    means = {s: {x: sum(y for y, _ in point) / len(point) for x, point in g.items()}
+             for s, g in groups.items()}
 
     try:
         import matplotlib
@@ -208,10 +210,10 @@ def main(argv):
     from matplotlib.ticker import FuncFormatter
 
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=110)
-    all_x = sorted({x for g in groups.values() for x in g})
-    for s in sorted(groups, key=lambda k: series_keys[k]):
-        xs = sorted(groups[s])
-        ys = [sum(groups[s][x]) / len(groups[s][x]) for x in xs]
+    all_x = sorted({x for g in means.values() for x in g})
+    for s in sorted(means, key=lambda k: series_keys[k]):
+        xs = sorted(means[s])
+        ys = [means[s][x] for x in xs]
         label = None
         if args.series:
             value = iec(number(s)) if unit_of(args.series) == "bytes" and number(s) else s
@@ -241,7 +243,7 @@ def main(argv):
     if args.ymin is not None or args.ymax is not None:
         top = args.ymax
         if top is None:  # headroom above the data for the legend, as autoscaling leaves
-            highest = max(sum(v) / len(v) for g in groups.values() for v in g.values())
+            highest = max(m for g in means.values() for m in g.values())
             top = highest + 0.15 * (highest - args.ymin) if highest > args.ymin else None
         ax.set_ylim(bottom=args.ymin, top=top)
     ax.set_xlabel(args.xlabel if args.xlabel is not None else label_of(args.x))

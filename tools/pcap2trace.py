@@ -104,6 +104,13 @@ def roce(frame):
     return str(src), str(dst), frame[at + 8:at + length]
 
 
+def node_name(index, names):
+    """The name of the index-th address: from --nodes, else a, b, ..., z, then n26, n27, ..."""
+    if index < len(names):
+        return names[index]
+    return chr(ord("a") + index) if index < 26 else f"n{index}"
+
+
 def main(argv):
     ap = argparse.ArgumentParser(prog="pcap2trace", description=__doc__.split("\n")[0])
     ap.add_argument("capture")
@@ -135,7 +142,7 @@ def main(argv):
         psn = struct.unpack("!I", payload[8:12])[0] & 0xFFFFFF
         for a in (src, dst):
             if a not in nodes:
-                nodes[a] = names[len(nodes)] if len(nodes) < len(names) else chr(ord("a") + len(nodes)) if len(nodes) < 26 else f"n{len(nodes)}"
+                nodes[a] = node_name(len(nodes), names)
         key = (src, dst, dqp)
         c = conns.setdefault(key, {"messages": [], "psns": set(), "open": None,
                                    "uc": transport == 1})
@@ -151,7 +158,6 @@ def main(argv):
             at += 16
         if op in (CMP_SWAP, FETCH_ADD):
             va, rkey = struct.unpack("!QI", payload[at:at + 12])
-            at += 28
             c["messages"].append({"t": t, "opcode": "cmp_swap" if op == CMP_SWAP else "fetch_add",
                                   "size": 8, "va": va, "rkey": rkey})
             continue
@@ -179,16 +185,13 @@ def main(argv):
                 c["open"]["opcode"] = "send_imm"
             if op != SEND_MIDDLE:
                 c["open"] = None
-        elif op in (WRITE_LAST, WRITE_MIDDLE):
-            if op == WRITE_LAST:
-                c["open"] = None
+        elif op == WRITE_LAST:
+            c["open"] = None
     if not any(c["messages"] for c in conns.values()):
         fail(f"{args.capture}: no RoCEv2 request (UDP port {ROCE_PORT}) in the capture")
 
     recs, ops = [], []
-    procs = {}  # node -> process name
-    for a, n in nodes.items():
-        procs[n] = n
+    for n in nodes.values():
         recs.append({"op": "process", "name": n, "node": n})
     regions = {}  # (responder node, rkey) -> [lowest va, highest end]
     for (src, dst, dqp), c in conns.items():

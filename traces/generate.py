@@ -33,6 +33,21 @@ def write(name, header, records):
     print(path)
 
 
+def after_field(after):
+    """The optional "after" of a record: absent when it waits for nothing."""
+    return {"after": after} if after else {}
+
+
+def round_robin(lists):
+    """The records of each process's list, interleaved one at a time (each keeps its order)."""
+    merged = []
+    for i in range(max(len(v) for v in lists)):
+        for v in lists:
+            if i < len(v):
+                merged.append(v[i])
+    return merged
+
+
 def kv_get_put():
     rng = random.Random(42)
     value, values, per_client, depth = 512, 1024, 500, 4
@@ -43,11 +58,12 @@ def kv_get_put():
         recs.append({"op": "process", "name": c, "node": "a"})
         recs.append({"op": "reg_mr", "process": c, "mr": "buf", "length": value * depth})
         recs.append({"op": "reg_mr", "process": c, "mr": "vals", "length": value * depth})
-    for i, c in enumerate(clients):
+    for c in clients:
         recs.append({"op": "connect", "a": {"process": c, "qp": "kv"},
                      "b": {"process": "server", "qp": f"from_{c}"}, "depth": 64})
-    ops = []
+    per = []  # each client's records
     for ci, c in enumerate(clients):
+        ops = []
         inflight = []  # ids outstanding, oldest first
         for n in range(per_client):
             slot = n % depth
@@ -60,28 +76,23 @@ def kv_get_put():
             if rng.random() < 0.9:
                 rid = f"get{n}"
                 ops.append({"op": "post_send", "opcode": "read", "size": value,
-                            "offset": slot * value, "id": rid, "after": after, **common})
+                            "offset": slot * value, "id": rid, **after_field(after), **common})
             else:
                 # The value, then its version word (its last 8 bytes) once the value is in
                 # place. Each client owns the keys of its parity, so no two write one key.
                 key = key - key % len(clients) + ci
                 vid, rid = f"putv{n}", f"put{n}"
-                ops.append({"op": "post_send", "opcode": "write", "size": value, "mr": "vals",
-                            "offset": slot * value, "id": vid, "after": after,
-                            **{**common, "mr": "vals", "remote_offset": key * value}})
+                put = {**common, "mr": "vals", "remote_offset": key * value}
+                # "mr" also named before "offset": its place in the bundled trace's records.
+                ops.append({"op": "post_send", "opcode": "write", "size": value, "mr": put["mr"],
+                            "offset": slot * value, "id": vid, **after_field(after), **put})
                 ops.append({"op": "post_send", "opcode": "write", "size": 8,
                             "offset": slot * value + value - 8, "id": rid, "after": [vid],
-                            **{**common, "mr": "vals", "remote_offset": key * value + value - 8,
-                               "delay": "50ns"}})
+                            **put, "remote_offset": key * value + value - 8, "delay": "50ns"})
             inflight.append(rid)
         ops.append({"op": "wait", "process": c, "ids": inflight})
-    # Interleave the clients' records (each process keeps its own order).
-    a = [o for o in ops if o["process"] == "client0"]
-    b = [o for o in ops if o["process"] == "client1"]
-    merged = [x for pair in zip(a, b) for x in pair] + a[len(b):] + b[len(a):]
-    for o in merged:
-        if not o.get("after"):
-            o.pop("after", None)
+        per.append(ops)
+    merged = round_robin(per)
     write("kv_get_put.trace.jsonl",
           "key-value GET/PUT mix: 2 clients on a, server on b; 90% 512 B RDMA READ gets, 10% "
           "512 B RDMA WRITE puts plus an 8 B version write; 4 outstanding per client; "
@@ -112,18 +123,14 @@ def ring_allreduce():
             if s + 1 < steps:  # the next step's receive, posted before this step's send
                 per[r].append({"op": "post_recv", "process": p, "qp": "prev", "mr": "inbox",
                                "offset": ((s + 1) % ranks) * chunk, "size": chunk,
-                               "id": f"recv{s + 1}", **({"after": after} if after else {})})
+                               "id": f"recv{s + 1}", **after_field(after)})
                 after = []
             per[r].append({"op": "post_send", "process": p, "qp": "next", "opcode": "send",
                            "mr": "data", "offset": send_chunk * chunk, "size": chunk,
                            "id": f"send{s}", "delay": "1us" if s else "0ns",
-                           **({"after": after} if after else {})})
+                           **after_field(after)})
         per[r].append({"op": "wait", "process": p, "ids": [f"recv{steps - 1}", f"send{steps - 1}"]})
-    merged = []
-    for i in range(max(len(v) for v in per.values())):
-        for r in range(ranks):
-            if i < len(per[r]):
-                merged.append(per[r][i])
+    merged = round_robin([per[r] for r in range(ranks)])
     write("ring_allreduce.trace.jsonl",
           "ring allreduce, 4 ranks on n0..n3, 64 KiB per rank in 16 KiB chunks: 6 steps of "
           "send-to-next, receive-from-previous (1 us of reduction between steps); "
@@ -157,7 +164,7 @@ def ps_push_pull():
             ops.append({"op": "post_send", "process": p, "qp": "ps", "opcode": "write",
                         "mr": "grads", "size": size, "remote_mr": "grads",
                         "remote_offset": size * w, "id": f"push{r}", "delay": "20us",
-                        **({"after": [f"pull{r - 1}"]} if r else {})})
+                        **after_field([f"pull{r - 1}"] if r else [])})
             ops.append({"op": "post_send", "process": p, "qp": "ps", "opcode": "send",
                         "mr": "notes", "size": 8, "id": f"note{r}", "after": [f"push{r}"]})
         ops.append({"op": "wait", "process": "server",

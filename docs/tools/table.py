@@ -24,11 +24,12 @@ import re
 import sys
 
 FIELD = re.compile(r"\{((?:[^{}:'\"]|'[^']*'|\"[^\"]*\")+)(?::([^{}]*))?\}")
+ENV = {"len": len, "round": round, "int": int}  # the names of cell and --where expressions
 
 
 def fill(template, r):
     def one(m):
-        value = eval(m.group(1), {"len": len, "round": round, "int": int}, {"r": r})
+        value = eval(m.group(1), ENV, {"r": r})
         return format(value, m.group(2) or "")
     return FIELD.sub(one, template)
 
@@ -83,7 +84,7 @@ def main():
                    help="keep the rows where this Python expression over r is true (repeatable)")
     a = p.parse_args()
     rows = [r for r in load(a.inputs)
-            if all(eval(w, {"len": len}, {"r": r}) for w in a.where)]
+            if all(eval(w, ENV, {"r": r}) for w in a.where)]
     if a.rows:
         if not a.cell or a.metric:
             p.error("--rows takes --cell (and no --metric)")

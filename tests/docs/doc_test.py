@@ -34,9 +34,11 @@ import tempfile
 MARKER = re.compile(r"^<!-- doc-test:(.*?)-->", re.S | re.M)
 FOLDERS = ("scenarios", "traces", "bench", "docs", "tools", "tests", "engine", "model", "host",
            "tlm", "sim", "cli", "fabric", "cmake")
-# Repository paths a page may name (in backticks or as a link), checked for existence.
-PATH = re.compile(r"(?:`|\]\()(?:\.\./)*((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_])(?:#[^)]*)?[`)]"
-                  % "|".join(FOLDERS + ("README.md", "build.sh", "CMakeLists.txt")))
+# The top-level entries the scratch folder links to, and that the paths a page names start with.
+TOP_LEVEL = FOLDERS + ("README.md", "build.sh", "CMakeLists.txt")
+# Repository paths a page names in backticks, checked for existence (links are LINK's).
+PATH = re.compile(r"`(?:\.\./)*((?:%s)/[A-Za-z0-9_./-]*[A-Za-z0-9_])(?:#[^`]*)?`"
+                  % "|".join(TOP_LEVEL))
 # Markdown links and images: [text](target) and ![alt](target), relative to the page.
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 
@@ -44,6 +46,11 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 def pages(source):
     return [os.path.join(source, "README.md")] + sorted(
         glob.glob(os.path.join(source, "docs", "*.md"))) + [os.path.join(source, "traces", "README.md")]
+
+
+def line_of(text, pos):
+    """The line number (from 1) of position pos of text."""
+    return text[:pos].count("\n") + 1
 
 
 def expected_after(text, pos):
@@ -64,7 +71,7 @@ def expected_after(text, pos):
 
 def scratch(source, hcasim):
     tmp = tempfile.mkdtemp(prefix="doc_test_")
-    for name in FOLDERS + ("README.md", "build.sh", "CMakeLists.txt"):
+    for name in TOP_LEVEL:
         if os.path.exists(os.path.join(source, name)):
             os.symlink(os.path.join(source, name), os.path.join(tmp, name))
     os.makedirs(os.path.join(tmp, "build"))
@@ -104,7 +111,7 @@ def check_page(page, source, tmp):
     text = open(page).read()
     rel = os.path.relpath(page, source)
     for m in MARKER.finditer(text):
-        line_no = text[:m.start()].count("\n") + 1
+        line_no = line_of(text, m.start())
         try:
             want = expected_after(text, m.end())
         except ValueError as e:
@@ -123,14 +130,14 @@ def check_page(page, source, tmp):
         if "*" in path or "<" in path:
             continue
         if not os.path.exists(os.path.join(source, path)):
-            line_no = text[:m.start()].count("\n") + 1
+            line_no = line_of(text, m.start())
             problems.append(f"{rel}:{line_no}: names {path}, which is not in the repository")
     for m in LINK.finditer(text):
         target = m.group(1).split("#")[0]
         if not target or re.match(r"[a-z]+:", target):
             continue
         if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(page), target))):
-            line_no = text[:m.start()].count("\n") + 1
+            line_no = line_of(text, m.start())
             problems.append(f"{rel}:{line_no}: links to {target}, which is not there")
     return problems, count
 
