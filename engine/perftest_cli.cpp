@@ -13,6 +13,7 @@
 #include <boost/program_options.hpp>
 
 #include "engine/json_file.h"
+#include "engine/perftest.h"
 #include "engine/runner.h"
 #include "engine/scenario.h"
 #include "engine/set_override.h"
@@ -444,10 +445,8 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         w["inline_size"] = inl;
         h.inline_size = inl;
     } else {
-        h.inline_size = bw || read || atomic         ? 0
-                        : cmd.test == "ib_write_lat" ? 220
-                        : h.connection == "UD"       ? 188
-                                                     : 236;
+        h.inline_size = perftest::default_inline(
+            cmd.test, h.connection == "UD" ? hca_if::qp_type::ud : hca_if::qp_type::rc);
     }
     // -o
     if (given("outs")) {

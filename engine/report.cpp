@@ -90,8 +90,6 @@ std::string fixed(double v, int digits) {
     os << std::fixed << std::setprecision(digits) << v;
     return os.str();
 }
-const char* k_rule =
-    "---------------------------------------------------------------------------------------\n";
 const char* k_bw_header = "#bytes     #iterations    BW average[Gb/sec]   MsgRate[Mpps]\n";
 
 // `j[key]`, or an empty object, without a copy.
@@ -153,7 +151,7 @@ void print_pairs(const json& w, bool lat, std::ostream& os) {
 
 void print_summary(const json& stats, std::ostream& os) {
     for (const auto& w : stats.value("workloads", json::array())) {
-        os << k_rule;
+        os << perftest::k_result_line;
         os << " " << w.value("type", "") << "   " << w.value("description", "") << "\n";
         if (w.contains("error")) os << " error: " << w["error"].get<std::string>() << "\n";
         const bool lat = w.value("type", "").find("_lat") != std::string::npos;
@@ -194,7 +192,7 @@ void print_summary(const json& stats, std::ostream& os) {
             }
         }
     }
-    if (!stats.value("workloads", json::array()).empty()) os << k_rule;
+    if (!stats.value("workloads", json::array()).empty()) os << perftest::k_result_line;
     os << "simulated " << fixed(stats.value("sim_time_ns", 0.0) / 1000.0, 3) << " us in "
        << fixed(stats.value("wall_time_s", 0.0), 3) << " s wall, " << stats.value("events", 0)
        << " kernel events\n";

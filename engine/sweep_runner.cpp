@@ -195,6 +195,19 @@ pid_t spawn_point(const sweep_spec& spec, const sweep_point& p, const std::strin
     return pid;
 }
 
+// A point's stats.json (null when missing or not JSON).
+json point_stats(const std::string& dir) {
+    const std::string path = dir + "/stats.json";
+    return fs::exists(path) ? read_json_or_null(read_text(path)) : json();
+}
+
+// The sweep's metrics read from a point's stats.json, in the sweep file's order.
+std::vector<json> metrics_of(const sweep_spec& spec, const json& stats) {
+    std::vector<json> out;
+    for (const auto& m : spec.metrics) out.push_back(metric_value(stats, m));
+    return out;
+}
+
 // The row of a point whose process ended with `status`; writes points/<n>/row.json unless the
 // run was interrupted (the point then has no row and runs again on --resume).
 sweep_row finish_point(const sweep_spec& spec, const sweep_point& p, const std::string& out_dir,
@@ -205,11 +218,9 @@ sweep_row finish_point(const sweep_spec& spec, const sweep_point& p, const std::
     row.values = p.values;
     row.exit_status = exit_code_of(status);
     row.wall_s = wall_s;
-    const std::string stats_path = dir + "/stats.json";
-    const json stats = fs::exists(stats_path) ? read_json_or_null(read_text(stats_path)) : json();
+    const json stats = point_stats(dir);
     const bool have_stats = stats.is_object();
-    for (const auto& m : spec.metrics)
-        row.metrics.push_back(have_stats ? metric_value(stats, m) : json());
+    row.metrics = have_stats ? metrics_of(spec, stats) : std::vector<json>(spec.metrics.size());
     if (row.exit_status != 0) {
         row.stderr_tail = tail_of(dir + "/stderr.txt");
         if (!WIFEXITED(status))
@@ -331,7 +342,7 @@ json row_to_json(const sweep_spec& spec, const sweep_row& row) {
     return j;
 }
 
-bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row) {
+bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row, bool with_metrics) {
     if (!j.is_object() || !j.contains("point") || !j["point"].is_number_unsigned()) return false;
     const size_t index = j["point"].get<size_t>();
     if (index >= sweep_point_count(spec)) return false;
@@ -339,7 +350,8 @@ bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row) {
     const json& axes = j.value("axes", json());
     const json& metrics = j.value("metrics", json());
     if (!axes.is_object() || axes.size() != spec.axes.size()) return false;
-    if (!metrics.is_object() || metrics.size() != spec.metrics.size()) return false;
+    if (with_metrics && (!metrics.is_object() || metrics.size() != spec.metrics.size()))
+        return false;
     if (!j.contains("exit_status") || !j["exit_status"].is_number_integer()) return false;
     sweep_row r;
     r.point = index;
@@ -348,7 +360,7 @@ bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row) {
         if (it == axes.end() || *it != point.values[a]) return false;
         r.values.push_back(*it);
     }
-    for (const auto& m : spec.metrics) {
+    for (const auto& m : with_metrics ? spec.metrics : std::vector<std::string>()) {
         auto it = metrics.find(m);
         if (it == metrics.end()) return false;
         r.metrics.push_back(*it);
@@ -405,25 +417,18 @@ bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& r
                    const std::string& out_dir) {
     if (!fs::exists(path)) return false;
     const json j = read_json_or_null(read_text(path));
-    return row_from_json(spec, j, row) ||
-           (!out_dir.empty() && reextract_row(spec, j, out_dir, row));
+    return row_from_json(spec, j, row) || reextract_row(spec, j, out_dir, row);
 }
 
 bool reextract_row(const sweep_spec& spec, const json& j, const std::string& out_dir,
                    sweep_row& row) {
     if (!j.is_object() || !j.contains("metrics")) return false;
-    json same = j;
-    same["metrics"] = json::object();
-    for (const auto& m : spec.metrics) same["metrics"][m] = nullptr;
     sweep_row r;
-    if (!row_from_json(spec, same, r)) return false;  // another point, axes or shape
+    if (!row_from_json(spec, j, r, false)) return false;  // another point, axes or shape
     const std::string dir = point_dir(out_dir, r.point);
-    const std::string stats_path = dir + "/stats.json";
-    if (!fs::exists(stats_path)) return false;
-    const json stats = read_json_or_null(read_text(stats_path));
+    const json stats = point_stats(dir);
     if (!stats.is_object() || stats.value("interrupted", false)) return false;
-    r.metrics.clear();
-    for (const auto& m : spec.metrics) r.metrics.push_back(metric_value(stats, m));
+    r.metrics = metrics_of(spec, stats);
     write_atomically(dir + "/row.json", row_to_json(spec, r).dump() + "\n");
     row = std::move(r);
     return true;

@@ -51,7 +51,8 @@ struct sweep_row {
 
 nlohmann::ordered_json row_to_json(const sweep_spec& spec, const sweep_row& row);
 // False when `j` is not a row of this spec (other axes, metrics, or values of another point).
-bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row);
+// `with_metrics` false: the point, axes and status only (a row written for other metrics).
+bool row_from_json(const sweep_spec& spec, const json& j, sweep_row& row, bool with_metrics = true);
 
 std::string csv_header(const sweep_spec& spec);
 std::string csv_line(const sweep_row& row);
@@ -120,11 +121,11 @@ class sweep_signals {
     struct sigaction m_old_chld {};
 };
 
-// Reads a points/<n>/row.json; false when missing or not a row of this spec. Given the sweep's
-// `out_dir`, a row written for other metrics is read again from the point's stats.json
+// Reads a points/<n>/row.json; false when missing or not a row of this spec. A row written for
+// other metrics is read again from the point's stats.json under the sweep's `out_dir`
 // (reextract_row).
 bool read_row_file(const sweep_spec& spec, const std::string& path, sweep_row& row,
-                   const std::string& out_dir = "");
+                   const std::string& out_dir);
 // A row `j` of this sweep's point with other metrics (the sweep file's `metrics` changed): the
 // same point and axis values, the metrics read again from the point's stats.json under
 // `out_dir`, and its row.json rewritten. False when `j` is no such row or the stats.json is gone
