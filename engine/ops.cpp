@@ -309,6 +309,44 @@ std::vector<op_decl> build_ops() {
     add("dereg_mr", "deregister a region (ibv_dereg_mr)", s);
 
     s = {};
+    s.fields = {define(resource_kind::dm, "device memory name"),
+                req("length", field_kind::size,
+                    "bytes of the HCA's device memory (at most max_dm_size; rounded up to 64 B)"),
+                integer("log_align_req", 0, 63, false,
+                        "log2 of the start address alignment (up to 12: a page)", 0)};
+    add("alloc_dm", "allocate device memory on the HCA (ibv_alloc_dm)", s);
+    s = {};
+    s.fields = {ref("dm", resource_kind::dm, true, "device memory")};
+    add("free_dm", "free device memory (ibv_free_dm); EBUSY while a region uses it", s);
+    s = {};
+    s.fields = {define(resource_kind::mr, "region name"),
+                ref("pd", resource_kind::pd, true, "protection domain"),
+                ref("dm", resource_kind::dm, true, "device memory to register"),
+                opt("dm_offset", field_kind::size, "offset into the device memory", 0),
+                req("length", field_kind::size, "region length"),
+                access(true,
+                       "access flags; must include zero_based (the region is addressed by "
+                       "offsets from its start)")};
+    add("reg_dm_mr", "register device memory as a zero-based region (ibv_reg_dm_mr)", s);
+    const std::string copy_len = "bytes to copy (a multiple of 4)";
+    s = {};
+    s.fields = {ref("dm", resource_kind::dm, true, "device memory to write"),
+                opt("dm_offset", field_kind::size, "offset into it (a multiple of 4)", 0)};
+    add_location(s, "to copy from");
+    s.fields.push_back(req("length", field_kind::size, copy_len));
+    add("memcpy_to_dm",
+        "the CPU copies process memory into device memory through the BAR (ibv_memcpy_to_dm)", s);
+    s = {};
+    s.fields = {ref("dm", resource_kind::dm, true, "device memory to read"),
+                opt("dm_offset", field_kind::size, "offset into it (a multiple of 4)", 0)};
+    add_location(s, "to copy to");
+    s.fields.push_back(req("length", field_kind::size, copy_len));
+    add("memcpy_from_dm",
+        "the CPU copies device memory into process memory through the BAR, one uncached 4-byte "
+        "load at a time (ibv_memcpy_from_dm)",
+        s);
+
+    s = {};
     s.fields = {define(resource_kind::mw, "window name"),
                 ref("pd", resource_kind::pd, true, "protection domain"),
                 integer("type", 0, 255, false, "window type (1 or 2)", 1)};
@@ -577,6 +615,11 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
             "register the buffers on demand (--odp: IBV_ACCESS_ON_DEMAND, nothing pinned; the "
             "HCA faults pages in through the driver on first touch)",
             false),
+        opt("server_dm", field_kind::flag,
+            "atomic tests: the server's buffer, the atomics' target, is device memory on its HCA "
+            "(alloc_dm and a zero-based reg_dm_mr; hca.device_memory), reached without PCIe; at "
+            "most max_dm_size bytes (hcasim's own option)",
+            false),
         opt("samples", field_kind::flag,
             "write every latency sample (lat_samples_ns, in ns, in the order taken: latency "
             "tests the half round trips or post-to-completion times perftest sorts; bandwidth "
@@ -751,7 +794,9 @@ const std::vector<std::string>& result_fields() {
         "max_mr_size", "page_size_cap", "vendor_id", "vendor_part_id", "hw_ver", "max_qp",
         "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",
         "max_ah", "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom", "max_srq",
-        "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap",
+        "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap", "max_dm_size",
+        // alloc_dm
+        "dm_addr",
         // query_port
         "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz", "active_width",
         "active_speed", "gid_tbl_len", "pkey_tbl_len"};
@@ -790,6 +835,8 @@ std::string resource_noun(resource_kind k) {
             return "a node";
         case resource_kind::ah:
             return "an address handle";
+        case resource_kind::dm:
+            return "device memory (alloc_dm)";
         case resource_kind::none:
             break;
     }

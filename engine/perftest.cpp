@@ -55,27 +55,84 @@ uint64_t fit_in_memory(const host& h, const std::string& node, const std::string
     return bytes * count;
 }
 
+namespace {
+constexpr uint8_t k_buffer_access =
+    access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
+constexpr uint64_t k_scratch = 4096;
+
+// The buffer in the HCA's device memory: allocated, filled from `fill_seed` through the scratch
+// page (memcpy_to_dm), registered zero-based.
+void setup_device_memory(const std::string& node, uint64_t fill_seed, side& s) {
+    host& h = *s.h;
+    s.length = (s.length + 3) / 4 * 4;  // device memory is copied in 4-byte words
+    device_attr d;
+    require(h, h.query_device(d), node + ": query_device");
+    if (s.length > d.max_dm_size)
+        throw workload_error{node + ": a device-memory buffer of " + format_size(s.length) +
+                             " exceeds max_dm_size (" + format_size(d.max_dm_size) +
+                             "; hca.device_memory.size)"};
+    require(h, h.mmap(s.pid, k_scratch, std::nullopt, 0, {}, s.scratch), node + ": mmap");
+    dm_attr attr;
+    attr.length = s.length;
+    dm_info dm;
+    require(h, h.alloc_dm(s.pid, attr, dm), node + ": alloc_dm");
+    s.dm = dm.handle;
+    for (uint64_t off = 0; off < s.length; off += k_scratch) {
+        const uint64_t n = std::min(k_scratch, s.length - off);
+        require(h, h.write_mem(s.pid, s.scratch, pattern_bytes_at(fill_seed, off, n)),
+                node + ": filling the scratch page");
+        require(h, h.memcpy_to_dm(s.pid, s.dm, off, s.scratch, n), node + ": memcpy_to_dm");
+    }
+    require(h,
+            h.reg_dm_mr(s.pid, s.pd, s.dm, 0, s.length, k_buffer_access | access::zero_based, s.mr),
+            node + ": reg_dm_mr");
+    s.va = 0;
+}
+}  // namespace
+
+int read_buffer(side& s, uint64_t offset, uint64_t n, std::vector<uint8_t>& out) {
+    if (!s.dm) return s.h->read_mem(s.pid, s.va + offset, n, out);
+    out.clear();
+    for (uint64_t done = 0; done < n;) {
+        // Whole words around the bytes asked for, through the scratch page.
+        const uint64_t at = (offset + done) / 4 * 4;
+        const uint64_t words = std::min<uint64_t>(k_scratch, (offset + n + 3) / 4 * 4 - at);
+        std::vector<uint8_t> chunk;
+        if (int err = s.h->memcpy_from_dm(s.pid, s.scratch, s.dm, at, words)) return err;
+        if (int err = s.h->read_mem(s.pid, s.scratch, words, chunk)) return err;
+        const uint64_t skip = offset + done - at;
+        const uint64_t take = std::min(n - done, words - skip);
+        out.insert(out.end(), chunk.begin() + static_cast<std::ptrdiff_t>(skip),
+                   chunk.begin() + static_cast<std::ptrdiff_t>(skip + take));
+        done += take;
+    }
+    return 0;
+}
+
 void setup(world& w, const std::string& node, const std::string& process, const params& p,
-           uint64_t fill_seed, side& s, uint64_t threads) {
+           uint64_t fill_seed, side& s, uint64_t threads, bool device_memory) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     s.h->clear_reason();
     require(*s.h, s.h->alloc_pd(s.pid, s.pd), node + ": alloc_pd");
     s.length = fit_in_memory(*s.h, node, "buffers (qps x mr_size)", p.slot_bytes, p.qps);
-    const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
-    require(*s.h, s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
-            node + ": mmap of " + format_size(s.length));
-    require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)),
-            node + ": filling the buffer");
-    mr_attr attr;
-    attr.pd = s.pd;
-    attr.va = s.va;
-    attr.length = s.length;
-    attr.access =
-        access::local_write | access::remote_write | access::remote_read | access::remote_atomic;
-    if (p.odp) attr.access |= access::on_demand;  // perftest --odp
-    require(*s.h, s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
+    if (device_memory) {
+        setup_device_memory(node, fill_seed, s);
+    } else {
+        const uint64_t huge = p.page_size > 4096 ? p.page_size : 0;
+        require(*s.h, s.h->mmap(s.pid, s.length, std::nullopt, huge, {}, s.va),
+                node + ": mmap of " + format_size(s.length));
+        require(write_mem_bytes(*s.h, s.pid, s.va, mem_source::of_pattern(fill_seed, s.length)),
+                node + ": filling the buffer");
+        mr_attr attr;
+        attr.pd = s.pd;
+        attr.va = s.va;
+        attr.length = s.length;
+        attr.access = k_buffer_access;
+        if (p.odp) attr.access |= access::on_demand;  // perftest --odp
+        require(*s.h, s.h->reg_mr(s.pid, attr, s.mr), node + ": reg_mr");
+    }
     const uint64_t depth = std::max<uint64_t>((p.tx_depth + p.rx_depth) * p.qps, 128);
     for (uint64_t t = 0; t < threads; ++t) {
         uint32_t cq = 0;
@@ -292,8 +349,8 @@ bool data_landed(const params& p, side& from, side& to, const std::vector<uint64
                                                : p.size;
         // Reads land in the reader's landing half, the rest in the target's.
         const bool read = is_read(p.type);
-        if (from.h->read_mem(from.pid, from.va + off + (read ? p.half : 0), len, a) ||
-            to.h->read_mem(to.pid, to.va + off + (read ? 0 : p.half) + p.grh, len, b))
+        if (read_buffer(from, off + (read ? p.half : 0), len, a) ||
+            read_buffer(to, off + (read ? 0 : p.half) + p.grh, len, b))
             return false;
         if (a != b) return false;
     }

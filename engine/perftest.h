@@ -55,6 +55,10 @@ struct side {
     std::vector<qp_info> qps;
     uint32_t ah = 0;    // UD: the address handle to the peer
     uint32_t port = 1;  // the HCA port its QPs use (-i)
+    // server_dm: the buffer is device memory `dm` (va 0: the region is zero-based); the CPU
+    // copies in and out of it through a page of host memory at `scratch`.
+    uint32_t dm = 0;
+    uint64_t scratch = 0;
 };
 
 struct params {
@@ -75,11 +79,12 @@ struct params {
     // -D and -f: run for `duration` ps and count what completes between `margin` and
     // `duration - margin` (0: run `iters` per QP).
     uint64_t duration = 0, margin = 0;
-    bool bidir = false;     // -b: the server sends to the client at the same time
-    bool samples = false;   // every latency sample and the histogram's buckets in the result
-    bool no_peak = false;   // -N: no BW peak
-    bool cmp_swap = false;  // -A CMP_AND_SWAP (atomic tests; default FETCH_AND_ADD)
-    bool odp = false;       // --odp: the buffers registered on demand (IBV_ACCESS_ON_DEMAND)
+    bool bidir = false;      // -b: the server sends to the client at the same time
+    bool samples = false;    // every latency sample and the histogram's buckets in the result
+    bool no_peak = false;    // -N: no BW peak
+    bool cmp_swap = false;   // -A CMP_AND_SWAP (atomic tests; default FETCH_AND_ADD)
+    bool odp = false;        // --odp: the buffers registered on demand (IBV_ACCESS_ON_DEMAND)
+    bool server_dm = false;  // the server's buffer in its HCA's device memory (atomic tests)
     uint32_t client_port = 1, server_port = 1;  // -i of each side
     uint32_t sl = 0;                            // -S
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
@@ -96,7 +101,10 @@ uint64_t fit_in_memory(const host& h, const std::string& node, const std::string
 // Process, PD, buffer (filled from `fill_seed`), region, one CQ per posting thread and the QPs
 // of one end.
 void setup(world& w, const std::string& node, const std::string& process, const params& p,
-           uint64_t fill_seed, side& s, uint64_t threads = 1);
+           uint64_t fill_seed, side& s, uint64_t threads = 1, bool device_memory = false);
+// `n` bytes of a side's buffer from `offset` (process memory, or device memory through its
+// scratch page); 0 or an errno.
+int read_buffer(side& s, uint64_t offset, uint64_t n, std::vector<uint8_t>& out);
 // Brings every QP of both ends to RTS, connected QP q to QP q (UD: an address handle each way).
 void connect(const params& p, side& a, side& b);
 

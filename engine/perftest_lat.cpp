@@ -156,7 +156,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     std::vector<uint8_t> a, b;
     bool ok = true;
     if (is_atomic(p.type)) {
-        ok = !server.h->read_mem(server.pid, server.va, 8, b);
+        ok = !read_buffer(server, 0, 8, b);
         std::vector<uint8_t> orig = pattern_bytes(1, 8);
         uint64_t before = get<uint64_t>(orig.data()), after = get<uint64_t>(b.data());
         ok = ok && after == (p.cmp_swap && before != 0 ? before : p.cmp_swap ? 0 : before + i);

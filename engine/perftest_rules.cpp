@@ -24,6 +24,9 @@ void check_perftest_options(const json& w, const std::string& p, const std::stri
         d.error(pointer_join(p, "inline_size"),
                 "inline data with " + type + " (perftest: inline is for writes and sends only)",
                 "no inline_size, or 0");
+    if (w.value("server_dm", false) && type.rfind("ib_atomic", 0) != 0)
+        d.error(pointer_join(p, "server_dm"), "device memory with " + type,
+                "server_dm in atomic tests only (ib_atomic_bw, ib_atomic_lat)");
     if (over_ud(w) && u64("inline_size", 0) > 884)
         d.error(pointer_join(p, "inline_size"), std::to_string(u64("inline_size", 0)) + " over UD",
                 "at most 884 (perftest's MAX_INLINE_UD)");

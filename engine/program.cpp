@@ -180,6 +180,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
     } else if (op == "reg_mr") {
         op_reg_mr(n, pid, a, r);
     } else if (op_protection(op, n, pid, a, r)) {
+    } else if (op_device_memory(op, n, pid, a, r)) {
     } else if (op == "dereg_mr") {
         auto it = res.mrs.find(a["mr"].get<std::string>());
         if (it == res.mrs.end()) {

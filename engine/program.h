@@ -55,6 +55,9 @@ class program_runner {
     // Protection verbs beyond reg_mr: physical, shared and re-registered regions, windows.
     bool op_protection(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                        step_result& r);
+    // alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm, memcpy_from_dm (program_dm.cpp).
+    bool op_device_memory(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                          step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
     // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.

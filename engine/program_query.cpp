@@ -61,7 +61,8 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
             {"local_ca_ack_delay", d.local_ca_ack_delay},
             {"phys_port_cnt", d.phys_port_cnt},
             {"atomic_cap", d.atomic_cap},
-            {"max_inline_data", d.max_inline_data}};
+            {"max_inline_data", d.max_inline_data},
+            {"max_dm_size", d.max_dm_size}};
         for (const auto& [k, v] : fields) r.fields[k] = v;
         return true;
     }

@@ -169,6 +169,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.no_peak = a.value("no_peak", false);
     p.cmp_swap = a.value("atomic_type", std::string("FETCH_AND_ADD")) == "CMP_AND_SWAP";
     p.odp = a.value("odp", false);
+    p.server_dm = a.value("server_dm", false);
     p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
     p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
     p.sl = static_cast<uint32_t>(arg_u64(a, "sl", 0));
@@ -206,7 +207,9 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (p.post_list > 1 ? ", post_list " + std::to_string(p.post_list) : "") +
         (p.threads > 1 ? ", " + std::to_string(p.threads) + " posting threads" : "") +
         (a.contains("cq_mod") ? ", cq_mod " + std::to_string(p.cq_mod) : "") +
-        (p.bidir ? ", bidirectional" : "") + (p.sl ? ", SL " + std::to_string(p.sl) : "") +
+        (p.bidir ? ", bidirectional" : "") +
+        (p.server_dm ? ", server buffer in device memory" : "") +
+        (p.sl ? ", SL " + std::to_string(p.sl) : "") +
         (p.client_port != 1 || p.server_port != 1
              ? ", ports " + std::to_string(p.client_port) + " -> " + std::to_string(p.server_port)
              : "") +
@@ -215,7 +218,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
              : "");
     side client, server;
     setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
-    setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1);
+    setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1, p.server_dm);
     client.port = p.client_port;
     server.port = p.server_port;
     connect(p, client, server);

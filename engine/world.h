@@ -30,6 +30,10 @@ struct mw_record {
     mw_info info;
     uint32_t pid = 0;
 };
+struct dm_record {
+    dm_info info;
+    uint32_t pid = 0;
+};
 struct qp_record {
     qp_info info;
     uint32_t pid = 0;
@@ -54,6 +58,7 @@ struct node_resources {
     std::map<std::string, buf_record> bufs;
     std::map<std::string, mw_record> mws;
     std::map<std::string, ah_record> ahs;
+    std::map<std::string, dm_record> dms;
 };
 
 class world {

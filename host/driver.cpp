@@ -284,7 +284,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
 
 void driver::add_region(mr_state st, pd_state& pd) {
     const uint32_t handle = st.info.handle;
-    m_mtt_owner[st.mtt_index] = handle;
+    if (!st.dm) m_mtt_owner[st.mtt_index] = handle;
     m_mrs[handle] = std::move(st);
     ++pd.members;
     ++m_registrations;
@@ -301,14 +301,18 @@ int driver::dereg_mr(uint32_t handle) {
     mr_state& st = it->second;
     put_entry(m_mpt, handle, mpt_entry{});
     int err = command(cmd::invalidate_mpt, handle, 0, cpu);
-    if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
-    // The HCA has let go of the entries: take the IOVAs away before the pages may move.
-    dma_unmap(st.dma, uint64_t{st.info.pages} << st.page_shift, true, cpu);
-    cpu.add(to_time(m_cfg.cpu.unpin_page), st.pinned.size());
-    m_dereg_pages += st.pinned.size();
-    m_mtt_owner.erase(st.mtt_index);
-    m_process(st.pid).unpin(st.pinned);
-    m_mtt_space->free(st.mtt_index, st.info.pages);
+    if (st.dm) {
+        --m_dms[st.dm].regions;  // device memory: no translation entries, nothing pinned
+    } else {
+        if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
+        // The HCA has let go of the entries: take the IOVAs away before the pages may move.
+        dma_unmap(st.dma, uint64_t{st.info.pages} << st.page_shift, true, cpu);
+        cpu.add(to_time(m_cfg.cpu.unpin_page), st.pinned.size());
+        m_dereg_pages += st.pinned.size();
+        m_mtt_owner.erase(st.mtt_index);
+        m_process(st.pid).unpin(st.pinned);
+        m_mtt_space->free(st.mtt_index, st.info.pages);
+    }
     m_key_indices->free(handle);
     auto pd = m_pds.find(st.info.pd);
     if (pd != m_pds.end()) --pd->second.members;

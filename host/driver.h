@@ -164,6 +164,21 @@ class driver : public sc_core::sc_module {
     int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
                 uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey);
 
+    // ---- device memory (driver_dm.cpp) ----
+    // What the driver learned of the HCA's device memory when it probed the device (before
+    // simulated time starts; mlx5: QUERY_HCA_CAP's device-memory capability).
+    void set_device_memory_size(uint64_t bytes);
+    int alloc_dm(uint32_t pid, const dm_attr& attr, dm_info& out);
+    int free_dm(uint32_t handle);
+    // ibv_reg_dm_mr: a zero-based region over [offset, offset + length) of the allocation.
+    int reg_dm_mr(uint32_t pid, uint32_t pd, uint32_t dm, uint64_t offset, uint64_t length,
+                  uint8_t access, mr_info& out);
+    // Where a CPU copy of [offset, offset + length) of the allocation goes in BAR0, with
+    // ibv_memcpy_to/from_dm's checks (EFAULT outside it, EINVAL unaligned; 0 or the errno).
+    int dm_window(uint32_t pid, uint32_t dm, uint64_t offset, uint64_t length,
+                  uint64_t& bar_offset) const;
+    uint64_t device_memory_size() const { return m_dm_size; }
+
     // ---- on-demand paging and DMA ownership (driver_odp.cpp) ----
     // Whether an on-demand region of `pid` has a present translation entry for `page_va`.
     bool odp_mirrored(uint32_t pid, uint64_t page_va) const;
@@ -212,6 +227,7 @@ class driver : public sc_core::sc_module {
         // reg_phys_mr: the caller named frames, not virtual pages; DMA through it is checked
         // against the frames' being allocated, not against a process's page (origin_owner).
         bool physical = false;
+        uint32_t dm = 0;  // reg_dm_mr: the device-memory allocation (no translation entries)
         unsigned page_shift = 12;  // of the translation entries; they start at info.va's page
         uint64_t dma = 0;  // IOVA of the first entry's page (0: entries hold physical addresses)
     };
@@ -220,6 +236,13 @@ class driver : public sc_core::sc_module {
         uint32_t pd = 0;
         uint8_t type = 1;
         uint8_t key_byte = 0;
+    };
+    struct dm_state {
+        uint32_t pid = 0;
+        uint64_t addr = 0;    // in device memory, on a page
+        uint64_t bytes = 0;   // allocated: the length rounded up to 64 B
+        uint64_t length = 0;  // asked for
+        uint32_t regions = 0;
     };
     struct ah_state {
         uint32_t pid = 0;
@@ -362,6 +385,10 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, qp_state_t> m_qps;
     std::map<uint32_t, mw_state> m_mws;
     std::map<uint32_t, ah_state> m_ahs;
+    std::map<uint32_t, dm_state> m_dms;
+    uint32_t m_next_dm = 1;
+    uint64_t m_dm_size = 0;
+    std::unique_ptr<range_allocator> m_dm_pages;  // free 4 KiB pages of device memory
     uint32_t m_next_ah = 1;
     // Registration steps shared by reg_mr, reg_phys_mr and reg_shared_mr (driver_protection.cpp).
     int check_access(uint8_t access) const;

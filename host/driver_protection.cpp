@@ -148,7 +148,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
         return leave(cpu, EINVAL);
     if (int err = check_access(access)) return leave(cpu, err);
     const mr_state& o = orig->second;
-    if (o.on_demand) return leave(cpu, EOPNOTSUPP);
+    if (o.on_demand || o.dm) return leave(cpu, EOPNOTSUPP);
     const uint64_t page = 1ULL << o.page_shift;
     const uint64_t start = va.value_or(o.info.iova);
     // The shared region names the same bytes, so its first byte sits at the same page offset.
@@ -225,6 +225,8 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     auto it = m_mrs.find(handle);
     if (it == m_mrs.end()) return leave(cpu, EINVAL);
     mr_state& st = it->second;
+    // Device memory regions have no user memory to re-register (mlx5: no umem).
+    if (st.dm) return leave(cpu, refuse(EOPNOTSUPP, "rereg_mr: a device memory region"));
     if (read_mpt(handle).bound_windows > 0) return leave(cpu, EBUSY);
     const uint8_t access = attr.access_change ? attr.access : st.info.access;
     if (int err = check_access(access)) return leave(cpu, err);

@@ -21,6 +21,8 @@
 //    ConnectX-5 firmware reports 2^18 QPs and 2^24 CQs/MRs from its own, on-demand context memory.
 //  - max_pd 2^24 - 1 (the driver's PD numbers; mlx5 log_max_pd = 24, libfabric#9940: 16777216).
 //  - max_srq 0 and max_pkeys 0: hcasim models neither shared receive queues nor P_Key tables.
+//  - max_dm_size (ibv_query_device_ex): the HCA's device memory (hca.device_memory.size), in
+//    whole pages.
 //
 // Table sizes. The configured host.driver.log_* are the largest tables the driver sets up; on a
 // smaller host each table is capped, as mlx4's profile (mlx4_make_profile) scales the MTT table to
@@ -81,6 +83,7 @@ device_attr driver::limits() const {
     d.local_ca_ack_delay = 16;
     d.phys_port_cnt = m_lid2 ? 2 : 1;
     d.max_inline_data = max_inline_for(static_cast<uint32_t>(m_cfg.driver.max_sq_wqe));
+    d.max_dm_size = m_dm_size;
     if (m_booted) {
         d.max_qp = static_cast<uint32_t>((uint64_t{1} << m_qpc.log_entries) - first_qpn);
         d.max_cq = static_cast<uint32_t>((uint64_t{1} << m_cqc.log_entries) - 1);

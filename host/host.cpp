@@ -129,6 +129,58 @@ int host::query_mr(uint32_t handle, mr_info& out) {
     return m_impl->m_driver->query_mr(handle, out);
 }
 
+void host::set_device_memory_size(uint64_t bytes) {
+    m_impl->m_driver->set_device_memory_size(bytes);
+}
+int host::alloc_dm(uint32_t pid, const dm_attr& attr, dm_info& out) {
+    return m_impl->m_driver->alloc_dm(pid, attr, out);
+}
+int host::free_dm(uint32_t handle) {
+    return m_impl->m_driver->free_dm(handle);
+}
+int host::reg_dm_mr(uint32_t pid, uint32_t pd, uint32_t dm, uint64_t offset, uint64_t length,
+                    uint8_t access, mr_info& out) {
+    return m_impl->m_driver->reg_dm_mr(pid, pd, dm, offset, length, access, out);
+}
+
+// The user-space library's copies (mlx5_access_dm): 4-byte stores into the write-combining
+// window, which leave as one posted TLP per 64-byte line (host.cpu.wc_line of CPU each), and
+// 4-byte uncached loads, each a non-posted read the CPU waits for.
+int host::memcpy_to_dm(uint32_t pid, uint32_t dm, uint64_t dm_offset, uint64_t va,
+                       uint64_t length) {
+    uint64_t bar = 0;
+    if (int err = m_impl->m_driver->dm_window(pid, dm, dm_offset, length, bar)) return err;
+    std::vector<uint8_t> bytes;
+    if (int err = read_mem(pid, va, length, bytes)) return err;
+    sc_core::sc_time at = sc_core::SC_ZERO_TIME;
+    for (uint64_t off = 0; off < length;) {
+        const uint64_t n = std::min(length - off, 64 - (bar + off) % 64);
+        at += to_time(m_cfg.cpu.wc_line);
+        sc_core::sc_time delay = at;
+        if (!m_impl->mmio_store(bar + off, bytes.data() + off, n, delay)) return EIO;
+        off += n;
+    }
+    cpu_clock cpu;
+    cpu.add(at);
+    cpu.settle();
+    return 0;
+}
+
+int host::memcpy_from_dm(uint32_t pid, uint64_t va, uint32_t dm, uint64_t dm_offset,
+                         uint64_t length) {
+    uint64_t bar = 0;
+    if (int err = m_impl->m_driver->dm_window(pid, dm, dm_offset, length, bar)) return err;
+    if (!mapped(pid, va, length)) return EFAULT;
+    std::vector<uint8_t> bytes(length);
+    sc_core::sc_time at = sc_core::SC_ZERO_TIME;
+    for (uint64_t off = 0; off < length; off += 4)
+        if (!m_impl->mmio_load(bar + off, bytes.data() + off, 4, at)) return EIO;
+    cpu_clock cpu;
+    cpu.add(at);
+    cpu.settle();
+    return write_mem(pid, va, bytes);
+}
+
 int host::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     return m_impl->m_driver->reg_phys_mr(pid, attr, out);
 }

@@ -408,6 +408,19 @@ class host : public sc_core::sc_module {
     int reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd, std::optional<uint64_t> va,
                       uint8_t access, mr_info& out);
     int rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out);
+    // Device memory (ibv_alloc_dm(3)): the HCA's on-board memory, registered as zero-based
+    // regions (reg_dm_mr) and copied to and from by the CPU through the BAR (4-byte accesses,
+    // write-combined stores and uncached loads; EFAULT outside the allocation, EINVAL unless
+    // offset and length are multiples of 4; the host buffer's pages fault in as for write_mem).
+    int alloc_dm(uint32_t pid, const dm_attr& attr, dm_info& out);
+    int free_dm(uint32_t handle);
+    int reg_dm_mr(uint32_t pid, uint32_t pd, uint32_t dm, uint64_t offset, uint64_t length,
+                  uint8_t access, mr_info& out);
+    int memcpy_to_dm(uint32_t pid, uint32_t dm, uint64_t dm_offset, uint64_t va, uint64_t length);
+    int memcpy_from_dm(uint32_t pid, uint64_t va, uint32_t dm, uint64_t dm_offset, uint64_t length);
+    // What the driver learned of the HCA's device memory when it probed the device (before
+    // simulated time starts): its size.
+    void set_device_memory_size(uint64_t bytes);
     int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
     int dealloc_mw(uint32_t handle);
     int query_mw(uint32_t handle, mw_info& out);

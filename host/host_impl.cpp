@@ -229,12 +229,24 @@ void host_impl::kswapd() {
 
 bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length,
                            sc_core::sc_time& delay) {
-    // One payload and buffer serve every store (a payload's construction allocates its extension
-    // array): the link and the HCA's registers take a store without waiting, so a store is over
+    m_mmio_bytes.assign(data, data + length);
+    return mmio(tlm::TLM_WRITE_COMMAND, offset, length, delay);
+}
+
+bool host_impl::mmio_load(uint64_t offset, uint8_t* data, size_t length, sc_core::sc_time& delay) {
+    m_mmio_bytes.assign(length, 0);
+    const bool ok = mmio(tlm::TLM_READ_COMMAND, offset, length, delay);
+    std::copy(m_mmio_bytes.begin(), m_mmio_bytes.end(), data);
+    return ok;
+}
+
+bool host_impl::mmio(tlm::tlm_command cmd, uint64_t offset, size_t length,
+                     sc_core::sc_time& delay) {
+    // One payload and buffer serve every access (a payload's construction allocates its extension
+    // array): the link and the HCA's registers take an access without waiting, so it is over
     // before the next one can be made.
     tlm::tlm_generic_payload& gp = m_mmio_gp;
-    m_mmio_bytes.assign(data, data + length);
-    gp.set_command(tlm::TLM_WRITE_COMMAND);
+    gp.set_command(cmd);
     gp.set_address(offset);
     gp.set_data_ptr(m_mmio_bytes.data());
     gp.set_data_length(static_cast<unsigned>(length));
@@ -244,9 +256,9 @@ bool host_impl::mmio_store(uint64_t offset, const uint8_t* data, size_t length,
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     m_host.mmio_out->b_transport(gp, delay);
     if (!gp.is_response_ok())
-        HCASIM_LOG(
-            m_host.name(), host,
-            "MMIO store to BAR offset " << offset << " failed: " << gp.get_response_string());
+        HCASIM_LOG(m_host.name(), host,
+                   "MMIO " << (cmd == tlm::TLM_WRITE_COMMAND ? "store to" : "load from")
+                           << " BAR offset " << offset << " failed: " << gp.get_response_string());
     return gp.is_response_ok();
 }
 

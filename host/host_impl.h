@@ -34,6 +34,10 @@ class host_impl {
     // The process touching its memory: faults pages in, counts and charges the faults.
     int touch(uint32_t pid, uint64_t va, uint64_t length);
     bool mmio_store(uint64_t offset, const uint8_t* data, size_t length, sc_core::sc_time& delay);
+    // An uncached CPU load of `length` bytes from a BAR offset (a non-posted read): `delay` in,
+    // when the CPU issues it; out, when the data is back.
+    bool mmio_load(uint64_t offset, uint8_t* data, size_t length, sc_core::sc_time& delay);
+    bool mmio(tlm::tlm_command cmd, uint64_t offset, size_t length, sc_core::sc_time& delay);
     // Reclaims up to `pages` base pages (counting them); `when` as in reclaimer::reclaim.
     uint64_t reclaim(uint64_t pages, bool may_block, sc_core::sc_time& when);
     int memory_pressure(uint64_t bytes, uint64_t& reclaimed);
@@ -54,7 +58,7 @@ class host_impl {
     swap_device m_swap;
     std::map<std::string, uint32_t> m_pids;
     std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
-    tlm::tlm_generic_payload m_mmio_gp;  // reused by mmio_store
+    tlm::tlm_generic_payload m_mmio_gp;  // reused by every MMIO access
     std::vector<uint8_t> m_mmio_bytes;
     reclaimer m_reclaimer;
     sc_core::sc_event m_kswapd_wake;

@@ -119,6 +119,18 @@ struct mw_info {
     uint8_t access = 0;
 };
 
+// ibv_alloc_dm: `length` bytes of the HCA's device memory, its start aligned to 2^log_align_req.
+struct dm_attr {
+    uint64_t length = 0;
+    uint32_t log_align_req = 0;
+};
+
+struct dm_info {
+    uint32_t handle = 0;
+    uint64_t length = 0;  // what was asked for: memcpy_to/from_dm and reg_dm_mr stay inside it
+    uint64_t addr = 0;    // device-memory address of the first byte
+};
+
 // A physical region: the caller names the pages (seed 000 §1.2: Register Physical Memory Region).
 struct phys_mr_attr {
     uint32_t pd = 0;
@@ -152,6 +164,7 @@ struct device_attr {
     uint32_t max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_res_rd_atom = 0;
     uint32_t max_srq = 0, max_pkeys = 0, local_ca_ack_delay = 0, phys_port_cnt = 0;
     uint32_t atomic_cap = 0;       // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
+    uint64_t max_dm_size = 0;      // ibv_device_attr_ex: device memory alloc_dm may hand out
     uint32_t max_inline_data = 0;  // largest max_inline_data create_qp accepts (mlx5 caps)
 };
 

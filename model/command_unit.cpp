@@ -9,7 +9,7 @@ using namespace hca_if;
 
 command_unit::command_unit(sc_core::sc_module_name name, const command_unit_config& cfg,
                            const clock_domain& clk, dma_engine& dma, qpc_cache& qpc, completion& cq,
-                           tpt& tpt_unit)
+                           tpt& tpt_unit, device_memory& dm)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -17,6 +17,7 @@ command_unit::command_unit(sc_core::sc_module_name name, const command_unit_conf
       m_qpc(qpc),
       m_cq(cq),
       m_tpt(tpt_unit),
+      m_dm(dm),
       m_queue("queue"),
       m_stats(this->name()),
       m_count(m_stats.counter("count", "commands", "commands executed")),
@@ -51,6 +52,14 @@ void command_unit::start() {
                 break;
             case cmd::page_fault_resume:
                 if (m_tpt.resume(static_cast<uint32_t>(c.in0), c.in1 == 0))
+                    done();
+                else
+                    finish(c, cmd_status::bad_index);
+                break;
+            case cmd::alloc_dm:
+            case cmd::free_dm:
+                if (c.op == cmd::alloc_dm ? m_dm.allocate(c.in0, c.in1)
+                                          : m_dm.release(c.in0, c.in1))
                     done();
                 else
                     finish(c, cmd_status::bad_index);

@@ -3,7 +3,7 @@
 // may rewrite them; invalidating a region/window entry completes only after the transfers that
 // use it have finished (seed 003: NIC invalidations wait for in-flight RDMA), and so does
 // invalidating translation entries; page_fault_resume restarts (or fails) the translations
-// waiting on an on-demand page fault.
+// waiting on an on-demand page fault; alloc_dm / free_dm account (and zero) device memory.
 #pragma once
 
 #include <deque>
@@ -11,6 +11,7 @@
 #include <systemc>
 
 #include "model/completion.h"
+#include "model/device_memory.h"
 #include "model/doorbell.h"
 #include "model/qpc_cache.h"
 #include "model/tpt.h"
@@ -22,19 +23,23 @@ struct command_unit_config {
 
     template <class V>
     void visit(V& v) {
-        v(command_cycles, p_count("command_cycles", "cycles", "firmware cycles to execute one command, besides the DMA it does")
-                              .range(0, 1000000).from("design estimate: HCA commands are executed by embedded firmware"));
+        v(command_cycles,
+          p_count("command_cycles", "cycles",
+                  "firmware cycles to execute one command, besides the DMA it does")
+              .range(0, 1000000)
+              .from("design estimate: HCA commands are executed by embedded firmware"));
     }
 };
 
 class command_unit : public sc_core::sc_module {
-public:
-    command_unit(sc_core::sc_module_name name, const command_unit_config& cfg, const clock_domain& clk,
-                 dma_engine& dma, qpc_cache& qpc, completion& cq, tpt& tpt_unit);
+  public:
+    command_unit(sc_core::sc_module_name name, const command_unit_config& cfg,
+                 const clock_domain& clk, dma_engine& dma, qpc_cache& qpc, completion& cq,
+                 tpt& tpt_unit, device_memory& dm);
 
     void submit(const command_request& c);
 
-private:
+  private:
     void start();
     void finish(const command_request& c, hca_if::cmd_status status);
 
@@ -44,6 +49,7 @@ private:
     qpc_cache& m_qpc;
     completion& m_cq;
     tpt& m_tpt;
+    device_memory& m_dm;
     callback_queue m_queue;
     std::deque<command_request> m_fifo;
     stats_group m_stats;

@@ -88,6 +88,18 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     return now + delay;
 }
 
+sc_core::sc_time dma_engine::device_access(bool write, const dma_segment& seg, uint8_t* data,
+                                           const sc_core::sc_time& start, dma_op& op) {
+    bool ok = false;
+    const sc_core::sc_time done =
+        m_dm ? m_dm->access(write, seg.addr, data, seg.length, start, ok) : start;
+    if (!ok) {
+        op.ok = false;
+        ++m_errors;
+    }
+    return done;
+}
+
 void dma_engine::submit(dma_op_ptr op) {
     const sc_core::sc_time now = hcasim::now();
     const sc_core::sc_time begin = std::max(now, op->not_before) + m_clk.cycles(m_cfg.issue_cycles);
@@ -95,12 +107,20 @@ void dma_engine::submit(dma_op_ptr op) {
     const uint64_t total = op->length();
     if (op->dir == dma_op::direction::read) {
         ++m_read_ops;
-        m_read_bytes += total;
         op->data.assign(total, 0);
         op->arrivals.clear();
         uint64_t offset = 0;
         sc_core::sc_time issue = begin;
         for (const auto& seg : op->segments) {
+            if (seg.device) {  // on the adapter: no tag, no PCIe
+                const sc_core::sc_time arrived =
+                    device_access(false, seg, op->data.data() + offset, issue, *op);
+                op->arrivals.push_back({offset, arrived});
+                finish = std::max(finish, arrived);
+                offset += seg.length;
+                continue;
+            }
+            m_read_bytes += seg.length;
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
                 uint64_t chunk = std::min({left, m_mrrs, 4096 - (addr % 4096)});
@@ -133,12 +153,12 @@ void dma_engine::submit(dma_op_ptr op) {
         m_read_latency.add(to_ps(finish - begin));
     } else {
         ++m_write_ops;
-        m_write_bytes += total;
         // Split the segments further where paced bytes become available.
         size_t pace = 0;
         uint64_t offset = 0;
         sc_core::sc_time path = begin;
         for (const auto& seg : op->segments) {
+            if (!seg.device) m_write_bytes += seg.length;
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
                 while (pace + 1 < op->pacing.size() && op->pacing[pace + 1].offset <= offset)
@@ -156,9 +176,13 @@ void dma_engine::submit(dma_op_ptr op) {
                         m_clk.cycles(m_cfg.line_cycles * ((addr + chunk + 63) / 64 - addr / 64));
                     path = ready;
                 }
-                sc_core::sc_time sent = transact(
-                    tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset, chunk, ready, *op,
-                    seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
+                sc_core::sc_time sent =
+                    seg.device ? device_access(true, dma_segment(addr, chunk),
+                                               op->data.data() + offset, ready, *op)
+                               : transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset,
+                                          chunk, ready, *op,
+                                          seg.origin.valid() ? seg.origin.advanced(addr - seg.addr)
+                                                             : seg.origin);
                 finish = std::max(finish, sent);
                 addr += chunk;
                 offset += chunk;

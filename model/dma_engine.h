@@ -20,6 +20,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "model/device_memory.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
@@ -70,11 +71,14 @@ struct dma_config {
 };
 
 // `origin` says which region translation produced the address (none for driver structures); the
-// engine hands it to the host with each transaction (tlm/dma_origin.h).
+// engine hands it to the host with each transaction (tlm/dma_origin.h). A `device` segment is an
+// address in the HCA's own device memory (a region registered with reg_dm_mr): the engine serves
+// it there, without PCIe.
 struct dma_segment {
     uint64_t addr = 0;
     uint64_t length = 0;
     dma_origin origin;
+    bool device = false;
 
     dma_segment() = default;
     dma_segment(uint64_t a, uint64_t n, const dma_origin& o = {}) : addr(a), length(n), origin(o) {}
@@ -129,13 +133,20 @@ class dma_engine : public sc_core::sc_module {
     void write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done);
 
     uint64_t outstanding_reads() const;
+    // The device memory `device` segments reach (the HCA's, set at construction).
+    void set_device_memory(device_memory* dm) { m_dm = dm; }
 
   private:
     sc_core::sc_time transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint64_t len,
                               const sc_core::sc_time& start, dma_op& op, const dma_origin& origin);
 
+    // A `device` segment's bytes moved in device memory; when they are done.
+    sc_core::sc_time device_access(bool write, const dma_segment& seg, uint8_t* data,
+                                   const sc_core::sc_time& start, dma_op& op);
+
     dma_config m_cfg;
     const clock_domain& m_clk;
+    device_memory* m_dm = nullptr;
     uint64_t m_mrrs;
     uint64_t m_tags;
     // When each read tag is free again, a min-heap (std::greater): a request takes the top.

@@ -138,6 +138,10 @@ void doorbell::table_register(const char* name, uint64_t offset, uint64_t* base,
 }
 
 void doorbell::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    if (m_dm && gp.get_address() >= reg::dm_base) {
+        m_dm->bar_access(gp, gp.get_address() - reg::dm_base, delay);
+        return;
+    }
     switch (m_regs.transport(gp, delay)) {
         case register_bank::outcome::ok:
             break;

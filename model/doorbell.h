@@ -8,6 +8,8 @@
 // order; when the block's last chunk (from the WQE size in its first word) has arrived, it is
 // decoded like a doorbell, after `decode_cycles`, and the requester gets the WQE with it. A
 // chunk out of order, a block larger than the buffer or one naming no QP is malformed (dropped).
+// Offsets from reg::dm_base on are the device-memory window: loads and stores there go to the
+// device memory (model/device_memory.h) as they are.
 // Abstracted: the doorbell record in host memory (mlx5 writes the producer index there too; the
 // HCA here takes it from the doorbell), UAR pages per process (one BAR page for all), BlueFlame
 // buffer ownership (any buffer takes any QP's WQE).
@@ -21,6 +23,7 @@
 #include <systemc>
 #include <tlm>
 
+#include "model/device_memory.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
@@ -71,8 +74,11 @@ class doorbell : public sc_core::sc_module {
     doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk);
 
     const device_tables& tables() const { return m_tables; }
+    // The memory behind the device-memory window (none: accesses there are unmapped).
+    void set_device_memory(device_memory* dm) { m_dm = dm; }
 
   private:
+    device_memory* m_dm = nullptr;
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     bool ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay);
     bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);

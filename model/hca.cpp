@@ -15,6 +15,7 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(cfg.clock.hz),
+      m_dm("device_memory", cfg.device_memory),
       m_dma("dma", cfg.dma, m_clk, mrrs, pcie_gen),
       m_doorbell("doorbell", cfg.doorbell, m_clk),
       m_qpc_cache("qpc_cache", cfg.qpc_cache, m_clk, m_dma),
@@ -29,9 +30,11 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
                   m_window_binder, m_dma, m_completion, m_ports),
       m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt,
                   m_window_binder, m_dma, m_completion, m_ports),
-      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt),
+      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt, m_dm),
       m_event("event", cfg.event, m_clk, m_dma, m_doorbell.tables()) {
     m_tpt.on_page_fault = [this](const hca_if::eqe& e) { m_event.post(e); };
+    m_dma.set_device_memory(&m_dm);
+    m_doorbell.set_device_memory(&m_dm);
     m_doorbell.on_send = [this](uint32_t qpn, uint32_t pi) { m_requester.doorbell(qpn, pi); };
     m_doorbell.on_recv = [this](uint32_t qpn, uint32_t pi) { m_responder.doorbell(qpn, pi); };
     m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, std::vector<uint8_t> wqe) {

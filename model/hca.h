@@ -16,6 +16,7 @@
 
 #include "model/command_unit.h"
 #include "model/completion.h"
+#include "model/device_memory.h"
 #include "model/dma_engine.h"
 #include "model/doorbell.h"
 #include "model/event_unit.h"
@@ -43,6 +44,7 @@ struct hca_config {
     command_unit_config command;
     event_unit_config event;
     port_config port;
+    device_memory_config device_memory;
     uint64_t ports = 1;
 
     template <class V>
@@ -63,6 +65,8 @@ struct hca_config {
         v.group("command", command, "command unit (firmware)");
         v.group("event", event, "event unit (event queue and MSI-X: on-demand paging faults)");
         v.group("port", port, "IB port (both ports of a two-port HCA)");
+        v.group("device_memory", device_memory,
+                "on-board memory (alloc_dm, reg_dm_mr): served without PCIe");
         v(ports, p_count("ports", "ports",
                          "IB ports of the HCA, each with its own LID and link (stats: hca.port, "
                          "hca.port2); they share the PCIe link and every on-chip unit")
@@ -81,6 +85,7 @@ class hca : public sc_core::sc_module {
     // Port `num` (1-based) of the HCA's `config().ports`.
     port& ib_port(int num = 1) { return m_ports.at(num); }
     dma_engine& dma() { return m_dma; }
+    device_memory& dm() { return m_dm; }
     const hca_config& config() const { return m_cfg; }
 
   private:
@@ -89,6 +94,7 @@ class hca : public sc_core::sc_module {
 
     hca_config m_cfg;
     clock_domain m_clk;
+    device_memory m_dm;
     dma_engine m_dma;
     doorbell m_doorbell;
     qpc_cache m_qpc_cache;

@@ -138,6 +138,20 @@ void tpt::check(const tpt_request& req, const mpt_entry* e, callback fn) {
 
 void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint32_t region_index,
                           uint32_t hold, uint32_t ptag, callback fn) {
+    if (region.device_memory) {
+        // On the adapter: the region's device-memory address plus the offset, no translation
+        // entries to read (mlx5's MEMIC mkeys). Held like any region until released.
+        ++m_in_flight[hold];
+        tpt_result r;
+        r.mpt_index = hold;
+        r.ptag = ptag;
+        dma_segment seg(region.mtt_index + (req.addr - region.start), req.length);
+        seg.device = true;
+        r.segments.push_back(seg);
+        m_queue.after(m_clk.cycles(m_cfg.check_cycles),
+                      [fn = std::move(fn), r = std::move(r)]() mutable { fn(std::move(r)); });
+        return;
+    }
     const uint64_t shift = region.page_shift;
     const uint64_t first_page = (req.addr - region.page_base) >> shift;
     const uint64_t last_page = (req.addr + req.length - 1 - region.page_base) >> shift;

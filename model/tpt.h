@@ -10,8 +10,9 @@
 //   only) -> PD matches (type 2 window: bound to this QP) -> rights held -> first and last byte
 //   inside the bounds, no 64-bit wrap -> every page's translation present.
 // A window translates through its region's translation entries (windows cover a byte range of a
-// region). Successful translations pin the entry until released, so invalidating it waits for
-// in-flight transfers (seed 003).
+// region). A region over device memory (reg_dm_mr) has no translation entries: it translates to
+// one device-memory segment, which the DMA engine serves on the adapter. Successful translations
+// pin the entry until released, so invalidating it waits for in-flight transfers (seed 003).
 #pragma once
 
 #include <cstdint>

@@ -220,7 +220,8 @@ cq_context cq_context::decode(const uint8_t* p) {
 
 void mpt_entry::encode(uint8_t* p) const {
     std::memset(p, 0, size);
-    put<uint8_t>(p + 0, static_cast<uint8_t>((valid ? 1 : 0) | (static_cast<uint8_t>(type) << 1)));
+    put<uint8_t>(p + 0, static_cast<uint8_t>((valid ? 1 : 0) | (static_cast<uint8_t>(type) << 1) |
+                                             (device_memory ? 8 : 0)));
     put<uint8_t>(p + 1, key_byte);
     put<uint8_t>(p + 2, access);
     put<uint8_t>(p + 3, page_shift);
@@ -241,6 +242,7 @@ mpt_entry mpt_entry::decode(const uint8_t* p) {
     uint8_t b0 = get<uint8_t>(p + 0);
     e.valid = b0 & 1;
     e.type = static_cast<mpt_type>((b0 >> 1) & 3);
+    e.device_memory = b0 & 8;
     e.key_byte = get<uint8_t>(p + 1);
     e.access = get<uint8_t>(p + 2);
     e.page_shift = get<uint8_t>(p + 3);

@@ -65,6 +65,11 @@ constexpr uint64_t bf_size = 256;
 constexpr uint64_t bf_buffers = 4;
 constexpr uint64_t bf_chunk = 64;
 constexpr uint64_t device_id_value = 0x0000'0001'15b3'1017ULL;
+// Device memory (seed 004; mlx5's MEMIC window, memic_bar_start_addr): the HCA's on-board memory
+// appears from dm_base on, byte for byte, for CPU loads and stores of any size that stay inside
+// it (ibv_memcpy_to/from_dm use 4-byte accesses, write-combined into 64-byte stores). It is
+// write-combining memory: loads are uncached, each a non-posted read.
+constexpr uint64_t dm_base = 0x10'0000;
 }  // namespace reg
 
 // Doorbell write: bits 23:0 the QPN, bits 31:24 zero, bits 63:32 the producer index (a free
@@ -113,6 +118,9 @@ enum class cmd : uint8_t {
     invalidate_mtt = 4,     // in0 = first translation entry, in1 = count; completes after in-flight
                             // transfers that use any of them finished (seed 003's tpt_remove)
     page_fault_resume = 5,  // in0 = token of the page-fault event, in1 = 0 resolved / 1 failed
+    alloc_dm = 6,           // in0 = device-memory address, in1 = bytes: zero the range and count
+                            // it in use (mlx5 ALLOC_MEMIC; the driver owns the address space)
+    free_dm = 7,            // in0 = address, in1 = bytes: the range is free again
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
@@ -297,17 +305,21 @@ struct cq_context {
 
 // ---- TPT: region/window entry (MPT) and translation entry (MTT) --------------------------------
 enum class mpt_type : uint8_t { mr = 0, mw1 = 1, mw2 = 2 };
+// A region over device memory (ibv_reg_dm_mr; mlx5's MEMIC access mode) has `device_memory` set
+// and no translation entries: `mtt_index` holds the device-memory address of the byte at `start`,
+// and the HCA's units reach it without PCIe.
 struct mpt_entry {
     static constexpr size_t size = 64;
     bool valid = false;
     mpt_type type = mpt_type::mr;
+    bool device_memory = false;
     uint8_t key_byte = 0;
     uint8_t access = 0;
     uint8_t page_shift = 12;
     uint32_t pd = 0;
     uint64_t start = 0;  // first byte's address as requests name it (VA or IOVA)
     uint64_t length = 0;
-    uint64_t mtt_index = 0;  // first translation entry
+    uint64_t mtt_index = 0;  // first translation entry (device memory: address of `start`)
     uint32_t mtt_count = 0;
     uint32_t ptag = 0;           // owning process
     uint32_t qpn = 0;            // type 2 window: the QP it is bound to

@@ -90,6 +90,8 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
       m_tlps(m_stats.counter("tlps", "TLPs", "transaction layer packets in both directions")),
       m_mmio_writes(m_stats.counter("mmio_writes", "writes",
                                     "posted MMIO writes from the host to the HCA's BAR")),
+      m_mmio_reads(m_stats.counter("mmio_reads", "reads",
+                                   "non-posted MMIO reads from the host (device memory loads)")),
       m_dma_reads(m_stats.counter("dma_reads", "requests", "DMA read transactions from the HCA")),
       m_dma_writes(
           m_stats.counter("dma_writes", "requests", "DMA write transactions from the HCA")),
@@ -297,6 +299,7 @@ void pcie_link::downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
         delay = sent - now;  // posted: the CPU is done when the TLP has left
     } else if (gp.is_read()) {
         // Non-posted MMIO read: request down, completion up.
+        ++m_mmio_reads;
         sc_core::sc_time arrival = send_tlps(m_down, m_down_bytes, gp.get_address(), 0, 1, 1,
                                              tlp_overhead(true), now + delay);
         sc_core::sc_time hca_delay = arrival - now;

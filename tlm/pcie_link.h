@@ -232,6 +232,7 @@ class pcie_link : public sc_core::sc_module {
     uint64_t& m_down_payload;
     uint64_t& m_tlps;
     uint64_t& m_mmio_writes;
+    uint64_t& m_mmio_reads;
     uint64_t& m_dma_reads;
     uint64_t& m_dma_writes;
     uint64_t& m_errors;

@@ -100,7 +100,8 @@ const std::vector<bad_case>& bad_cases() {
         {"misspelled_op.json",
          {"/program/1/op: unknown op \"reg_rm\", did you mean \"reg_mr\"? (expected one of "
           "alloc_pd, dealloc_pd, reg_mr, reg_phys_mr, reg_shared_mr, rereg_mr, query_mr, "
-          "dereg_mr, alloc_mw, query_mw, dealloc_mw, bind_mw, create_cq, destroy_cq, create_qp, "
+          "dereg_mr, alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm, memcpy_from_dm, alloc_mw, "
+          "query_mw, dealloc_mw, bind_mw, create_cq, destroy_cq, create_qp, "
           "destroy_qp, query_qp, query_device, query_port, connect, modify_qp, create_ah, "
           "destroy_ah, post_send, post_recv, "
           "poll_cq, mmap, munmap, write_mem, check_mem, pagemap, memory_pressure, check_stats, "
