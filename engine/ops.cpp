@@ -401,8 +401,52 @@ std::vector<op_decl> build_ops() {
                 "largest IBV_SEND_INLINE payload (ibv_qp_cap.max_inline_data); the send WQE "
                 "grows to hold it; more than the device's largest send WQE allows: EINVAL",
                 0),
-        access(false, "QP remote-access flags")};
+        access(false, "QP remote-access flags"),
+        ref("srq", resource_kind::srq, false,
+            "shared receive queue its receives take WQEs from (ibv_qp_init_attr.srq; the QP then "
+            "has no receive queue: rq_depth and max_recv_sge are ignored, post_recv is EINVAL)")};
     add("create_qp", "create a queue pair (ibv_create_qp)", s);
+
+    s = {};
+    s.fields = {define(resource_kind::srq, "SRQ name"),
+                ref("pd", resource_kind::pd, true,
+                    "protection domain (its WQEs' L_Keys are checked "
+                    "against it)"),
+                integer("max_wr", 0, 4294967295.0, false,
+                        "receive WQEs it holds (rounded up to a power of two); 0 or more than the "
+                        "device's max_srq_wr: EINVAL",
+                        128),
+                integer("max_sge", 0, 4294967295.0, false,
+                        "SGEs per WQE; more than max_srq_sge: EINVAL", 1)};
+    add("create_srq", "create a shared receive queue (ibv_create_srq)", s);
+    s = {};
+    s.fields = {ref("srq", resource_kind::srq, true, "shared receive queue"),
+                integer("srq_limit", 0, 4294967295.0, false,
+                        "arm the limit (IBV_SRQ_LIMIT): one SRQ_LIMIT_REACHED event once fewer "
+                        "WQEs than this remain, then disarmed; at least max_wr: EINVAL"),
+                integer("max_wr", 0, 4294967295.0, false,
+                        "resize (IBV_SRQ_MAX_WR): EINVAL, as mlx5 does not resize SRQs")};
+    add("modify_srq", "arm an SRQ's limit (ibv_modify_srq)", s);
+    s = {};
+    s.fields = {ref("srq", resource_kind::srq, true, "shared receive queue")};
+    add("query_srq",
+        "report an SRQ's max_wr, max_sge and srq_limit (ibv_query_srq; 0 once the limit event "
+        "fired)",
+        s);
+    add("destroy_srq", "destroy a shared receive queue (EBUSY while QPs use it)", s);
+    s = {};
+    s.fields = {ref("srq", resource_kind::srq, true, "shared receive queue"),
+                object("wr", recv_wr_shape(), true, "the receive work request")};
+    add("post_srq_recv",
+        "post a receive work request to a shared receive queue (ibv_post_srq_recv); ENOMEM when "
+        "full",
+        s);
+    s = {};
+    s.fields = {opt("timeout", field_kind::time, "simulated time to wait for one", "1ms")};
+    add("get_async_event",
+        "wait for the next asynchronous event (ibv_get_async_event): event_type "
+        "(SRQ_LIMIT_REACHED) and srq; ETIMEDOUT when none comes",
+        s);
     s = {};
     s.fields = {ref("qp", resource_kind::qp, true, "queue pair")};
     add("destroy_qp", "destroy a queue pair", s);
@@ -797,6 +841,8 @@ const std::vector<std::string>& result_fields() {
         "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap", "max_dm_size",
         // alloc_dm
         "dm_addr",
+        // SRQs and async events
+        "srqn", "max_wr", "max_sge", "srq_limit", "event_type", "srq", "max_srq_wr", "max_srq_sge",
         // query_port
         "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz", "active_width",
         "active_speed", "gid_tbl_len", "pkey_tbl_len"};
@@ -837,6 +883,8 @@ std::string resource_noun(resource_kind k) {
             return "an address handle";
         case resource_kind::dm:
             return "device memory (alloc_dm)";
+        case resource_kind::srq:
+            return "a shared receive queue";
         case resource_kind::none:
             break;
     }

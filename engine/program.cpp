@@ -181,6 +181,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         op_reg_mr(n, pid, a, r);
     } else if (op_protection(op, n, pid, a, r)) {
     } else if (op_device_memory(op, n, pid, a, r)) {
+    } else if (op_srq(op, n, pid, a, r)) {
     } else if (op == "dereg_mr") {
         auto it = res.mrs.find(a["mr"].get<std::string>());
         if (it == res.mrs.end()) {
@@ -543,6 +544,14 @@ void program_runner::op_create_qp(const std::string& n, uint32_t pid, const json
     attr.max_recv_sge = static_cast<uint32_t>(u64_or(a, "max_recv_sge", 1));
     attr.max_inline_data = static_cast<uint32_t>(u64_or(a, "max_inline_data", 0));
     attr.access = access_bits(a.value("access", json::array()));
+    if (a.contains("srq")) {
+        auto srq = res.srqs.find(a["srq"].get<std::string>());
+        if (srq == res.srqs.end()) {
+            r.err = EINVAL;
+            return;
+        }
+        attr.srqn = srq->second.srqn;
+    }
     qp_info info;
     r.err = h.create_qp(pid, attr, info);
     if (r.err) return;

@@ -58,6 +58,10 @@ class program_runner {
     // alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm, memcpy_from_dm (program_dm.cpp).
     bool op_device_memory(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                           step_result& r);
+    // create_srq, modify_srq, query_srq, destroy_srq, post_srq_recv, get_async_event
+    // (program_srq.cpp).
+    bool op_srq(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
     // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.

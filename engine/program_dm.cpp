@@ -54,7 +54,7 @@ bool program_runner::op_device_memory(const std::string& op, const std::string& 
             res.mrs[a["name"].get<std::string>()] = mr_record{info, pid};
             report_mr(info, r);
         }
-    } else {
+    } else if (op == "memcpy_to_dm" || op == "memcpy_from_dm") {
         uint32_t owner = pid;
         const uint64_t va = address_of(n, a, r, &owner);
         const uint64_t offset = u64_or(a, "dm_offset", 0), length = u64_or(a, "length", 0);

@@ -62,7 +62,9 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
             {"phys_port_cnt", d.phys_port_cnt},
             {"atomic_cap", d.atomic_cap},
             {"max_inline_data", d.max_inline_data},
-            {"max_dm_size", d.max_dm_size}};
+            {"max_dm_size", d.max_dm_size},
+            {"max_srq_wr", d.max_srq_wr},
+            {"max_srq_sge", d.max_srq_sge}};
         for (const auto& [k, v] : fields) r.fields[k] = v;
         return true;
     }

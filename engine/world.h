@@ -59,6 +59,7 @@ struct node_resources {
     std::map<std::string, mw_record> mws;
     std::map<std::string, ah_record> ahs;
     std::map<std::string, dm_record> dms;
+    std::map<std::string, srq_info> srqs;
 };
 
 class world {

@@ -27,10 +27,6 @@ uint64_t align_up(uint64_t v, uint64_t a) {
 
 constexpr uint8_t k_remote_rights =
     access::remote_write | access::remote_read | access::remote_atomic;
-
-bool is_recv(cqe_opcode op) {
-    return op == cqe_opcode::recv || op == cqe_opcode::recv_rdma_with_imm;
-}
 }  // namespace
 
 driver::driver(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, uint16_t lid,
@@ -397,6 +393,7 @@ int driver::make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cp
 }
 
 void driver::free_ring(ring& r, cpu_clock& cpu) {
+    if (r.bytes == 0) return;  // none (the receive queue of a QP on an SRQ)
     address_space& as = m_process(r.pid);
     dma_unmap(r.dma, r.bytes, true, cpu);
     r.dma = 0;
@@ -487,6 +484,9 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
                 cpu, refuse(EINVAL, "create_qp: " + std::string(cap_names[i]) + " " +
                                         std::to_string(caps[i].first) + " > " + dev_names[i] + " " +
                                         std::to_string(caps[i].second)));
+    auto srq = m_srqs.find(attr.srqn);
+    if (attr.srqn && (srq == m_srqs.end() || srq->second.wqes.pid != pid))
+        return leave(cpu, refuse(EINVAL, "create_qp: no such SRQ"));
     if (!inline_fits(attr.max_inline_data))
         return leave(cpu, refuse(EINVAL, "create_qp: max_inline_data " +
                                              std::to_string(attr.max_inline_data) + " > " +
@@ -504,7 +504,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
         pid, attr.sq_depth,
         static_cast<uint32_t>(send_wqe::stride_for(attr.max_send_sge, attr.max_inline_data)), qp.sq,
         cpu);
-    if (!err) {
+    if (!err && !attr.srqn) {  // on an SRQ: no receive queue of its own
         err = make_ring(pid, attr.rq_depth,
                         static_cast<uint32_t>(recv_wqe::stride_for(attr.max_recv_sge)), qp.rq, cpu);
         if (err) free_ring(qp.sq, cpu);
@@ -529,6 +529,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     ctx.rq_buf_table = qp.rq.table_dma;
     ctx.ptag = pid;
     ctx.qpn = static_cast<uint32_t>(*id);
+    ctx.srqn = attr.srqn;
     write_qpc(ctx);
     if ((err = command(cmd::flush_qpc, *id, 0, cpu))) {
         free_ring(qp.sq, cpu);
@@ -538,6 +539,7 @@ int driver::create_qp(uint32_t pid, const qp_attr& attr, qp_info& out) {
     }
     ++scq->second.users;
     ++rcq->second.users;
+    if (attr.srqn) ++srq->second.qps;
     ++pd->second.members;
     out.qpn = ctx.qpn;
     out.sq_depth = qp.sq.depth;
@@ -576,6 +578,8 @@ int driver::destroy_qp(uint32_t qpn) {
     }
     auto pd = m_pds.find(qp.attr.pd);
     if (pd != m_pds.end()) --pd->second.members;
+    auto srq = m_srqs.find(qp.attr.srqn);
+    if (qp.attr.srqn && srq != m_srqs.end()) --srq->second.qps;
     m_qps.erase(it);
     m_qpns->free(qpn);
     return leave(cpu, err);
@@ -760,26 +764,31 @@ int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
     if (it == m_qps.end()) return EINVAL;
     qp_state_t& qp = it->second;
     if (qp.state == qp_state::reset) return refuse(EINVAL, "post_recv: the QP is in RESET");
+    if (qp.attr.srqn)
+        return refuse(EINVAL, "post_recv: the QP takes its receives from an SRQ (post_srq_recv)");
     if (wr.sges.size() > qp.attr.max_recv_sge)
         return refuse(EINVAL, "post_recv: " + std::to_string(wr.sges.size()) +
                                   " SGEs > max_recv_sge " + std::to_string(qp.attr.max_recv_sge));
-    ring& rq = qp.rq;
-    if (rq.pi - rq.ci >= rq.depth) return ENOMEM;
+    if (qp.rq.pi - qp.rq.ci >= qp.rq.depth) return ENOMEM;
+    return post_receive(qp.rq, reg::rq_doorbell, qpn, wr);
+}
+
+int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const recv_wr& wr) {
     recv_wqe w;
     w.wr_id = wr.wr_id;
     w.num_sge = static_cast<uint8_t>(wr.sges.size());
     std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
-    std::vector<uint8_t> bytes(rq.stride);
+    std::vector<uint8_t> bytes(r.stride);
     w.encode(bytes.data());
-    m_process(qp.pid).write(rq.va + uint64_t{rq.pi & (rq.depth - 1)} * rq.stride, bytes.data(),
-                            bytes.size());
-    ++rq.pi;
+    m_process(r.pid).write(r.va + uint64_t{r.pi & (r.depth - 1)} * r.stride, bytes.data(),
+                           bytes.size());
+    ++r.pi;
     ++m_wqes_posted;
     ++m_doorbells;
     cpu_clock cpu;
     sc_core::sc_time delay = to_time(m_cfg.cpu.post_wr);
     cpu.add(delay);
-    mmio(reg::rq_doorbell, doorbell_word{qpn, rq.pi}.encode(), delay);
+    mmio(doorbell_reg, doorbell_word{number, r.pi}.encode(), delay);
     return leave(cpu, 0);
 }
 
@@ -787,7 +796,8 @@ void driver::retire(const cqe& c) {
     auto it = m_qps.find(c.qpn);
     if (it == m_qps.end()) return;
     qp_state_t& qp = it->second;
-    if (is_recv(c.opcode)) {
+    if (is_receive(c.opcode)) {
+        if (qp.attr.srqn) return free_srq_slot(c.qpn);
         if (qp.rq.ci != qp.rq.pi) ++qp.rq.ci;
         return;
     }

@@ -179,6 +179,16 @@ class driver : public sc_core::sc_module {
                   uint64_t& bar_offset) const;
     uint64_t device_memory_size() const { return m_dm_size; }
 
+    // ---- shared receive queues and async events (driver_srq.cpp) ----
+    int create_srq(uint32_t pid, const srq_attr& attr, srq_info& out);
+    // ibv_modify_srq: `max_wr` (IBV_SRQ_MAX_WR, refused: EINVAL) and `limit` (IBV_SRQ_LIMIT).
+    int modify_srq(uint32_t srqn, std::optional<uint32_t> max_wr, std::optional<uint32_t> limit);
+    int query_srq(uint32_t srqn, srq_info& out);
+    int destroy_srq(uint32_t srqn);
+    int post_srq_recv(uint32_t srqn, const recv_wr& wr);
+    // ibv_get_async_event: the next event, waiting up to `timeout` (ETIMEDOUT).
+    int get_async_event(const sc_core::sc_time& timeout, async_event& out);
+
     // ---- on-demand paging and DMA ownership (driver_odp.cpp) ----
     // Whether an on-demand region of `pid` has a present translation entry for `page_va`.
     bool odp_mirrored(uint32_t pid, uint64_t page_va) const;
@@ -244,6 +254,12 @@ class driver : public sc_core::sc_module {
         uint64_t length = 0;  // asked for
         uint32_t regions = 0;
     };
+    struct srq_state_t {
+        uint32_t pd = 0;
+        uint32_t max_sge = 1;
+        uint32_t qps = 0;  // QPs created with it
+        ring wqes;         // ci: slots freed by receive completions
+    };
     struct ah_state {
         uint32_t pid = 0;
         ah_attr attr;
@@ -272,6 +288,9 @@ class driver : public sc_core::sc_module {
     int build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu, std::vector<uint8_t>& wqe);
     // The WQE with its doorbell as BlueFlame blocks of 64-byte write-combined stores.
     void blueflame(uint32_t qpn, qp_state_t& qp, const std::vector<uint8_t>& wqe, cpu_clock& cpu);
+    // A receive WQE written at the ring's producer index and its doorbell (`number`: the QPN or
+    // SRQN) rung; the caller checked that the ring has room.
+    int post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const recv_wr& wr);
 
     void boot();
     // The table sizes for this host (driver_query.cpp): the configured log2 entries, capped as
@@ -386,6 +405,18 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, mw_state> m_mws;
     std::map<uint32_t, ah_state> m_ahs;
     std::map<uint32_t, dm_state> m_dms;
+    std::map<uint32_t, srq_state_t> m_srqs;
+    table m_srqc;                              // allocated at the first create_srq
+    std::unique_ptr<index_allocator> m_srqns;  // SRQNs from 1; null until the table exists
+    std::deque<async_event> m_async_events;
+    sc_core::sc_event m_async_event;
+    uint64_t& m_async_event_count = m_stats_ref.counter(
+        "async_events", "events", "asynchronous events the driver queued (SRQ limit reached)");
+    bool ensure_srq_table(cpu_clock& cpu);
+    static uint32_t max_srq_wr();
+    void srq_event(const hca_if::eqe& e);
+    // A receive completion of a QP on an SRQ frees one slot of the SRQ's ring.
+    void free_srq_slot(uint32_t qpn);
     uint32_t m_next_dm = 1;
     uint64_t m_dm_size = 0;
     std::unique_ptr<range_allocator> m_dm_pages;  // free 4 KiB pages of device memory

@@ -45,6 +45,7 @@ void driver::odp_worker() {
             if (e.owner != cqe::owner_for(m_eq_ci, static_cast<uint8_t>(m_eq_log))) break;
             ++m_eq_ci;
             if (e.type == event_type::page_fault) odp_fault(e);
+            if (e.type == event_type::srq_limit) srq_event(e);
         }
     }
 }

@@ -20,7 +20,9 @@
 //    boot (below), less the indices never handed out (QPNs below 0x40, CQN 0, key index 0);
 //    ConnectX-5 firmware reports 2^18 QPs and 2^24 CQs/MRs from its own, on-demand context memory.
 //  - max_pd 2^24 - 1 (the driver's PD numbers; mlx5 log_max_pd = 24, libfabric#9940: 16777216).
-//  - max_srq 0 and max_pkeys 0: hcasim models neither shared receive queues nor P_Key tables.
+//  - max_srq: the SRQ context table's entries less SRQN 0 (host.driver.log_srqs, allocated at the
+//    first create_srq); max_srq_wr 32767 and max_srq_sge as max_sge (ConnectX-4/5 report 32767
+//    and 31). max_pkeys 0: hcasim models no P_Key tables.
 //  - max_dm_size (ibv_query_device_ex): the HCA's device memory (hca.device_memory.size), in
 //    whole pages.
 //
@@ -84,6 +86,12 @@ device_attr driver::limits() const {
     d.phys_port_cnt = m_lid2 ? 2 : 1;
     d.max_inline_data = max_inline_for(static_cast<uint32_t>(m_cfg.driver.max_sq_wqe));
     d.max_dm_size = m_dm_size;
+    d.max_srq = static_cast<uint32_t>(
+        (uint64_t{1} << table_log(static_cast<unsigned>(m_cfg.driver.log_srqs), srq_context::size,
+                                  false)) -
+        1);
+    d.max_srq_wr = max_srq_wr();
+    d.max_srq_sge = k_max_sge;
     if (m_booted) {
         d.max_qp = static_cast<uint32_t>((uint64_t{1} << m_qpc.log_entries) - first_qpn);
         d.max_cq = static_cast<uint32_t>((uint64_t{1} << m_cqc.log_entries) - 1);
@@ -158,6 +166,8 @@ void driver::cq_clean(uint32_t cqn, uint32_t qpn) {
         cqe c = read(i);
         if (c.qpn == qpn) {
             ++freed;
+            // A receive of a QP on an SRQ frees its SRQ slot (mlx5_free_srq_wqe).
+            if (is_receive(c.opcode)) free_srq_slot(qpn);
         } else if (freed) {
             const uint32_t dest = i + freed;
             c.owner = cqe::owner_for(dest, r.log_depth);

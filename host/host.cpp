@@ -181,6 +181,25 @@ int host::memcpy_from_dm(uint32_t pid, uint64_t va, uint32_t dm, uint64_t dm_off
     return write_mem(pid, va, bytes);
 }
 
+int host::create_srq(uint32_t pid, const srq_attr& attr, srq_info& out) {
+    return m_impl->m_driver->create_srq(pid, attr, out);
+}
+int host::modify_srq(uint32_t srqn, std::optional<uint32_t> max_wr, std::optional<uint32_t> limit) {
+    return m_impl->m_driver->modify_srq(srqn, max_wr, limit);
+}
+int host::query_srq(uint32_t srqn, srq_info& out) {
+    return m_impl->m_driver->query_srq(srqn, out);
+}
+int host::destroy_srq(uint32_t srqn) {
+    return m_impl->m_driver->destroy_srq(srqn);
+}
+int host::post_srq_recv(uint32_t srqn, const recv_wr& wr) {
+    return m_impl->m_driver->post_srq_recv(srqn, wr);
+}
+int host::get_async_event(const sc_core::sc_time& timeout, async_event& out) {
+    return m_impl->m_driver->get_async_event(timeout, out);
+}
+
 int host::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     return m_impl->m_driver->reg_phys_mr(pid, attr, out);
 }

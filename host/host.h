@@ -210,6 +210,7 @@ struct host_driver_config {
     uint64_t log_cqs = 16;
     uint64_t log_mpts = 20;
     uint64_t log_mtts = 24;
+    uint64_t log_srqs = 16;
     time_ps cmd_timeout{1000000000};
     bool blueflame = true;
     bool prefer_bf = true;
@@ -236,6 +237,13 @@ struct host_driver_config {
               .range(1, 28)
               .from("2^24 x 4 KiB = 64 GiB registrable, the default host memory; 128 MiB of kernel "
                     "memory"));
+        v(log_srqs,
+          p_count("log_srqs", "log2 entries",
+                  "SRQ context table: 2^log_srqs entries of 64 B (SRQNs from 1), allocated at the "
+                  "first create_srq")
+              .range(1, 23)
+              .from("mlx5 log_max_srq = 23 on ConnectX-4/5 (max_srq 8388608); 2^16 keeps the "
+                    "table at 4 MiB"));
         v(cmd_timeout, p_time("cmd_timeout",
                               "how long the driver waits for a command's completion record before "
                               "failing the verb (ETIMEDOUT)")
@@ -429,6 +437,13 @@ class host : public sc_core::sc_module {
     int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
+    // Shared receive queues (host/driver_srq.cpp) and asynchronous events.
+    int create_srq(uint32_t pid, const srq_attr& attr, srq_info& out);
+    int modify_srq(uint32_t srqn, std::optional<uint32_t> max_wr, std::optional<uint32_t> limit);
+    int query_srq(uint32_t srqn, srq_info& out);
+    int destroy_srq(uint32_t srqn);
+    int post_srq_recv(uint32_t srqn, const recv_wr& wr);
+    int get_async_event(const sc_core::sc_time& timeout, async_event& out);
     int destroy_qp(uint32_t qpn);
     // RESET->INIT->RTR->RTS and ERR; `remote_qpn`/`remote_lid` are used on the way to RTR;
     // `qkey` (UD only, required on RESET->INIT) is the Q_Key incoming datagrams must carry.

@@ -51,6 +51,29 @@ struct qp_attr {
     // to hold it (mlx5). Too large for the device's largest send WQE: EINVAL.
     uint32_t max_inline_data = 0;
     uint8_t access = 0;  // remote rights incoming requests may use on this QP
+    // ibv_qp_init_attr.srq: the shared receive queue its receives take WQEs from (0: none; the
+    // QP then has no receive queue of its own and rq_depth / max_recv_sge are ignored).
+    uint32_t srqn = 0;
+};
+
+// ibv_srq_init_attr / ibv_srq_attr.
+struct srq_attr {
+    uint32_t pd = 0;
+    uint32_t max_wr = 0;
+    uint32_t max_sge = 1;
+};
+struct srq_info {
+    uint32_t srqn = 0;
+    uint32_t max_wr = 0;  // may exceed the request (rounded up to a power of two)
+    uint32_t max_sge = 0;
+    uint32_t srq_limit = 0;  // armed limit (0: not armed, as after the limit event)
+};
+
+// An asynchronous event (ibv_get_async_event): its type as libibverbs names it, without
+// IBV_EVENT_ ("SRQ_LIMIT_REACHED"), and the object it concerns.
+struct async_event {
+    std::string type;
+    uint32_t srqn = 0;
 };
 
 // The RC reliability attributes of ibv_modify_qp; each is left as it is when absent. timeout:
@@ -163,6 +186,7 @@ struct device_attr {
     uint32_t max_cq = 0, max_cqe = 0, max_mr = 0, max_pd = 0, max_mw = 0, max_ah = 0;
     uint32_t max_qp_rd_atom = 0, max_qp_init_rd_atom = 0, max_res_rd_atom = 0;
     uint32_t max_srq = 0, max_pkeys = 0, local_ca_ack_delay = 0, phys_port_cnt = 0;
+    uint32_t max_srq_wr = 0, max_srq_sge = 0;
     uint32_t atomic_cap = 0;       // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
     uint64_t max_dm_size = 0;      // ibv_device_attr_ex: device memory alloc_dm may hand out
     uint32_t max_inline_data = 0;  // largest max_inline_data create_qp accepts (mlx5 caps)

@@ -9,7 +9,7 @@ using namespace hca_if;
 
 command_unit::command_unit(sc_core::sc_module_name name, const command_unit_config& cfg,
                            const clock_domain& clk, dma_engine& dma, qpc_cache& qpc, completion& cq,
-                           tpt& tpt_unit, device_memory& dm)
+                           tpt& tpt_unit, device_memory& dm, responder& resp)
     : sc_core::sc_module(name),
       m_cfg(cfg),
       m_clk(clk),
@@ -18,6 +18,7 @@ command_unit::command_unit(sc_core::sc_module_name name, const command_unit_conf
       m_cq(cq),
       m_tpt(tpt_unit),
       m_dm(dm),
+      m_responder(resp),
       m_queue("queue"),
       m_stats(this->name()),
       m_count(m_stats.counter("count", "commands", "commands executed")),
@@ -55,6 +56,13 @@ void command_unit::start() {
                     done();
                 else
                     finish(c, cmd_status::bad_index);
+                break;
+            case cmd::flush_srqc:
+                m_responder.flush_srq(static_cast<uint32_t>(c.in0), c.in1 == 1, done);
+                break;
+            case cmd::arm_srq:
+                m_responder.arm_srq(static_cast<uint32_t>(c.in0), static_cast<uint32_t>(c.in1),
+                                    done);
                 break;
             case cmd::alloc_dm:
             case cmd::free_dm:

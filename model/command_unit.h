@@ -3,7 +3,8 @@
 // may rewrite them; invalidating a region/window entry completes only after the transfers that
 // use it have finished (seed 003: NIC invalidations wait for in-flight RDMA), and so does
 // invalidating translation entries; page_fault_resume restarts (or fails) the translations
-// waiting on an on-demand page fault; alloc_dm / free_dm account (and zero) device memory.
+// waiting on an on-demand page fault; alloc_dm / free_dm account (and zero) device memory;
+// flush_srqc and arm_srq go to the responder, which keeps the SRQs' state.
 #pragma once
 
 #include <deque>
@@ -14,6 +15,7 @@
 #include "model/device_memory.h"
 #include "model/doorbell.h"
 #include "model/qpc_cache.h"
+#include "model/responder.h"
 #include "model/tpt.h"
 
 namespace hcasim {
@@ -35,7 +37,7 @@ class command_unit : public sc_core::sc_module {
   public:
     command_unit(sc_core::sc_module_name name, const command_unit_config& cfg,
                  const clock_domain& clk, dma_engine& dma, qpc_cache& qpc, completion& cq,
-                 tpt& tpt_unit, device_memory& dm);
+                 tpt& tpt_unit, device_memory& dm, responder& resp);
 
     void submit(const command_request& c);
 
@@ -50,6 +52,7 @@ class command_unit : public sc_core::sc_module {
     completion& m_cq;
     tpt& m_tpt;
     device_memory& m_dm;
+    responder& m_responder;
     callback_queue m_queue;
     std::deque<command_request> m_fifo;
     stats_group m_stats;

@@ -43,6 +43,7 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     table_register("mpt", reg::mpt_base, &m_tables.mpt_base, &m_tables.mpt_entries);
     table_register("mtt", reg::mtt_base, &m_tables.mtt_base, &m_tables.mtt_entries);
     table_register("eq", reg::eq_base, &m_tables.eq_base, &m_tables.eq_entries);
+    table_register("srqc", reg::srqc_base, &m_tables.srqc_base, &m_tables.srqc_entries);
     for (auto [n, off, field] : {std::tuple{"msi_addr", reg::msi_addr, &m_tables.msi_addr},
                                  {"msi_data", reg::msi_data, &m_tables.msi_data}})
         m_regs.add(n, off, register_bank::access::rw).on_write =
@@ -81,9 +82,11 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
             return true;
         };
     m_regs.add("sq_doorbell", reg::sq_doorbell, register_bank::access::wo).on_write =
-        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(true, v, delay); };
+        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(queue::send, v, delay); };
     m_regs.add("rq_doorbell", reg::rq_doorbell, register_bank::access::wo).on_write =
-        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(false, v, delay); };
+        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(queue::recv, v, delay); };
+    m_regs.add("srq_doorbell", reg::srq_doorbell, register_bank::access::wo).on_write =
+        [this](uint64_t v, const sc_core::sc_time& delay) { return ring(queue::srq, v, delay); };
     m_regs.add_window("blueflame", reg::bf_base, reg::bf_size * reg::bf_buffers, reg::bf_chunk)
         .on_write = [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
         return blueflame_chunk(at, data, delay);
@@ -116,7 +119,7 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
         return false;
     }
     ++m_blueflame;
-    dispatch(true, w, hcasim::now() + delay, std::move(wqe));
+    dispatch(queue::send, w, hcasim::now() + delay, std::move(wqe));
     return true;
 }
 
@@ -156,31 +159,35 @@ void doorbell::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay
     }
 }
 
-bool doorbell::ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay) {
+bool doorbell::ring(queue q, uint64_t value, const sc_core::sc_time& delay) {
     doorbell_word w;
-    if (!doorbell_word::decode(value, w) || w.qpn >= m_tables.qpc_entries) {
+    const uint64_t entries = q == queue::srq ? m_tables.srqc_entries : m_tables.qpc_entries;
+    if (!doorbell_word::decode(value, w) || w.qpn >= entries) {
         ++m_malformed;
         return false;
     }
-    dispatch(send_queue, w, hcasim::now() + delay, {});
+    dispatch(q, w, hcasim::now() + delay, {});
     return true;
 }
 
-void doorbell::dispatch(bool send_queue, const doorbell_word& w, const sc_core::sc_time& arrival,
+void doorbell::dispatch(queue q, const doorbell_word& w, const sc_core::sc_time& arrival,
                         std::vector<uint8_t> wqe) {
+    const bool send_queue = q == queue::send;
     ++m_count;
     HCASIM_TRACE(pulse(&m_count, arrival, false));
     ++(send_queue ? m_send : m_recv);
     const sc_core::sc_time start = m_decoder.reserve(arrival, m_clk.cycles(m_cfg.decode_cycles));
     m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles),
-               [this, send_queue, w, wqe = std::move(wqe)]() mutable {
+               [this, q, send_queue, w, wqe = std::move(wqe)]() mutable {
                    HCASIM_LOG(name(), qp,
-                              (send_queue ? "send" : "recv")
+                              (send_queue        ? "send"
+                               : q == queue::srq ? "srq"
+                                                 : "recv")
                                   << (wqe.empty() ? " doorbell" : " BlueFlame doorbell") << " qpn "
                                   << hex(w.qpn) << " pi " << w.producer_index);
                    if (!wqe.empty() && on_blueflame)
                        return on_blueflame(w.qpn, w.producer_index, std::move(wqe));
-                   auto& handler = send_queue ? on_send : on_recv;
+                   auto& handler = send_queue ? on_send : q == queue::srq ? on_srq : on_recv;
                    if (handler) handler(w.qpn, w.producer_index);
                });
 }

@@ -34,8 +34,8 @@ namespace hcasim {
 
 // Where the context tables live in host memory, as the driver programmed them.
 struct device_tables {
-    uint64_t qpc_base = 0, cqc_base = 0, mpt_base = 0, mtt_base = 0;
-    uint64_t qpc_entries = 0, cqc_entries = 0, mpt_entries = 0, mtt_entries = 0;
+    uint64_t qpc_base = 0, cqc_base = 0, mpt_base = 0, mtt_base = 0, srqc_base = 0;
+    uint64_t qpc_entries = 0, cqc_entries = 0, mpt_entries = 0, mtt_entries = 0, srqc_entries = 0;
     uint16_t lid = 0, lid2 = 0;            // port 1's and port 2's LIDs
     uint64_t eq_base = 0, eq_entries = 0;  // event queue ring (event_unit)
     uint64_t msi_addr = 0, msi_data = 0;   // MSI-X message (0 = interrupts off)
@@ -66,6 +66,7 @@ class doorbell : public sc_core::sc_module {
 
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
+    std::function<void(uint32_t srqn, uint32_t producer_index)> on_srq;
     // A BlueFlame block: the send doorbell plus the bytes of WQE producer_index - 1.
     std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)>
         on_blueflame;
@@ -80,9 +81,10 @@ class doorbell : public sc_core::sc_module {
   private:
     device_memory* m_dm = nullptr;
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-    bool ring(bool send_queue, uint64_t value, const sc_core::sc_time& delay);
+    enum class queue { send, recv, srq };
+    bool ring(queue q, uint64_t value, const sc_core::sc_time& delay);
     bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);
-    void dispatch(bool send_queue, const hca_if::doorbell_word& w, const sc_core::sc_time& arrival,
+    void dispatch(queue q, const hca_if::doorbell_word& w, const sc_core::sc_time& arrival,
                   std::vector<uint8_t> wqe);
 
     struct bf_assembly {

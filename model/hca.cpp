@@ -30,13 +30,16 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
                   m_window_binder, m_dma, m_completion, m_ports),
       m_responder("responder", cfg.responder, m_clk, m_qpc_cache, m_wqe_fetcher, m_tpt,
                   m_window_binder, m_dma, m_completion, m_ports),
-      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt, m_dm),
+      m_command("command", cfg.command, m_clk, m_dma, m_qpc_cache, m_completion, m_tpt, m_dm,
+                m_responder),
       m_event("event", cfg.event, m_clk, m_dma, m_doorbell.tables()) {
     m_tpt.on_page_fault = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_dma.set_device_memory(&m_dm);
     m_doorbell.set_device_memory(&m_dm);
     m_doorbell.on_send = [this](uint32_t qpn, uint32_t pi) { m_requester.doorbell(qpn, pi); };
     m_doorbell.on_recv = [this](uint32_t qpn, uint32_t pi) { m_responder.doorbell(qpn, pi); };
+    m_doorbell.on_srq = [this](uint32_t srqn, uint32_t pi) { m_responder.srq_doorbell(srqn, pi); };
+    m_responder.on_event = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, std::vector<uint8_t> wqe) {
         m_requester.blueflame(qpn, pi, std::move(wqe));
     };
@@ -68,6 +71,7 @@ void hca::tables_changed() {
     const device_tables& t = m_doorbell.tables();
     m_qpc_cache.set_table(t.qpc_base, t.qpc_entries);
     m_completion.set_table(t.cqc_base, t.cqc_entries);
+    m_responder.set_srq_table(t.srqc_base, t.srqc_entries);
     m_tpt.set_tables(t.mpt_base, t.mpt_entries, t.mtt_base, t.mtt_entries);
     m_ports.set_lid(1, t.lid);
     if (m_ports.count() > 1) m_ports.set_lid(2, t.lid2);

@@ -71,7 +71,78 @@ responder::responder(sc_core::sc_module_name name, const responder_config& cfg,
           "acks_coalesced", "ACKs",
           "ACKs not sent because a later ACK ready at the same time acknowledges them too")),
       m_latency(m_stats.latency("latency",
-                                "first packet arrived to reply handed to the port, per request")) {}
+                                "first packet arrived to reply handed to the port, per request")),
+      m_srqc("srqc_", m_stats, cfg.srqc_cache, clk, dma, m_queue) {}
+
+// ---- shared receive queues ----
+
+void responder::with_srq(uint32_t srqn, std::function<void(srq_context*, srq_state&)> fn) {
+    m_srqc.lookup(srqn, [this, srqn, fn = std::move(fn)](srq_context* ctx) {
+        srq_state& st = m_srq[srqn];
+        if (ctx && ctx->valid && !st.known) {
+            st.known = true;
+            st.pi = ctx->pi;
+            st.ci = ctx->ci;
+            st.limit = ctx->limit;
+            st.pd = ctx->pd;
+            st.ring = queue_desc{ctx->buf_table, ctx->log_depth, ctx->wqe_shift, ctx->page_shift,
+                                 ctx->ptag};
+        }
+        fn(ctx && ctx->valid ? ctx : nullptr, st);
+    });
+}
+
+void responder::srq_doorbell(uint32_t srqn, uint32_t producer_index) {
+    with_srq(srqn, [this, srqn, producer_index](srq_context* ctx, srq_state& st) {
+        if (!ctx) return;
+        st.pi = ctx->pi = producer_index;
+        m_srqc.mark_dirty(srqn);
+    });
+}
+
+void responder::arm_srq(uint32_t srqn, uint32_t limit, std::function<void()> done) {
+    with_srq(srqn, [this, srqn, limit, done = std::move(done)](srq_context* ctx, srq_state& st) {
+        if (ctx) {
+            st.limit = ctx->limit = limit;
+            m_srqc.mark_dirty(srqn);
+        }
+        done();
+    });
+}
+
+void responder::flush_srq(uint32_t srqn, bool keep, std::function<void()> done) {
+    // The indices kept on chip go back into the context before it is written back and dropped;
+    // the driver may rewrite the entry afterwards.
+    m_srqc.lookup(srqn, [this, srqn, keep, done = std::move(done)](srq_context* ctx) mutable {
+        srq_state* st = m_srq.find(srqn);
+        if (ctx && st && st->known) {
+            ctx->ci = st->ci;
+            ctx->pi = st->pi;
+            ctx->limit = st->limit;
+            m_srqc.mark_dirty(srqn);
+        }
+        if (st && !keep) *st = srq_state{};
+        m_srqc.flush(srqn, std::move(done));
+    });
+}
+
+bool responder::claim_srq_wqe(uint32_t srqn, request& r) {
+    srq_state* st = m_srq.find(srqn);
+    if (!st || !st->known || st->ci == st->pi) return false;
+    r.srqn = srqn;
+    r.rq_index = st->ci++;
+    ++m_srq_wqes;
+    if (st->limit && st->pi - st->ci < st->limit) {
+        // Below the armed limit: one event, and the SRQ is disarmed (IBA 11.5.2.4).
+        st->limit = 0;
+        ++m_srq_limit_events;
+        eqe e;
+        e.type = event_type::srq_limit;
+        e.qpn = srqn;
+        if (on_event) on_event(e);
+    }
+    return true;
+}
 
 void responder::doorbell(uint32_t qpn, uint32_t producer_index) {
     m_qpc.lookup(qpn, [this, qpn, producer_index](qp_context* ctx) {
@@ -256,7 +327,10 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     if (!ud && !in_sequence(msg, *ctx, ready_at)) return;
     const bool needs_wqe = msg->op == ib_op::send || msg->op == ib_op::send_with_imm ||
                            msg->op == ib_op::send_with_inv || msg->op == ib_op::rdma_write_with_imm;
-    if (needs_wqe && rq.ci == rq.pi) {
+    const bool shared = ctx->srqn != 0;
+    const srq_state* srq = shared ? m_srq.find(ctx->srqn) : nullptr;
+    const bool none_posted = shared ? !srq || !srq->known || srq->ci == srq->pi : rq.ci == rq.pi;
+    if (needs_wqe && none_posted) {
         // No receive WQE: RC answers receiver-not-ready; UC and UD drop the message silently.
         if (ctx->type != qp_type::rc) {
             ++m_no_receive;
@@ -276,7 +350,10 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     r->out = std::make_shared<reply>();
     r->out->psn = msg->psn;
     if (needs_wqe) {
-        r->rq_index = rq.ci++;
+        if (shared)
+            claim_srq_wqe(ctx->srqn, *r);
+        else
+            r->rq_index = rq.ci++;
         ++m_recv_wqes;
     }
     if (!ud) rq.expected_psn += request_psns(msg->op, msg->length, msg->mtu);
@@ -461,7 +538,7 @@ void responder::rdma_write(request_ptr r) {
 void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*)> fn) {
     const qp_context& c = r->ctx;
     rq_state& rq = m_rq[c.qpn];
-    auto onchip = rq.onchip.find(r->rq_index);
+    auto onchip = r->srqn ? rq.onchip.end() : rq.onchip.find(r->rq_index);
     if (onchip != rq.onchip.end()) {
         // Prefetched: no PCIe round trip on the message's path.
         ++m_prefetch_hits;
@@ -473,7 +550,7 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
         fn(&w);
         return prefetch(c.qpn, c);
     }
-    if (rq.inflight.count(r->rq_index)) {
+    if (!r->srqn && rq.inflight.count(r->rq_index)) {
         ++m_prefetch_hits;  // its prefetch is on the way: wait for it rather than read it twice
         rq.waiting[r->rq_index] = [r, fn](const recv_wqe* w) {
             if (w) r->wr_id = w->wr_id;
@@ -481,8 +558,11 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
         };
         return;
     }
-    ++m_prefetch_misses;
-    const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
+    // SRQ WQEs are read when a message claims them, from the SRQ's ring.
+    if (!r->srqn) ++m_prefetch_misses;
+    const queue_desc q =
+        r->srqn ? m_srq[r->srqn].ring
+                : queue_desc{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     m_fetcher.fetch(
         q, r->rq_index, 1,
         [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
@@ -579,7 +659,8 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
         for (size_t i = 0; i < parts.size(); ++i) {
             tpt_request req;
             req.key = parts[i].lkey;
-            req.pd = r->ctx.pd;
+            // An SRQ's WQEs are checked against the SRQ's PD, a QP's own against the QP's.
+            req.pd = r->srqn ? m_srq[r->srqn].pd : r->ctx.pd;
             req.qpn = r->ctx.qpn;
             req.addr = parts[i].addr;
             req.length = parts[i].length;

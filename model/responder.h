@@ -28,6 +28,13 @@
 // ACK carries the PSN of the request's last packet. An RC QP accepts at most `max_dest_rd_atomic`
 // (IRD) READs and atomics outstanding; one more is an Invalid Request (IBA 9.7.5.2.4 NAK codes).
 //
+// Shared receive queues: a QP whose context names an SRQ takes its receive WQEs from the SRQ's
+// ring, in ring order, whichever QP a message arrives on; the SRQ's context (ring, producer index
+// from the SRQ doorbell, consumer index, limit) is cached in its own context cache and its indices
+// kept on chip. An armed limit raises an srq_limit event (EQE) once fewer WQEs remain than it
+// says, and disarms. SRQ WQEs are fetched when a message claims them (no prefetch), and a QP in
+// error flushes none of them (they belong to the SRQ).
+//
 // UD: no PSN check and no reply. A datagram must carry the QP's Q_Key, else it is dropped and
 // counted; without a posted receive WQE it is dropped too (no RNR). The payload lands 40 bytes
 // into the receive buffer (the GRH's room, written when the packet has a GRH); a buffer too small
@@ -58,6 +65,13 @@ struct responder_config {
     uint64_t message_cycles = 2;
     uint64_t recv_prefetch = 4;
     uint64_t recv_prefetch_total = 1024;
+    struct srqc_cache_config : cache_geometry {
+        srqc_cache_config() { entries = 64, ways = 4, hit_cycles = 2; }
+        template <class V>
+        void visit(V& v) {
+            cache_geometry::visit(v, "SRQ contexts", "design estimate, as the CQ context cache");
+        }
+    } srqc_cache;
 
     template <class V>
     void visit(V& v) {
@@ -80,6 +94,7 @@ struct responder_config {
                   "fetched on demand")
               .range(0, 1 << 20)
               .from("design estimate: 1024 entries of 64 B = 64 KiB of on-chip SRAM"));
+        v.group("srqc_cache", srqc_cache, "cache of shared receive queue contexts");
     }
 };
 
@@ -91,6 +106,15 @@ class responder : public sc_core::sc_module {
 
     void on_message(ib_message_ptr msg);
     void doorbell(uint32_t qpn, uint32_t producer_index);
+    // Shared receive queues: the SRQ doorbell; the arm_srq and flush_srqc commands (`done` once
+    // the context is written back, for flush).
+    void srq_doorbell(uint32_t srqn, uint32_t producer_index);
+    void arm_srq(uint32_t srqn, uint32_t limit, std::function<void()> done);
+    // `keep`: the SRQ stays in use (its indices stay on chip); else they are dropped too.
+    void flush_srq(uint32_t srqn, bool keep, std::function<void()> done);
+    void set_srq_table(uint64_t base, uint64_t entries) { m_srqc.set_table(base, entries); }
+    // Asynchronous events the responder raises (srq_limit), for the event unit.
+    std::function<void(const hca_if::eqe&)> on_event;
     // The QP is in the error state: every posted receive WQE completes with WR_FLUSH_ERR.
     void flush_receives(uint32_t qpn);
     // The driver is about to rewrite the QP's context (QPC flush): drop its prefetched receive
@@ -132,10 +156,18 @@ class responder : public sc_core::sc_module {
         uint32_t held = 0;  // buffer entries in use (on chip or in flight)
     };
 
+    // A shared receive queue's state on chip, from its context when first seen.
+    struct srq_state {
+        bool known = false;
+        uint32_t pi = 0, ci = 0, limit = 0, pd = 0;
+        queue_desc ring;
+    };
+
     struct request {
         ib_message_ptr msg;
         hca_if::qp_context ctx;
         reply_ptr out;
+        uint32_t srqn = 0;  // the receive WQE rq_index is the SRQ's (0: the QP's own)
         uint32_t rq_index = 0;
         uint64_t wr_id = 0;  // of the receive WQE consumed, if any
         sc_core::sc_time ready_at;
@@ -175,6 +207,10 @@ class responder : public sc_core::sc_module {
     void post_recv_cqe(request_ptr r, hca_if::cqe_opcode opcode, hca_if::wc_status status,
                        uint32_t byte_len);
     void save_indices(uint32_t qpn);
+    // Takes the next WQE of the QP's SRQ for `r`; false when it has none.
+    bool claim_srq_wqe(uint32_t srqn, request& r);
+    // The SRQ's on-chip state, from its context (looked up through the cache) when not known.
+    void with_srq(uint32_t srqn, std::function<void(hca_if::srq_context*, srq_state&)> fn);
     void enter_error(uint32_t qpn);
     ib_message_ptr reply_to(const ib_message& m, ib_op op) const;
 
@@ -189,7 +225,8 @@ class responder : public sc_core::sc_module {
     const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
-    index_map<rq_state> m_rq;  // by QPN
+    index_map<rq_state> m_rq;    // by QPN
+    index_map<srq_state> m_srq;  // by SRQN
     std::deque<request_ptr> m_atomics;
     bool m_atomic_busy = false;
     stats_group m_stats;
@@ -210,8 +247,13 @@ class responder : public sc_core::sc_module {
     uint64_t& m_duplicates;
     uint64_t& m_incomplete;
     uint64_t& m_acks_coalesced;
+    uint64_t& m_srq_wqes =
+        m_stats.counter("srq_wqes", "WQEs", "receive WQEs taken from shared receive queues");
+    uint64_t& m_srq_limit_events = m_stats.counter(
+        "srq_limit_events", "events", "SRQ limit events raised (an armed SRQ ran low)");
     uint64_t m_prefetch_used = 0;  // entries of the shared on-chip receive WQE buffer in use
     histogram& m_latency;
+    context_cache<hca_if::srq_context> m_srqc;  // after m_stats: it files its counters there
 };
 
 }  // namespace hcasim

@@ -158,6 +158,7 @@ void qp_context::encode(uint8_t* p) const {
     put<uint8_t>(p + 89, min_rnr_timer);
     put<uint8_t>(p + 90, port);
     put<uint8_t>(p + 91, sl);
+    put<uint32_t>(p + 92, srqn);
 }
 
 qp_context qp_context::decode(const uint8_t* p) {
@@ -194,6 +195,38 @@ qp_context qp_context::decode(const uint8_t* p) {
     c.min_rnr_timer = get<uint8_t>(p + 89);
     c.port = get<uint8_t>(p + 90);
     c.sl = get<uint8_t>(p + 91);
+    c.srqn = get<uint32_t>(p + 92);
+    return c;
+}
+
+void srq_context::encode(uint8_t* p) const {
+    std::memset(p, 0, size);
+    put<uint8_t>(p + 0, valid);
+    put<uint8_t>(p + 1, log_depth);
+    put<uint8_t>(p + 2, wqe_shift);
+    put<uint8_t>(p + 3, page_shift);
+    put<uint32_t>(p + 4, pd);
+    put<uint32_t>(p + 8, ptag);
+    put<uint32_t>(p + 12, srqn);
+    put<uint64_t>(p + 16, buf_table);
+    put<uint32_t>(p + 24, pi);
+    put<uint32_t>(p + 28, ci);
+    put<uint32_t>(p + 32, limit);
+}
+
+srq_context srq_context::decode(const uint8_t* p) {
+    srq_context c;
+    c.valid = get<uint8_t>(p + 0);
+    c.log_depth = get<uint8_t>(p + 1);
+    c.wqe_shift = get<uint8_t>(p + 2);
+    c.page_shift = get<uint8_t>(p + 3);
+    c.pd = get<uint32_t>(p + 4);
+    c.ptag = get<uint32_t>(p + 8);
+    c.srqn = get<uint32_t>(p + 12);
+    c.buf_table = get<uint64_t>(p + 16);
+    c.pi = get<uint32_t>(p + 24);
+    c.ci = get<uint32_t>(p + 28);
+    c.limit = get<uint32_t>(p + 32);
     return c;
 }
 

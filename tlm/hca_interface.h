@@ -47,12 +47,15 @@ constexpr uint64_t eq_log_entries = 0x058;  // RW: log2 of the event queue's ent
 constexpr uint64_t msi_addr = 0x060;        // RW: MSI-X message address (0 = interrupts off)
 constexpr uint64_t msi_data = 0x068;        // RW: MSI-X message data
 constexpr uint64_t port2_lid = 0x070;       // RW: port 2's local identifier (two-port HCAs)
-constexpr uint64_t cmd_in0 = 0x100;         // RW: command argument 0
-constexpr uint64_t cmd_in1 = 0x108;         // RW: command argument 1
-constexpr uint64_t cmd_out = 0x110;         // RW: DMA address of the command's completion record
-constexpr uint64_t cmd_op = 0x118;          // WO: writing starts the command (see cmd_word)
-constexpr uint64_t sq_doorbell = 0x1000;    // WO: send queue doorbell (see doorbell_word)
-constexpr uint64_t rq_doorbell = 0x1008;    // WO: receive queue doorbell
+constexpr uint64_t srqc_base = 0x078;       // RW: DMA address of the SRQ context table
+constexpr uint64_t srqc_log_entries = 0x080;
+constexpr uint64_t cmd_in0 = 0x100;        // RW: command argument 0
+constexpr uint64_t cmd_in1 = 0x108;        // RW: command argument 1
+constexpr uint64_t cmd_out = 0x110;        // RW: DMA address of the command's completion record
+constexpr uint64_t cmd_op = 0x118;         // WO: writing starts the command (see cmd_word)
+constexpr uint64_t sq_doorbell = 0x1000;   // WO: send queue doorbell (see doorbell_word)
+constexpr uint64_t rq_doorbell = 0x1008;   // WO: receive queue doorbell
+constexpr uint64_t srq_doorbell = 0x1010;  // WO: shared receive queue doorbell (SRQN in 23:0)
 // BlueFlame buffers (WO, write-combining): `bf_buffers` buffers of `bf_size` bytes from bf_base.
 // The driver copies a whole small send WQE into one with 64-byte stores (one posted TLP each, in
 // order): chunk k of a block at bf_base + buffer * bf_size + 64 * k. The block is a BlueFlame
@@ -121,6 +124,10 @@ enum class cmd : uint8_t {
     alloc_dm = 6,           // in0 = device-memory address, in1 = bytes: zero the range and count
                             // it in use (mlx5 ALLOC_MEMIC; the driver owns the address space)
     free_dm = 7,            // in0 = address, in1 = bytes: the range is free again
+    flush_srqc = 8,         // in0 = SRQN: write back a cached SRQ context, drop it; in1 = 1: the
+                            // SRQ stays in use (a query), 0: the driver rewrites the entry
+    arm_srq = 9,            // in0 = SRQN, in1 = limit: raise srq_limit when fewer WQEs remain
+                            // (0 disarms); the event disarms it
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
@@ -141,6 +148,7 @@ enum class event_type : uint8_t {
     page_fault = 1,  // an on-demand region's translation was not present; the access waits
                      // until the driver answers with page_fault_resume
     qp_error = 2,    // a QP went to the error state
+    srq_limit = 3,   // an armed SRQ holds fewer WQEs than its limit (`qpn` is the SRQN)
 };
 namespace eqe_flags {
 constexpr uint8_t write = 1;  // the access needs write permission
@@ -194,6 +202,10 @@ enum class cqe_opcode : uint8_t {
     recv = 128,
     recv_rdma_with_imm = 129,
 };
+// A receive completion (IBV_WC_RECV and up).
+inline bool is_receive(cqe_opcode o) {
+    return static_cast<uint8_t>(o) >= static_cast<uint8_t>(cqe_opcode::recv);
+}
 
 // ibv_wc_status
 enum class wc_status : uint8_t {
@@ -284,6 +296,8 @@ struct qp_context {
     uint8_t port = 1;
     // RC/UC: the service level of its packets (ah_attr.sl of IBV_QP_AV, set on INIT -> RTR).
     uint8_t sl = 0;
+    // The shared receive queue its receives take WQEs from (0: its own receive queue).
+    uint32_t srqn = 0;
 
     void encode(uint8_t* p) const;
     static qp_context decode(const uint8_t* p);
@@ -301,6 +315,27 @@ struct cq_context {
 
     void encode(uint8_t* p) const;
     static cq_context decode(const uint8_t* p);
+};
+
+// ---- SRQ context -------------------------------------------------------------------------------
+// A shared receive queue: a ring of receive WQEs any QP attached to it (qp_context::srqn) takes
+// from, in ring order. The HCA takes pi from the SRQ doorbell and keeps ci and the limit.
+struct srq_context {
+    static constexpr size_t size = 64;
+    uint8_t valid = 0;
+    uint8_t log_depth = 0;
+    uint8_t wqe_shift = 5;
+    uint8_t page_shift = 12;
+    uint32_t pd = 0;
+    uint32_t ptag = 0;
+    uint32_t srqn = 0;
+    uint64_t buf_table = 0;  // DMA address of the ring's buffer table
+    uint32_t pi = 0;         // HCA-owned: latest SRQ doorbell
+    uint32_t ci = 0;         // HCA-owned: next WQE a message takes
+    uint32_t limit = 0;      // HCA-owned: armed limit (0: not armed)
+
+    void encode(uint8_t* p) const;
+    static srq_context decode(const uint8_t* p);
 };
 
 // ---- TPT: region/window entry (MPT) and translation entry (MTT) --------------------------------
