@@ -179,6 +179,10 @@ const field_shape& send_wr_shape() {
             opt("swap", field_kind::u64, "atomic_cmp_swp swap operand"),
             opt("add", field_kind::u64, "atomic_fetch_add operand"),
             opt("signaled", field_kind::flag, "generate a completion", true),
+            opt("solicited", field_kind::flag,
+                "IBV_SEND_SOLICITED: the receive completion is solicited (its CQ's "
+                "solicited-only arm fires)",
+                false),
             opt("inline", field_kind::flag,
                 "IBV_SEND_INLINE: the CPU copies the SGEs' bytes into the WQE at post time (send "
                 "and RDMA write only, up to the QP's max_inline_data; no L_Key is checked)",
@@ -374,8 +378,39 @@ std::vector<op_decl> build_ops() {
         integer(
             "depth", 0, 2147483647, false,
             "number of CQEs (ibv_create_cq's int cqe); 0 or more than the device's max_cqe: EINVAL",
-            256)};
+            256),
+        ref("channel", resource_kind::channel, false,
+            "completion channel its events go to (ibv_create_cq's channel; req_notify_cq)")};
     add("create_cq", "create a completion queue (ibv_create_cq)", s);
+    s = {};
+    s.fields = {define(resource_kind::channel, "completion channel name")};
+    add("create_comp_channel", "create a completion channel (ibv_create_comp_channel)", s);
+    s = {};
+    s.fields = {ref("channel", resource_kind::channel, true, "completion channel")};
+    add("destroy_comp_channel",
+        "destroy a completion channel (ibv_destroy_comp_channel; EBUSY while CQs use it)", s);
+    s = {};
+    s.fields = {ref("cq", resource_kind::cq, true, "completion queue (created with a channel)"),
+                opt("solicited_only", field_kind::flag,
+                    "only a solicited completion (or an error) raises the event", false)};
+    add("req_notify_cq",
+        "arm a CQ for one completion event on its channel (ibv_req_notify_cq); at once when a "
+        "completion is already waiting",
+        s);
+    s = {};
+    s.fields = {ref("channel", resource_kind::channel, true, "completion channel"),
+                opt("timeout", field_kind::time, "simulated time to wait for one", "1ms")};
+    add("get_cq_event",
+        "wait for the channel's next completion event (ibv_get_cq_event): cq names the CQ; "
+        "ETIMEDOUT when none comes",
+        s);
+    s = {};
+    s.fields = {ref("cq", resource_kind::cq, true, "completion queue"),
+                integer("count", 1, 4294967295.0, false, "events to acknowledge", 1)};
+    add("ack_cq_events",
+        "acknowledge events get_cq_event returned (ibv_ack_cq_events); destroy_cq is EBUSY "
+        "until every one is",
+        s);
     s = {};
     s.fields = {ref("cq", resource_kind::cq, true, "completion queue")};
     add("destroy_cq", "destroy a completion queue", s);
@@ -843,6 +878,7 @@ const std::vector<std::string>& result_fields() {
         "dm_addr",
         // SRQs and async events
         "srqn", "max_wr", "max_sge", "srq_limit", "event_type", "srq", "max_srq_wr", "max_srq_sge",
+        "cq",
         // query_port
         "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz", "active_width",
         "active_speed", "gid_tbl_len", "pkey_tbl_len"};
@@ -885,6 +921,8 @@ std::string resource_noun(resource_kind k) {
             return "device memory (alloc_dm)";
         case resource_kind::srq:
             return "a shared receive queue";
+        case resource_kind::channel:
+            return "a completion channel";
         case resource_kind::none:
             break;
     }

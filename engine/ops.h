@@ -19,7 +19,7 @@
 
 namespace hcasim {
 
-enum class resource_kind { none, pd, mr, mw, cq, qp, buf, node, ah, dm, srq };
+enum class resource_kind { none, pd, mr, mw, cq, qp, buf, node, ah, dm, srq, channel };
 
 enum class field_kind {
     text,       // any string

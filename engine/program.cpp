@@ -182,6 +182,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
     } else if (op_protection(op, n, pid, a, r)) {
     } else if (op_device_memory(op, n, pid, a, r)) {
     } else if (op_srq(op, n, pid, a, r)) {
+    } else if (op_cq_events(op, n, pid, a, r)) {
     } else if (op == "dereg_mr") {
         auto it = res.mrs.find(a["mr"].get<std::string>());
         if (it == res.mrs.end()) {
@@ -191,8 +192,12 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
             if (!r.err) res.mrs.erase(it);
         }
     } else if (op == "create_cq") {
-        uint32_t cqn = 0;
-        r.err = h.create_cq(pid, static_cast<uint32_t>(u64_or(a, "depth", 128)), cqn);
+        uint32_t cqn = 0, channel = 0;
+        if (a.contains("channel")) {
+            auto ch = res.channels.find(a["channel"].get<std::string>());
+            channel = ch == res.channels.end() ? UINT32_MAX : ch->second;
+        }
+        r.err = h.create_cq(pid, static_cast<uint32_t>(u64_or(a, "depth", 128)), cqn, channel);
         if (!r.err) {
             res.cqs[name] = cqn;
             r.fields["cqn"] = cqn;

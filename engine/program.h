@@ -62,6 +62,10 @@ class program_runner {
     // (program_srq.cpp).
     bool op_srq(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                 step_result& r);
+    // create_comp_channel, destroy_comp_channel, req_notify_cq, get_cq_event, ack_cq_events
+    // (program_cq_events.cpp).
+    bool op_cq_events(const std::string& op, const std::string& n, uint32_t pid, const json& a,
+                      step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
     // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.

@@ -47,6 +47,7 @@ bool program_runner::make_send_wr(const std::string& n, const json& w, send_wr& 
     wr.imm = static_cast<uint32_t>(u64_or(w, "imm", u64_or(w, "invalidate", 0)));
     wr.has_imm = w.contains("imm") || w.contains("invalidate");
     wr.signaled = bool_or(w, "signaled", true);
+    wr.solicited = bool_or(w, "solicited", false);
     wr.inline_data = bool_or(w, "inline", false);
     if (wr.opcode == wqe_opcode::bind_mw) return true;  // filled in by op_post_send
     if (!fill_datagram(n, w, wr, r)) return false;

@@ -704,8 +704,8 @@ void checker::check_expected_value(const std::string& op, const std::string& key
     } else if (key == "event_type") {
         check_names(v, {"SRQ_LIMIT_REACHED"}, false, "async event type", ptr);
         return;
-    } else if (key == "srq") {
-        if (!v.is_string()) m_d.error(ptr, type_problem(v), "an SRQ's name");
+    } else if (key == "srq" || key == "cq") {
+        if (!v.is_string()) m_d.error(ptr, type_problem(v), "a name (\"srq0\", \"cq0\")");
         return;
     } else {
         f.kind = field_kind::u64;

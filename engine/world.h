@@ -60,6 +60,7 @@ struct node_resources {
     std::map<std::string, ah_record> ahs;
     std::map<std::string, dm_record> dms;
     std::map<std::string, srq_info> srqs;
+    std::map<std::string, uint32_t> channels;
 };
 
 class world {

@@ -410,9 +410,12 @@ root_complex::byte_ranges driver::ring_ranges(const ring& r) const {
 
 // ---- completion queues ----
 
-int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
+int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn, uint32_t channel) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
+    auto ch = m_channels.find(channel);
+    if (channel && (ch == m_channels.end() || ch->second.pid != pid))
+        return leave(cpu, refuse(EINVAL, "create_cq: no such completion channel"));
     const device_attr dev = limits();
     if (depth == 0 || depth > dev.max_cqe)
         return leave(cpu, refuse(EINVAL, "create_cq: " + std::to_string(depth) + " CQEs " +
@@ -441,6 +444,8 @@ int driver::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
         return leave(cpu, err);
     }
     cqn = ctx.cqn;
+    cq.channel = channel;
+    if (channel) ++ch->second.cqs;
     m_cqs[cqn] = std::move(cq);
     return leave(cpu, 0);
 }
@@ -451,6 +456,16 @@ int driver::destroy_cq(uint32_t cqn) {
     auto it = m_cqs.find(cqn);
     if (it == m_cqs.end()) return leave(cpu, EINVAL);
     if (it->second.users) return leave(cpu, EBUSY);
+    // libibverbs waits for the events to be acknowledged; a simulated program that never does
+    // would wait forever, so the driver refuses instead.
+    if (it->second.unacked)
+        return leave(cpu, refuse(EBUSY, "destroy_cq: " + std::to_string(it->second.unacked) +
+                                            " completion event(s) not acknowledged"));
+    if (auto ch = m_channels.find(it->second.channel); ch != m_channels.end()) {
+        --ch->second.cqs;
+        auto& ev = ch->second.events;
+        ev.erase(std::remove(ev.begin(), ev.end(), cqn), ev.end());  // not delivered: dropped
+    }
     int err = command(cmd::flush_cqc, cqn, 0, cpu);
     m_mem.zero(m_cqc.base + uint64_t{cqn} * cq_context::size, cq_context::size);
     free_ring(it->second.buf, cpu);

@@ -48,7 +48,9 @@
 // per poll, nic_fault per NIC page-fault event; (host.iommu) iova_alloc per IOVA range, map_entry
 // and unmap_entry per IO page-table entry, invalidate per unmap; plus the commands' round trips.
 // Abstracted: multi-level buffer tables, doorbell records, UAR pages (all processes share the
-// BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks, CQ arming.
+// BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks.
+// Also here: device memory (driver_dm.cpp), shared receive queues and async events
+// (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp).
 #pragma once
 
 #include <cstdint>
@@ -114,7 +116,8 @@ class driver : public sc_core::sc_module {
     int reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out);
     int dereg_mr(uint32_t handle);
     int query_mr(uint32_t handle, mr_info& out) const;
-    int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
+    // `channel`: the completion channel its events go to (0: none).
+    int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn, uint32_t channel = 0);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     int destroy_qp(uint32_t qpn);
@@ -178,6 +181,18 @@ class driver : public sc_core::sc_module {
     int dm_window(uint32_t pid, uint32_t dm, uint64_t offset, uint64_t length,
                   uint64_t& bar_offset) const;
     uint64_t device_memory_size() const { return m_dm_size; }
+
+    // ---- completion events (driver_events.cpp) ----
+    // ibv_create_comp_channel / ibv_destroy_comp_channel (EBUSY while CQs use it).
+    int create_comp_channel(uint32_t pid, uint32_t& channel);
+    int destroy_comp_channel(uint32_t channel);
+    // ibv_req_notify_cq: one event on the CQ's channel for its next completion (solicited_only:
+    // the next with the solicited flag, or an error). EINVAL for a CQ without a channel.
+    int req_notify_cq(uint32_t cqn, bool solicited_only);
+    // ibv_get_cq_event: waits up to `timeout` for the channel's next event; `cqn` gets the CQ.
+    int get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn);
+    // ibv_ack_cq_events; destroy_cq refuses a CQ with events not acknowledged (EBUSY).
+    int ack_cq_events(uint32_t cqn, uint32_t count);
 
     // ---- shared receive queues and async events (driver_srq.cpp) ----
     int create_srq(uint32_t pid, const srq_attr& attr, srq_info& out);
@@ -267,6 +282,8 @@ class driver : public sc_core::sc_module {
     struct cq_state {
         ring buf;
         uint32_t users = 0;
+        uint32_t channel = 0;  // completion channel (0: none)
+        uint32_t unacked = 0;  // events returned by get_cq_event, not acknowledged
     };
     struct outstanding_wr {
         uint64_t wr_id = 0;
@@ -408,6 +425,17 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, srq_state_t> m_srqs;
     table m_srqc;                              // allocated at the first create_srq
     std::unique_ptr<index_allocator> m_srqns;  // SRQNs from 1; null until the table exists
+    struct channel_state {
+        uint32_t pid = 0;
+        uint32_t cqs = 0;
+        std::deque<uint32_t> events;  // CQNs, in the order their events came
+        sc_core::sc_event arrived;
+    };
+    std::map<uint32_t, channel_state> m_channels;
+    uint32_t m_next_channel = 1;
+    void completion_event(const hca_if::eqe& e);
+    uint64_t& m_cq_events = m_stats_ref.counter(
+        "cq_events", "events", "completion events delivered to completion channels");
     std::deque<async_event> m_async_events;
     sc_core::sc_event m_async_event;
     uint64_t& m_async_event_count = m_stats_ref.counter(

@@ -46,6 +46,7 @@ void driver::odp_worker() {
             ++m_eq_ci;
             if (e.type == event_type::page_fault) odp_fault(e);
             if (e.type == event_type::srq_limit) srq_event(e);
+            if (e.type == event_type::completion) completion_event(e);
         }
     }
 }

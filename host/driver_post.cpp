@@ -50,7 +50,8 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu,
     send_wqe w;
     w.opcode = wr.opcode;
     w.flags = static_cast<uint8_t>((wr.signaled ? wqe_flags::signaled : 0) |
-                                   (wr.mw_type1 ? wqe_flags::mw_type1 : 0));
+                                   (wr.mw_type1 ? wqe_flags::mw_type1 : 0) |
+                                   (wr.solicited ? wqe_flags::solicited : 0));
     w.num_sge = static_cast<uint8_t>(wr.sges.size());
     w.imm = wr.imm;
     w.wr_id = wr.wr_id;

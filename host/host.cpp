@@ -230,8 +230,23 @@ int host::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uin
     return m_impl->m_driver->bind_mw(handle, qpn, mr, addr, length, access, signaled, wr_id,
                                      new_rkey);
 }
-int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn) {
-    return m_impl->m_driver->create_cq(pid, depth, cqn);
+int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn, uint32_t channel) {
+    return m_impl->m_driver->create_cq(pid, depth, cqn, channel);
+}
+int host::create_comp_channel(uint32_t pid, uint32_t& channel) {
+    return m_impl->m_driver->create_comp_channel(pid, channel);
+}
+int host::destroy_comp_channel(uint32_t channel) {
+    return m_impl->m_driver->destroy_comp_channel(channel);
+}
+int host::req_notify_cq(uint32_t cqn, bool solicited_only) {
+    return m_impl->m_driver->req_notify_cq(cqn, solicited_only);
+}
+int host::get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn) {
+    return m_impl->m_driver->get_cq_event(channel, timeout, cqn);
+}
+int host::ack_cq_events(uint32_t cqn, uint32_t count) {
+    return m_impl->m_driver->ack_cq_events(cqn, count);
 }
 int host::destroy_cq(uint32_t cqn) {
     return m_impl->m_driver->destroy_cq(cqn);

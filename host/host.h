@@ -434,7 +434,14 @@ class host : public sc_core::sc_module {
     int query_mw(uint32_t handle, mw_info& out);
     int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
                 uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey);
-    int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn);
+    // `channel`: the completion channel its events go to (0: none).
+    int create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn, uint32_t channel = 0);
+    // Completion events (host/driver_events.cpp): channels, arming, waiting, acknowledging.
+    int create_comp_channel(uint32_t pid, uint32_t& channel);
+    int destroy_comp_channel(uint32_t channel);
+    int req_notify_cq(uint32_t cqn, bool solicited_only);
+    int get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn);
+    int ack_cq_events(uint32_t cqn, uint32_t count);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     // Shared receive queues (host/driver_srq.cpp) and asynchronous events.

@@ -112,6 +112,7 @@ struct send_wr {
     uint64_t compare_add = 0;
     uint64_t swap = 0;
     bool signaled = true;
+    bool solicited = false;  // IBV_SEND_SOLICITED: the receiver's solicited-only arm fires
     // IBV_SEND_INLINE: the CPU copies the SGEs' bytes into the WQE at post time; no L_Key is
     // used. Send and RDMA write only, at most the QP's max_inline_data bytes.
     bool inline_data = false;

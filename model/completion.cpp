@@ -41,6 +41,7 @@ void completion::next(uint32_t cqn) {
             ++m_dropped;
         } else {
             const uint32_t index = ctx->producer_index++;
+            ++m_in_flight[cqn];
             m_cqc.mark_dirty(cqn);
             p.c.owner = cqe::owner_for(index, ctx->log_depth);
             const uint64_t offset =
@@ -53,10 +54,11 @@ void completion::next(uint32_t cqn) {
                               << to_string(p.c.status));
             m_bt.fetch(
                 ctx->buf_table + 8 * (offset >> ctx->page_shift), 1,
-                [this, offset, page, posted, p = std::move(p)](
+                [this, cqn, offset, page, posted, p = std::move(p)](
                     bool ok, const std::vector<uint64_t>& w) mutable {
                     if (!ok) {
                         ++m_dropped;
+                        --m_in_flight[cqn];
                         return;
                     }
                     auto op = std::make_shared<dma_op>();
@@ -65,8 +67,10 @@ void completion::next(uint32_t cqn) {
                     op->data.resize(cqe::size);
                     op->trace_id = p.trace_id;
                     p.c.encode(op->data.data());
-                    op->done = [this, posted, written = std::move(p.written)](dma_op&) {
+                    op->done = [this, cqn, posted, c = p.c,
+                                written = std::move(p.written)](dma_op&) {
                         m_latency.add(to_ps(hcasim::now() - posted));
+                        this->written(cqn, c);
                         if (written) written();
                     };
                     m_dma.submit(op);
@@ -80,6 +84,35 @@ void completion::next(uint32_t cqn) {
 
 void completion::flush(uint32_t cqn, std::function<void()> done) {
     m_cqc.flush(cqn, std::move(done));
+}
+
+void completion::arm(uint32_t cqn, uint32_t ci, bool solicited_only) {
+    m_cqc.lookup(cqn, [this, cqn, ci, solicited_only](cq_context* ctx) {
+        if (!ctx || !ctx->valid) return;
+        // A CQE written beyond what the consumer has seen: the event is due now. (CQEs still
+        // being written raise it when they land.)
+        if (ctx->producer_index - m_in_flight[cqn] != ci) return raise(cqn);
+        m_armed[cqn] = arming{true, solicited_only};
+    });
+}
+
+void completion::written(uint32_t cqn, const cqe& c) {
+    --m_in_flight[cqn];
+    auto it = m_armed.find(cqn);
+    if (it == m_armed.end() || !it->second.armed) return;
+    if (it->second.solicited_only && !(c.flags & cqe_flags::solicited) &&
+        c.status == wc_status::success)
+        return;
+    raise(cqn);
+}
+
+void completion::raise(uint32_t cqn) {
+    m_armed.erase(cqn);  // one event per arming
+    ++m_events;
+    eqe e;
+    e.type = event_type::completion;
+    e.qpn = cqn;
+    if (on_event) on_event(e);
 }
 
 }  // namespace hcasim

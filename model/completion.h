@@ -2,8 +2,11 @@
 // CQ context (cached; the backing store is the CQC table), takes the next producer index, finds
 // the ring page through the CQ's buffer table (cached) and DMA-writes the 32-byte CQE with the
 // owner bit of that pass over the ring. CQEs of one CQ take their slots in the order they were
-// posted. Abstracted: CQ overflow detection (the driver sizes CQs), event queues and interrupts
-// (programs poll).
+// posted. A CQ armed by the driver (ibv_req_notify_cq) raises one completion event (EQE, through
+// the event unit) once a CQE it was armed for has been written: the next CQE, or with solicited
+// only the next one with the solicited flag or an error status; a CQE already written beyond the
+// consumer index the driver armed with raises it at once. Abstracted: CQ overflow detection (the
+// driver sizes CQs).
 #pragma once
 
 #include <cstdint>
@@ -40,12 +43,14 @@ struct completion_config {
     void visit(V& v) {
         v.group("cqc_cache", cqc_cache, "cache of CQ contexts");
         v.group("bt_cache", bt_cache, "cache of CQ ring page addresses");
-        v(cqe_cycles, p_count("cqe_cycles", "cycles", "cycles to build one CQE").range(0, 1000).from("design estimate"));
+        v(cqe_cycles, p_count("cqe_cycles", "cycles", "cycles to build one CQE")
+                          .range(0, 1000)
+                          .from("design estimate"));
     }
 };
 
 class completion : public sc_core::sc_module {
-public:
+  public:
     completion(sc_core::sc_module_name name, const completion_config& cfg, const clock_domain& clk,
                dma_engine& dma);
 
@@ -53,14 +58,27 @@ public:
     // Queues a CQE for `cqn`; `written` (optional) runs when it has left the HCA.
     void post(uint32_t cqn, const hca_if::cqe& c, std::function<void()> written = {});
     void flush(uint32_t cqn, std::function<void()> done);
+    // The CQ arm doorbell: one event for the next (solicited) CQE after consumer index `ci`.
+    void arm(uint32_t cqn, uint32_t ci, bool solicited_only);
+    // Completion events, for the event unit.
+    std::function<void(const hca_if::eqe&)> on_event;
 
-private:
+  private:
     struct pending {
         hca_if::cqe c;
         std::function<void()> written;
         uint64_t trace_id = 0;  // the WQE, when tracing
     };
     void next(uint32_t cqn);
+    // A CQE of `cqn` has been written: the event, when the CQ is armed for it.
+    void written(uint32_t cqn, const hca_if::cqe& c);
+    void raise(uint32_t cqn);
+    struct arming {
+        bool armed = false;
+        bool solicited_only = false;
+    };
+    std::unordered_map<uint32_t, arming> m_armed;
+    std::unordered_map<uint32_t, uint32_t> m_in_flight;  // CQEs indexed, not yet written
 
     completion_config m_cfg;
     const clock_domain& m_clk;
@@ -74,6 +92,8 @@ private:
     uint64_t& m_error_cqes;
     uint64_t& m_dropped;
     histogram& m_latency;
+    uint64_t& m_events = m_stats.counter("events", "events",
+                                         "completion events raised for armed CQs (req_notify_cq)");
 };
 
 }  // namespace hcasim

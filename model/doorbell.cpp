@@ -87,6 +87,21 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(queue::recv, v, delay); };
     m_regs.add("srq_doorbell", reg::srq_doorbell, register_bank::access::wo).on_write =
         [this](uint64_t v, const sc_core::sc_time& delay) { return ring(queue::srq, v, delay); };
+    m_regs.add("cq_arm_doorbell", reg::cq_arm_doorbell, register_bank::access::wo).on_write =
+        [this](uint64_t v, const sc_core::sc_time& delay) {
+            const auto cqn = static_cast<uint32_t>(v & 0xffffff);
+            if (cqn >= m_tables.cqc_entries || ((v >> 25) & 0x7f)) {
+                ++m_malformed;
+                return false;
+            }
+            ++m_count;
+            const sc_core::sc_time start =
+                m_decoder.reserve(hcasim::now() + delay, m_clk.cycles(m_cfg.decode_cycles));
+            m_queue.at(start + m_clk.cycles(m_cfg.decode_cycles), [this, cqn, v] {
+                if (on_cq_arm) on_cq_arm(cqn, static_cast<uint32_t>(v >> 32), (v >> 24) & 1);
+            });
+            return true;
+        };
     m_regs.add_window("blueflame", reg::bf_base, reg::bf_size * reg::bf_buffers, reg::bf_chunk)
         .on_write = [this](uint64_t at, const uint8_t* data, const sc_core::sc_time& delay) {
         return blueflame_chunk(at, data, delay);

@@ -67,6 +67,8 @@ class doorbell : public sc_core::sc_module {
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
     std::function<void(uint32_t srqn, uint32_t producer_index)> on_srq;
+    // ibv_req_notify_cq: arm `cqn` for one event after consumer index `ci`.
+    std::function<void(uint32_t cqn, uint32_t ci, bool solicited_only)> on_cq_arm;
     // A BlueFlame block: the send doorbell plus the bytes of WQE producer_index - 1.
     std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)>
         on_blueflame;

@@ -38,6 +38,10 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
     m_doorbell.set_device_memory(&m_dm);
     m_doorbell.on_send = [this](uint32_t qpn, uint32_t pi) { m_requester.doorbell(qpn, pi); };
     m_doorbell.on_recv = [this](uint32_t qpn, uint32_t pi) { m_responder.doorbell(qpn, pi); };
+    m_doorbell.on_cq_arm = [this](uint32_t cqn, uint32_t ci, bool solicited) {
+        m_completion.arm(cqn, ci, solicited);
+    };
+    m_completion.on_event = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_srq = [this](uint32_t srqn, uint32_t pi) { m_responder.srq_doorbell(srqn, pi); };
     m_responder.on_event = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, std::vector<uint8_t> wqe) {

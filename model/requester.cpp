@@ -444,6 +444,7 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     m->rkey = s->w.rkey;
     m->length = static_cast<uint32_t>(s->length);
     m->imm = s->w.imm;
+    m->solicited = s->w.flags & wqe_flags::solicited;
     m->compare_add = s->w.compare_add;
     m->swap = s->w.swap;
     m->trace_id = (static_cast<uint64_t>(ctx.qpn) << 32) | s->index;

@@ -861,6 +861,7 @@ void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status
     c.slid = r->msg->src_lid;
     c.sl = r->msg->sl;
     if (!r->msg->grh.empty()) c.flags |= cqe_flags::grh;
+    if (r->msg->solicited) c.flags |= cqe_flags::solicited;
     const ib_op op = r->msg->op;
     if (op == ib_op::send_with_imm || op == ib_op::rdma_write_with_imm) {
         c.flags |= cqe_flags::with_imm;

@@ -56,6 +56,10 @@ constexpr uint64_t cmd_op = 0x118;         // WO: writing starts the command (se
 constexpr uint64_t sq_doorbell = 0x1000;   // WO: send queue doorbell (see doorbell_word)
 constexpr uint64_t rq_doorbell = 0x1008;   // WO: receive queue doorbell
 constexpr uint64_t srq_doorbell = 0x1010;  // WO: shared receive queue doorbell (SRQN in 23:0)
+// WO: arm a CQ for one completion event (ibv_req_notify_cq): bits 23:0 the CQN, bit 24 solicited
+// only, bits 63:32 the consumer index (CQEs polled so far). A CQE beyond that index already
+// written raises the event at once.
+constexpr uint64_t cq_arm_doorbell = 0x1018;
 // BlueFlame buffers (WO, write-combining): `bf_buffers` buffers of `bf_size` bytes from bf_base.
 // The driver copies a whole small send WQE into one with 64-byte stores (one posted TLP each, in
 // order): chunk k of a block at bf_base + buffer * bf_size + 64 * k. The block is a BlueFlame
@@ -149,6 +153,7 @@ enum class event_type : uint8_t {
                      // until the driver answers with page_fault_resume
     qp_error = 2,    // a QP went to the error state
     srq_limit = 3,   // an armed SRQ holds fewer WQEs than its limit (`qpn` is the SRQN)
+    completion = 4,  // an armed CQ got the CQE it was armed for (`qpn` is the CQN)
 };
 namespace eqe_flags {
 constexpr uint8_t write = 1;  // the access needs write permission
@@ -399,6 +404,7 @@ constexpr uint32_t inline_seg_bit = 0x80000000u;
 namespace wqe_flags {
 constexpr uint8_t signaled = 1, fence = 2, mw_type1 = 4;  // mw_type1: a bind posted by ibv_bind_mw
 constexpr uint8_t inline_data = 8;                        // the payload is in the WQE
+constexpr uint8_t solicited = 16;  // IBV_SEND_SOLICITED: the packet's SE bit (BTH)
 }  // namespace wqe_flags
 struct sge {
     uint32_t length = 0;
@@ -481,7 +487,8 @@ struct recv_wqe {
 // over the ring the HCA writes owner = (n & 1) ^ 1, so the zeroed ring reads as empty.
 namespace cqe_flags {
 constexpr uint8_t with_imm = 1, with_inv = 2, grh = 4;  // grh: the receive buffer starts with one
-}
+constexpr uint8_t solicited = 8;  // the message asked for a solicited event (SE bit)
+}  // namespace cqe_flags
 struct cqe {
     static constexpr size_t size = 32;
     uint64_t wr_id = 0;

@@ -81,8 +81,9 @@ struct ib_message {
     uint32_t psn = 0;
     uint64_t remote_addr = 0;
     uint32_t rkey = 0;
-    uint32_t length = 0;  // bytes the request names (read length, write/send payload)
-    uint32_t imm = 0;     // immediate data or R_Key to invalidate
+    uint32_t length = 0;     // bytes the request names (read length, write/send payload)
+    uint32_t imm = 0;        // immediate data or R_Key to invalidate
+    bool solicited = false;  // the BTH's SE bit (IBV_SEND_SOLICITED)
     uint64_t compare_add = 0, swap = 0;
     ib_nak nak = ib_nak::none;
     uint8_t rnr_timer = 0;  // RNR NAK: the responder's min_rnr_timer (IBA Table 45 encoding)
