@@ -313,6 +313,24 @@ std::vector<op_decl> build_ops() {
     add("dereg_mr", "deregister a region (ibv_dereg_mr)", s);
 
     s = {};
+    s.fields = {
+        ref("pd", resource_kind::pd, true, "protection domain of the regions"),
+        choice("advice", {"PREFETCH", "PREFETCH_WRITE", "PREFETCH_NO_FAULT"}, true,
+               "IBV_ADVISE_MR_ADVICE_*: fault the pages in and hand the HCA their translations "
+               "(PREFETCH_WRITE: writable ones), or hand over only pages already present "
+               "(PREFETCH_NO_FAULT)"),
+        opt("flush", field_kind::flag,
+            "IBV_ADVISE_MR_FLAG_FLUSH: return once the HCA has the translations (otherwise a "
+            "kernel worker prefetches after the call returns)",
+            false),
+        sge_list()};
+    add("advise_mr",
+        "prefetch ranges of on-demand regions (ibv_advise_mr): ENOENT for an L_Key of no "
+        "on-demand region, EPERM for another PD or PREFETCH_WRITE on a read-only region, EFAULT "
+        "outside the region",
+        s);
+
+    s = {};
     s.fields = {define(resource_kind::dm, "device memory name"),
                 req("length", field_kind::size,
                     "bytes of the HCA's device memory (at most max_dm_size; rounded up to 64 B)"),

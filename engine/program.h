@@ -66,6 +66,8 @@ class program_runner {
     // (program_cq_events.cpp).
     bool op_cq_events(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                       step_result& r);
+    // advise_mr (program_dm.cpp, with the other memory ops of this kind).
+    void op_advise_mr(const std::string& n, uint32_t pid, const json& a, step_result& r);
     void report_mr(const mr_info& info, step_result& r);
     void report_mw(const mw_info& info, step_result& r);
     // The resource a reference names ("name" on node n, or "node.name"); nullptr if none.

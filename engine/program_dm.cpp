@@ -1,5 +1,6 @@
 // The device memory ops: alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm and memcpy_from_dm
-// (ibv_alloc_dm(3)). A region registered on device memory is an ordinary `mr` resource to the
+// (ibv_alloc_dm(3)), and advise_mr (ibv_advise_mr(3)), the other verb about where a region's
+// bytes are. A region registered on device memory is an ordinary `mr` resource to the
 // other steps (post_send's SGEs, `remote` targets): zero-based, so offsets name its bytes.
 #include <cerrno>
 
@@ -12,6 +13,10 @@ using namespace program_args;
 
 bool program_runner::op_device_memory(const std::string& op, const std::string& n, uint32_t pid,
                                       const json& a, step_result& r) {
+    if (op == "advise_mr") {
+        op_advise_mr(n, pid, a, r);
+        return true;
+    }
     if (op != "alloc_dm" && op != "free_dm" && op != "reg_dm_mr" && op != "memcpy_to_dm" &&
         op != "memcpy_from_dm")
         return false;
@@ -63,6 +68,21 @@ bool program_runner::op_device_memory(const std::string& op, const std::string& 
                                          : h.memcpy_from_dm(owner, va, handle, offset, length);
     }
     return true;
+}
+
+void program_runner::op_advise_mr(const std::string& n, uint32_t pid, const json& a,
+                                  step_result& r) {
+    node_resources& res = m_world.resources(n);
+    auto pd = res.pds.find(split_ref(n, a["pd"].get<std::string>()).second);
+    std::vector<hca_if::sge> sges;
+    if (!build_sges(n, a.value("sge", json::array()), sges, r)) return;
+    const std::string advice = str_or(a, "advice", "PREFETCH");
+    const mr_advice adv = advice == "PREFETCH_WRITE"      ? mr_advice::prefetch_write
+                          : advice == "PREFETCH_NO_FAULT" ? mr_advice::prefetch_no_fault
+                                                          : mr_advice::prefetch;
+    r.err = pd == res.pds.end() ? EINVAL
+                                : m_world.at(n).host().advise_mr(pid, pd->second, adv,
+                                                                 bool_or(a, "flush", false), sges);
 }
 
 }  // namespace hcasim

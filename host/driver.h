@@ -167,6 +167,11 @@ class driver : public sc_core::sc_module {
     int bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
                 uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey);
 
+    // ---- ibv_advise_mr (driver_advise.cpp) ----
+    // `flush`: IBV_ADVISE_MR_FLAG_FLUSH (return once the HCA has the translations).
+    int advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
+                  const std::vector<hca_if::sge>& sges);
+
     // ---- device memory (driver_dm.cpp) ----
     // What the driver learned of the HCA's device memory when it probed the device (before
     // simulated time starts; mlx5: QUERY_HCA_CAP's device-memory capability).
@@ -443,6 +448,15 @@ class driver : public sc_core::sc_module {
     bool ensure_srq_table(cpu_clock& cpu);
     static uint32_t max_srq_wr();
     void srq_event(const hca_if::eqe& e);
+    // advise_mr's work on one range of an on-demand region: faults it in (`fault`), writes its
+    // present translation entries, invalidates them in the HCA.
+    void prefetch_range(const mr_state& st, uint32_t pid, uint64_t va, uint64_t length, bool fault,
+                        cpu_clock& cpu);
+    uint64_t& m_advise_calls =
+        m_stats_ref.counter("advise_mr_calls", "calls", "advise_mr (prefetch) calls accepted");
+    uint64_t& m_advise_pages = m_stats_ref.counter(
+        "advise_mr_pages", "pages",
+        "translation entries present after advise_mr's prefetches (per range, once each)");
     // A receive completion of a QP on an SRQ frees one slot of the SRQ's ring.
     void free_srq_slot(uint32_t qpn);
     uint32_t m_next_dm = 1;

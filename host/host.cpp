@@ -181,6 +181,10 @@ int host::memcpy_from_dm(uint32_t pid, uint64_t va, uint32_t dm, uint64_t dm_off
     return write_mem(pid, va, bytes);
 }
 
+int host::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
+                    const std::vector<hca_if::sge>& sges) {
+    return m_impl->m_driver->advise_mr(pid, pd, advice, flush, sges);
+}
 int host::create_srq(uint32_t pid, const srq_attr& attr, srq_info& out) {
     return m_impl->m_driver->create_srq(pid, attr, out);
 }

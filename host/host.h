@@ -444,6 +444,9 @@ class host : public sc_core::sc_module {
     int ack_cq_events(uint32_t cqn, uint32_t count);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
+    // ibv_advise_mr on on-demand regions (host/driver_advise.cpp).
+    int advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
+                  const std::vector<hca_if::sge>& sges);
     // Shared receive queues (host/driver_srq.cpp) and asynchronous events.
     int create_srq(uint32_t pid, const srq_attr& attr, srq_info& out);
     int modify_srq(uint32_t srqn, std::optional<uint32_t> max_wr, std::optional<uint32_t> limit);

@@ -143,6 +143,9 @@ struct mw_info {
     uint8_t access = 0;
 };
 
+// ibv_advise_mr's advice (IBV_ADVISE_MR_ADVICE_*).
+enum class mr_advice { prefetch, prefetch_write, prefetch_no_fault };
+
 // ibv_alloc_dm: `length` bytes of the HCA's device memory, its start aligned to 2^log_align_req.
 struct dm_attr {
     uint64_t length = 0;

@@ -100,7 +100,8 @@ const std::vector<bad_case>& bad_cases() {
         {"misspelled_op.json",
          {"/program/1/op: unknown op \"reg_rm\", did you mean \"reg_mr\"? (expected one of "
           "alloc_pd, dealloc_pd, reg_mr, reg_phys_mr, reg_shared_mr, rereg_mr, query_mr, "
-          "dereg_mr, alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm, memcpy_from_dm, alloc_mw, "
+          "dereg_mr, advise_mr, alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm, memcpy_from_dm, "
+          "alloc_mw, "
           "query_mw, dealloc_mw, bind_mw, create_cq, create_comp_channel, destroy_comp_channel, "
           "req_notify_cq, get_cq_event, ack_cq_events, destroy_cq, create_qp, create_srq, "
           "modify_srq, query_srq, destroy_srq, post_srq_recv, get_async_event, "
