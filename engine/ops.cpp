@@ -408,7 +408,8 @@ std::vector<op_decl> build_ops() {
     add("destroy_comp_channel",
         "destroy a completion channel (ibv_destroy_comp_channel; EBUSY while CQs use it)", s);
     s = {};
-    s.fields = {ref("cq", resource_kind::cq, true, "completion queue (created with a channel)"),
+    s.fields = {ref("cq", resource_kind::cq, true,
+                    "completion queue (without a channel its event goes nowhere)"),
                 opt("solicited_only", field_kind::flag,
                     "only a solicited completion (or an error) raises the event", false)};
     add("req_notify_cq",

@@ -39,7 +39,7 @@ bool program_runner::op_device_memory(const std::string& op, const std::string& 
     const auto [dn, dname] = split_ref(n, a["dm"].get<std::string>());
     auto& dms = m_world.resources(dn).dms;
     auto dm = dms.find(dname);
-    if (dm == dms.end()) {
+    if (dm == dms.end() || dn != n) {  // another node's device memory is not this host's
         r.err = EINVAL;
         return true;
     }

@@ -298,7 +298,8 @@ int driver::dereg_mr(uint32_t handle) {
     put_entry(m_mpt, handle, mpt_entry{});
     int err = command(cmd::invalidate_mpt, handle, 0, cpu);
     if (st.dm) {
-        --m_dms[st.dm].regions;  // device memory: no translation entries, nothing pinned
+        // Device memory: no translation entries, nothing pinned.
+        if (auto d = m_dms.find(st.dm); d != m_dms.end()) --d->second.regions;
     } else {
         if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
         // The HCA has let go of the entries: take the IOVAs away before the pages may move.

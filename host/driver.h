@@ -192,7 +192,8 @@ class driver : public sc_core::sc_module {
     int create_comp_channel(uint32_t pid, uint32_t& channel);
     int destroy_comp_channel(uint32_t channel);
     // ibv_req_notify_cq: one event on the CQ's channel for its next completion (solicited_only:
-    // the next with the solicited flag, or an error). EINVAL for a CQ without a channel.
+    // the next with the solicited flag, or an error). A CQ without a channel arms, its event is
+    // dropped (as mlx5).
     int req_notify_cq(uint32_t cqn, bool solicited_only);
     // ibv_get_cq_event: waits up to `timeout` for the channel's next event; `cqn` gets the CQ.
     int get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn);

@@ -23,7 +23,7 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
     auto p = m_pds.find(pd);
     if (p == m_pds.end() || p->second.pid != pid || sges.empty()) return leave(cpu, EINVAL);
     struct range {
-        uint32_t handle;
+        uint32_t handle, lkey;
         uint64_t va, length;
     };
     std::vector<range> ranges;
@@ -42,12 +42,13 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
         if (g.addr < st.info.iova || g.length > st.info.length ||
             g.addr - st.info.iova > st.info.length - g.length)
             return leave(cpu, refuse(EFAULT, "advise_mr: range outside the region"));
-        ranges.push_back({handle, st.info.va + (g.addr - st.info.iova), g.length});
+        ranges.push_back({handle, g.lkey, st.info.va + (g.addr - st.info.iova), g.length});
     }
     auto work = [this, pid, advice, ranges](cpu_clock& c) {
         for (const range& r : ranges) {
+            // Deregistered meanwhile (or its index reused): nothing to prefetch.
             auto it = m_mrs.find(r.handle);
-            if (it == m_mrs.end()) continue;  // deregistered meanwhile
+            if (it == m_mrs.end() || it->second.info.lkey != r.lkey) continue;
             prefetch_range(it->second, pid, r.va, r.length, advice != mr_advice::prefetch_no_fault,
                            c);
         }

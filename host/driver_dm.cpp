@@ -75,10 +75,11 @@ int driver::free_dm(uint32_t handle) {
     if (it->second.regions)
         return leave(cpu, refuse(EBUSY, "free_dm: " + std::to_string(it->second.regions) +
                                             " region(s) still registered on it"));
+    // Gone for other verbs before the command's wait (no use of it can start meanwhile).
     const dm_state st = it->second;
+    m_dms.erase(it);
     int err = command(cmd::free_dm, st.addr, st.bytes, cpu);
     m_dm_pages->free(st.addr / k_dm_page, (st.bytes + k_dm_page - 1) / k_dm_page);
-    m_dms.erase(it);
     return leave(cpu, err);
 }
 
@@ -116,7 +117,9 @@ int driver::reg_dm_mr(uint32_t pid, uint32_t pd_handle, uint32_t dm, uint64_t of
     e.length = length;
     e.mtt_index = st.addr + offset;
     e.ptag = pid;
+    ++d->second.regions;  // held from before the command's wait: free_dm is EBUSY meanwhile
     if (int err = publish_region(e, *index, cpu)) {
+        if (auto again = m_dms.find(dm); again != m_dms.end()) --again->second.regions;
         m_key_indices->free(*index);
         return leave(cpu, err);
     }
@@ -132,9 +135,16 @@ int driver::reg_dm_mr(uint32_t pid, uint32_t pd_handle, uint32_t dm, uint64_t of
     mr.info.length = length;
     mr.info.access = acc;
     mr.info.pd = pd_handle;
+    auto owner = m_pds.find(pd_handle);  // looked up again after the wait
+    if (owner == m_pds.end()) {          // deallocated meanwhile by another thread
+        if (auto again = m_dms.find(dm); again != m_dms.end()) --again->second.regions;
+        put_entry(m_mpt, *index, mpt_entry{});
+        command(cmd::invalidate_mpt, *index, 0, cpu);
+        m_key_indices->free(*index);
+        return leave(cpu, EINVAL);
+    }
     out = mr.info;
-    ++d->second.regions;
-    add_region(std::move(mr), pd->second);
+    add_region(std::move(mr), owner->second);
     return leave(cpu, 0);
 }
 

@@ -11,9 +11,11 @@
 //  - query_srq: max_wr, max_sge and the limit as the HCA holds it (0 once the event fired).
 //  - post_srq_recv: EINVAL for more SGEs than max_sge, ENOMEM when the SRQ is full. The driver
 //    takes ring slots in order and frees one per receive completion of a QP on the SRQ, where
-//    mlx5 links free WQEs through their next index and frees the one the CQE's wqe_counter names;
-//    the HCA reads each WQE when a message claims it, so a slot a completion freed is never read
-//    again.
+//    mlx5 links free WQEs through their next index and frees the one the CQE's wqe_counter names
+//    (hcasim's CQE has no room for it yet). Known limits: with the ring full, a completion that
+//    overtakes an earlier claimed WQE (a long RDMA WRITE with immediate on another QP) frees a
+//    slot the HCA has not read yet; and a claimed WQE whose request ends without a completion
+//    (a NAKed write with immediate) is never freed.
 //  - destroy_srq: EBUSY while QPs use it.
 // Async events: the SRQ limit EQE becomes a SRQ_LIMIT_REACHED event that get_async_event returns.
 #include <cerrno>

@@ -83,6 +83,7 @@ void completion::next(uint32_t cqn) {
 }
 
 void completion::flush(uint32_t cqn, std::function<void()> done) {
+    m_armed.erase(cqn);  // the driver rewrites the CQ (create, destroy): no arming survives
     m_cqc.flush(cqn, std::move(done));
 }
 
