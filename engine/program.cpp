@@ -764,10 +764,8 @@ void program_runner::op_poll_cq(const std::string& n, const json& a, step_result
         return;
     }
     const int count = static_cast<int>(u64_or(a, "count", 1));
-    const uint64_t timeout_ps =
-        a.contains("timeout") ? parse_time_ps(a["timeout"]).value_or(1000000000ULL) : 1000000000ULL;
     std::vector<work_completion> got =
-        m_world.at(n).host().wait_cq(it->second, count, ps_time(timeout_ps));
+        m_world.at(n).host().wait_cq(it->second, count, ps_time(timeout_ps(a)));
     for (const auto& wc : got) r.completions.push_back(completion_json(wc));
     if (!got.empty()) r.fields = r.completions.back();
     r.fields["count"] = got.size();

@@ -18,6 +18,12 @@ inline uint64_t u64_or(const json& a, const char* key, uint64_t dflt) {
     return v ? *v : dflt;
 }
 
+// A step's `timeout` in ps (default 1 ms, as the ops declare it).
+inline uint64_t timeout_ps(const json& a) {
+    constexpr uint64_t k_default = 1000000000ULL;
+    return a.contains("timeout") ? parse_time_ps(a["timeout"]).value_or(k_default) : k_default;
+}
+
 inline std::string str_or(const json& a, const char* key, const std::string& dflt) {
     return a.contains(key) && a[key].is_string() ? a[key].get<std::string>() : dflt;
 }

@@ -36,9 +36,7 @@ bool program_runner::op_cq_events(const std::string& op, const std::string& n, u
     } else if (op == "req_notify_cq") {
         r.err = cq_of(id) ? h.req_notify_cq(id, bool_or(a, "solicited_only", false)) : EINVAL;
     } else if (op == "get_cq_event") {
-        const uint64_t ps = a.contains("timeout")
-                                ? parse_time_ps(a["timeout"]).value_or(1000000000ULL)
-                                : 1000000000ULL;
+        const uint64_t ps = timeout_ps(a);
         uint32_t cqn = 0;
         r.err = channel_of(id) ? h.get_cq_event(id, ps_time(ps), cqn) : EINVAL;
         if (!r.err) {

@@ -46,9 +46,7 @@ bool program_runner::op_srq(const std::string& op, const std::string& n, uint32_
         return true;
     }
     if (op == "get_async_event") {
-        const uint64_t ps = a.contains("timeout")
-                                ? parse_time_ps(a["timeout"]).value_or(1000000000ULL)
-                                : 1000000000ULL;
+        const uint64_t ps = timeout_ps(a);
         async_event ev;
         r.err = h.get_async_event(ps_time(ps), ev);
         if (r.err) return true;

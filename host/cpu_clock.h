@@ -7,6 +7,8 @@
 
 #include <systemc>
 
+#include "sim/kernel.h"
+
 namespace hcasim {
 
 class cpu_clock {
@@ -15,6 +17,17 @@ class cpu_clock {
     // Blocks the calling thread until `ev` or `timeout`; counts the wake-up.
     static void wait_for(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
     static void wait_for(const sc_core::sc_event& ev);
+    // Waits on `ev` until `ready()` holds or `deadline` passes (outside a thread: no waiting);
+    // whether it holds.
+    template <class F>
+    static bool wait_until(F ready, const sc_core::sc_event& ev, const sc_core::sc_time& deadline) {
+        while (!ready()) {
+            const sc_core::sc_time now = hcasim::now();
+            if (now >= deadline || !in_thread()) return false;
+            wait_for(ev, deadline - now);
+        }
+        return true;
+    }
 
     void add(const sc_core::sc_time& t) { m_lag += t; }
     void add(const sc_core::sc_time& t, uint64_t times) { m_lag += t * static_cast<double>(times); }

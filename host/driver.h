@@ -435,6 +435,7 @@ class driver : public sc_core::sc_module {
         uint32_t pid = 0;
         uint32_t cqs = 0;
         std::deque<uint32_t> events;  // CQNs, in the order their events came
+        uint32_t waiters = 0;         // threads in get_cq_event
         sc_core::sc_event arrived;
     };
     std::map<uint32_t, channel_state> m_channels;

@@ -129,9 +129,7 @@ int driver::reg_dm_mr(uint32_t pid, uint32_t pd_handle, uint32_t dm, uint64_t of
     mr.dm = dm;
     mr.info.handle = static_cast<uint32_t>(*index);
     mr.info.lkey = make_key(mr.info.handle, kb);
-    mr.info.rkey = (acc & (access::remote_read | access::remote_write | access::remote_atomic))
-                       ? mr.info.lkey
-                       : 0;
+    mr.info.rkey = (acc & access::remote) ? mr.info.lkey : 0;
     mr.info.length = length;
     mr.info.access = acc;
     mr.info.pd = pd_handle;

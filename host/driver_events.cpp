@@ -29,6 +29,8 @@ int driver::destroy_comp_channel(uint32_t channel) {
     if (it->second.cqs)
         return leave(cpu, refuse(EBUSY, "destroy_comp_channel: " + std::to_string(it->second.cqs) +
                                             " CQ(s) still use it"));
+    if (it->second.waiters)
+        return leave(cpu, refuse(EBUSY, "destroy_comp_channel: a thread waits on it"));
     m_channels.erase(it);
     return leave(cpu, 0);
 }
@@ -61,16 +63,14 @@ void driver::completion_event(const eqe& e) {
 int driver::get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn) {
     auto it = m_channels.find(channel);
     if (it == m_channels.end()) return EINVAL;
-    const sc_core::sc_time deadline = hcasim::now() + timeout;
-    while (it->second.events.empty()) {
-        const sc_core::sc_time now = hcasim::now();
-        if (now >= deadline || !cpu_clock::in_thread()) return ETIMEDOUT;
-        cpu_clock::wait_for(it->second.arrived, deadline - now);
-        it = m_channels.find(channel);
-        if (it == m_channels.end()) return EINVAL;
-    }
-    cqn = it->second.events.front();
-    it->second.events.pop_front();
+    channel_state& ch = it->second;  // a channel with a waiter is not destroyed (EBUSY)
+    ++ch.waiters;
+    const bool got = cpu_clock::wait_until([&ch] { return !ch.events.empty(); }, ch.arrived,
+                                           hcasim::now() + timeout);
+    --ch.waiters;
+    if (!got) return ETIMEDOUT;
+    cqn = ch.events.front();
+    ch.events.pop_front();
     if (auto cq = m_cqs.find(cqn); cq != m_cqs.end()) ++cq->second.unacked;
     // The read of the channel's file descriptor (a system call).
     cpu_clock cpu;

@@ -182,12 +182,9 @@ void driver::srq_event(const eqe& e) {
 }
 
 int driver::get_async_event(const sc_core::sc_time& timeout, async_event& out) {
-    const sc_core::sc_time deadline = hcasim::now() + timeout;
-    while (m_async_events.empty()) {
-        const sc_core::sc_time now = hcasim::now();
-        if (now >= deadline || !cpu_clock::in_thread()) return ETIMEDOUT;
-        cpu_clock::wait_for(m_async_event, deadline - now);
-    }
+    if (!cpu_clock::wait_until([this] { return !m_async_events.empty(); }, m_async_event,
+                               hcasim::now() + timeout))
+        return ETIMEDOUT;
     out = m_async_events.front();
     m_async_events.pop_front();
     return 0;

@@ -99,6 +99,7 @@ void completion::arm(uint32_t cqn, uint32_t ci, bool solicited_only) {
 
 void completion::written(uint32_t cqn, const cqe& c) {
     --m_in_flight[cqn];
+    if (m_armed.empty()) return;  // the common case: nobody waits for an event
     auto it = m_armed.find(cqn);
     if (it == m_armed.end() || !it->second.armed) return;
     if (it->second.solicited_only && !(c.flags & cqe_flags::solicited) &&

@@ -178,7 +178,8 @@ struct eqe {
 namespace access {
 constexpr uint8_t local_write = 1, remote_write = 2, remote_read = 4, remote_atomic = 8,
                   mw_bind = 16, zero_based = 32, on_demand = 64;
-}
+constexpr uint8_t remote = remote_read | remote_write | remote_atomic;  // any remote right
+}  // namespace access
 enum class qp_state : uint8_t { reset = 0, init = 1, rtr = 2, rts = 3, sqd = 4, sqe = 5, err = 6 };
 enum class qp_type : uint8_t { rc = 2, uc = 3, ud = 4 };
 
