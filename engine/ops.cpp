@@ -62,6 +62,15 @@ field_decl integer(std::string key, double lo, double hi, bool required, std::st
     return d;
 }
 
+field_decl real(std::string key, double lo, double hi, bool required, std::string desc,
+                json def = nullptr) {
+    field_decl d = f(std::move(key), field_kind::number, required, std::move(desc));
+    d.min = lo;
+    d.max = hi;
+    d.default_value = std::move(def);
+    return d;
+}
+
 // The RC attributes of modify_qp and connect (ibv_qp_attr); the verb refuses values beyond the
 // device's limits or their fields with EINVAL.
 std::vector<field_decl> qp_attribute_fields() {
@@ -608,7 +617,24 @@ std::vector<op_decl> build_ops() {
 
     s = {};
     add_location(s, "to look up");
-    add("pagemap", "look up a page (/proc/self/pagemap): present, swapped, pfn, pin_count", s);
+    add("pagemap",
+        "look up a page (/proc/self/pagemap): present, swapped, pfn, pin_count, and `device` (in "
+        "the HCA's device memory after an HMM migration: not present, swapped as pagemap shows "
+        "device-private entries)",
+        s);
+
+    s = {};
+    add_location(s, "where the range starts");
+    s.fields.push_back(
+        req("length", field_kind::size, "bytes of the range (whole base pages move)"));
+    s.fields.push_back(choice("to", {"device", "host"}, true,
+                              "device: into the HCA's device memory (migrate_vma); host: back"));
+    add("migrate",
+        "HMM migration of a range's base pages into the HCA's device memory or back (result "
+        "`migrated`: pages moved; pinned, swapped and huge pages stay): EOPNOTSUPP when "
+        "host.driver.migration.policy is none or the HCA has no device memory, EFAULT on unmapped "
+        "bytes, EINVAL for length 0",
+        s);
 
     s = {};
     s.fields = {req("bytes", field_kind::size, "bytes of unpinned memory to reclaim")};
@@ -662,8 +688,11 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
         integer("tx_depth", 1, 65536, false, "outstanding sends (-t)", 128),
         opt("mr_size", field_kind::size, "bytes registered per buffer (default: size)"),
         opt("page_size", field_kind::size, "page size backing the buffers (4KiB, 2MiB, 1GiB)"),
-        choice("access_pattern", {"sequential", "random"}, false, "offsets within mr_size",
+        choice("access_pattern", {"sequential", "random", "zipf"}, false,
+               "offsets within mr_size: in order, uniformly at random, or skewed (a Zipf-ranked "
+               "4 KiB page, the first page the hottest, then a random offset in it)",
                "sequential"),
+        real("zipf_s", 0.01, 10, false, "access_pattern zipf: the exponent s", 0.99),
         opt("all_sizes", field_kind::flag, "run every size 2..2^23 (-a)", false),
         choice("connection", std::move(connections), false, conn_desc, "RC"),
         integer("inline_size", 0, 912, false,
@@ -893,8 +922,8 @@ const std::vector<std::string>& result_fields() {
         "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",
         "max_ah", "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom", "max_srq",
         "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap", "max_dm_size",
-        // alloc_dm
-        "dm_addr",
+        // alloc_dm, pagemap and migrate (HMM)
+        "dm_addr", "device", "migrated",
         // SRQs and async events
         "srqn", "max_wr", "max_sge", "srq_limit", "event_type", "srq", "max_srq_wr", "max_srq_sge",
         "cq",
@@ -914,7 +943,8 @@ const std::vector<std::string>& expect_keys() {
 }
 
 bool is_flag_expect_key(const std::string& key) {
-    static const std::vector<std::string> v = {"ok", "present", "swapped", "match", "bound", "grh"};
+    static const std::vector<std::string> v = {"ok",    "present", "swapped", "match",
+                                               "bound", "grh",     "device"};
     return std::find(v.begin(), v.end(), key) != v.end();
 }
 

@@ -28,6 +28,7 @@ enum class field_kind {
     size,       // bytes: integer or "4KiB"
     u64,        // 0..2^64-1: integer or hex/decimal string
     integer,    // a JSON integer within [min, max]
+    number,     // a JSON number within [min, max]
     flag,       // true or false
     time,       // "10us"
     access,     // list of access names

@@ -340,7 +340,7 @@ bool data_landed(const params& p, side& from, side& to, const std::vector<uint64
     // Writes and reads through a buffer in order: every slot written, each byte checked (an mr_size
     // of 1 GiB in 64 KiB messages checks the whole GiB); otherwise the last message's bytes.
     const uint64_t slots = message_slots(p);
-    const bool every_slot = !p.random && !is_send(p.type) && !is_atomic(p.type);
+    const bool every_slot = !p.random && p.zipf_s == 0 && !is_send(p.type) && !is_atomic(p.type);
     for (uint64_t q = 0; q < p.qps; ++q) {
         std::vector<uint8_t> a, b;
         const uint64_t off = q * p.slot_bytes + (every_slot ? 0 : last_offset[q]);

@@ -70,6 +70,7 @@ struct params {
     uint64_t rx_depth = 128;
     uint64_t grh = 0;  // UD: a message lands this far into its receive buffer
     bool random = false;
+    double zipf_s = 0;         // access_pattern zipf: the exponent (0: not zipf)
     uint64_t slot_bytes = 0;   // per-QP share of the buffer
     uint64_t inline_size = 0;  // -I: messages of at most this size go inline
     uint64_t post_list = 1;    // --post_list: WRs per post_send

@@ -1,6 +1,7 @@
 // The bandwidth tests (ib_write_bw, ib_read_bw, ib_send_bw, ib_atomic_bw): a count of iterations
 // per QP, or a duration (-D) whose middle is measured, in one direction or both (-b).
 #include "engine/perftest.h"
+#include "engine/zipf.h"
 
 #include <algorithm>
 #include <optional>
@@ -37,6 +38,10 @@ class stream {
           m_peak(!p.timed() && !p.no_peak && p.iters <= k_peak_iters &&
                  (p.iters * p.qps / p.post_list + 1) * (p.iters * p.qps / m_cq_mod + 1) <=
                      k_peak_steps) {
+        if (p.zipf_s > 0) {
+            m_slots_per_page = std::max<uint64_t>(1, 4096 / std::max<uint64_t>(p.size, 1));
+            m_zipf = zipf_ranks((m_slots + m_slots_per_page - 1) / m_slots_per_page, p.zipf_s);
+        }
         if (m_peak) {
             m_tposted.assign(p.iters * p.qps, 0);
             m_tcompleted.assign(p.iters * p.qps, 0);
@@ -224,7 +229,9 @@ class stream {
         std::vector<send_wr> list;
         for (uint64_t j = 0; j < k; ++j) {
             const uint64_t seq = m_posted[q] + j;
-            const uint64_t slot = m_p.random ? m_rng.next() % m_slots : seq % m_slots;
+            const uint64_t slot = !m_zipf.empty() ? zipf_slot()
+                                  : m_p.random    ? m_rng.next() % m_slots
+                                                  : seq % m_slots;
             // perftest signals every cq_mod-th WQE, and the last of a count.
             const bool signaled =
                 (seq + 1) % m_cq_mod == 0 || (w.timed ? over : seq + 1 == m_p.iters);
@@ -246,7 +253,16 @@ class stream {
     side& m_from;
     side& m_to;
     histogram& m_lat;
+    // access_pattern zipf: a Zipf-ranked 4 KiB page of mr_size (rank 0 the first page), then a
+    // slot inside it at random.
+    uint64_t zipf_slot() {
+        const uint64_t page = m_zipf.sample(m_rng.next());
+        const uint64_t slot = page * m_slots_per_page + m_rng.next() % m_slots_per_page;
+        return std::min(slot, m_slots - 1);
+    }
     splitmix m_rng;
+    uint64_t m_slots_per_page = 1;
+    zipf_ranks m_zipf;
     const uint64_t m_cq_mod, m_slots;
     std::vector<uint64_t> m_posted, m_completed, m_signaled, m_last_offset;
     std::vector<std::vector<uint64_t>> m_post_time;  // post time of each signaled WQE, per QP

@@ -176,6 +176,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
         r.fields["swapped"] = e.swapped;
         r.fields["pfn"] = e.pfn;
         r.fields["pin_count"] = e.pin_count;
+        r.fields["device"] = e.device;
         r.fields["raw"] = hex(e.raw());
     } else if (op == "reg_mr") {
         op_reg_mr(n, pid, a, r);

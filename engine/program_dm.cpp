@@ -1,7 +1,8 @@
 // The device memory ops: alloc_dm, free_dm, reg_dm_mr, memcpy_to_dm and memcpy_from_dm
-// (ibv_alloc_dm(3)), and advise_mr (ibv_advise_mr(3)), the other verb about where a region's
-// bytes are. A region registered on device memory is an ordinary `mr` resource to the
-// other steps (post_send's SGEs, `remote` targets): zero-based, so offsets name its bytes.
+// (ibv_alloc_dm(3)), advise_mr (ibv_advise_mr(3)), the other verb about where a region's bytes
+// are, and migrate (HMM: process pages into device memory and back). A region registered on device
+// memory is an ordinary `mr` resource to the other steps (post_send's SGEs, `remote` targets):
+// zero-based, so offsets name its bytes.
 #include <cerrno>
 
 #include "engine/program.h"
@@ -15,6 +16,16 @@ bool program_runner::op_device_memory(const std::string& op, const std::string& 
                                       const json& a, step_result& r) {
     if (op == "advise_mr") {
         op_advise_mr(n, pid, a, r);
+        return true;
+    }
+    if (op == "migrate") {
+        uint32_t owner = pid;
+        const uint64_t va = address_of(n, a, r, &owner);
+        uint64_t moved = 0;
+        if (!r.err)
+            r.err = m_world.at(n).host().migrate(owner, va, u64_or(a, "length", 0),
+                                                 str_or(a, "to", "device") == "device", moved);
+        if (!r.err) r.fields["migrated"] = moved;
         return true;
     }
     if (op != "alloc_dm" && op != "free_dm" && op != "reg_dm_mr" && op != "memcpy_to_dm" &&

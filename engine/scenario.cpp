@@ -533,6 +533,15 @@ void checker::check_value(const field_decl& f, json& v, const std::string& ptr) 
                 m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
             return;
         }
+        case field_kind::number: {
+            std::ostringstream range;
+            range << "a number in [" << f.min << ", " << f.max << "]";
+            if (!v.is_number())
+                bad(range.str());
+            else if (v.get<double>() < f.min || v.get<double>() > f.max)
+                m_d.error(ptr, "value " + v.dump() + " out of range", range.str());
+            return;
+        }
         case field_kind::flag:
             if (!v.is_boolean()) bad("true or false");
             return;

@@ -78,6 +78,8 @@ json kind_schema(const field_decl& f) {
             if (f.max < 9007199254740991.0) s["maximum"] = f.max;
             return s;
         }
+        case field_kind::number:
+            return json{{"type", "number"}, {"minimum", f.min}, {"maximum", f.max}};
         case field_kind::flag:
             return json{{"type", "boolean"}};
         case field_kind::time:

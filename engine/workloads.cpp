@@ -160,7 +160,9 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.cq_mod = std::max<uint64_t>(1, arg_u64(a, "cq_mod", 100));
     p.threads = std::max<uint64_t>(1, std::min(p.qps, arg_u64(a, "threads", 1)));
     // Sends land in receive buffers in posting order, so only one-sided tests pick offsets.
-    p.random = a.value("access_pattern", std::string("sequential")) == "random" && !is_send(p.type);
+    const std::string access_pattern = a.value("access_pattern", std::string("sequential"));
+    p.random = access_pattern == "random" && !is_send(p.type);
+    if (access_pattern == "zipf" && !is_send(p.type)) p.zipf_s = a.value("zipf_s", 0.99);
     // -D, -f (the loader checks duration > 2 x margin) and -b (bandwidth tests only).
     p.duration = spec.duration_ps;
     p.margin = spec.margin_ps;

@@ -36,7 +36,8 @@ address_space::~address_space() {
 std::optional<uint64_t> address_space::vpn_of(uint64_t pfn) const {
     pte p;
     for (uint64_t v = m_pt.next(0); v != page_table::npos; v = m_pt.next(v + 1)) {
-        if (m_pt.get(v, p) && !p.swapped && p.pfn <= pfn) {
+        if (m_pt.get(v, p) && !p.swapped && p.kind != page_table::special::device_private &&
+            !p.from_device && p.pfn <= pfn) {
             const auto* area = find_vma(v << m_base_shift);
             const uint64_t pages = area ? 1ULL << (area->second.page_shift - m_base_shift) : 1;
             if (pfn < p.pfn + pages) return v + (pfn - p.pfn);
@@ -138,7 +139,11 @@ void address_space::unmap_page(uint64_t page_va, unsigned page_shift) {
         if (p.swapped) {
             if (m_hooks.swap) m_hooks.swap->discard(p.slot);
             --m_swapped;
-        } else {
+        } else if (p.kind == page_table::special::device_private) {
+            --m_device_pages;
+            if (m_hooks.device_page_free) m_hooks.device_page_free(p.pfn);
+        } else if (p.kind != page_table::special::migrating) {
+            // A page in migration is the migration's to free when it finds the entry gone.
             m_frames.release(p.pfn);
         }
         m_pt.erase(vpn(page_va));
@@ -239,18 +244,23 @@ int address_space::fault(uint64_t page_va, unsigned page_shift, bool reserved) {
     return 0;
 }
 
-int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
+int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults, bool device) {
     if (!mapped(va, length)) return EFAULT;
     uint64_t at = va;
     const uint64_t end = va + length;
     while (at < end) {
         const auto* v = find_vma(at);
+        if (!v) return EFAULT;  // unmapped while a special fault waited
         const unsigned shift = v->second.page_shift;
         const uint64_t page_va = align_down(at, 1ULL << shift);
         pte p;
         if (!find_pte(page_va, p) || p.swapped) {
             if (int err = fault(page_va, shift, shift != m_base_shift)) return err;
             ++faults;
+        } else if (p.kind != page_table::special::none) {
+            bool retry = false;
+            if (int err = special_fault(page_va, p, device, retry, faults)) return err;
+            if (retry) continue;
         } else if (!p.referenced) {
             m_pt.exchange_referenced(vpn(page_va), true);
         }
@@ -259,9 +269,134 @@ int address_space::touch(uint64_t va, uint64_t length, uint64_t& faults) {
     return 0;
 }
 
+int address_space::special_fault(uint64_t page_va, const pte& p, bool device, bool& retry,
+                                 uint64_t& faults) {
+    using special = page_table::special;
+    if (p.kind == special::migrating) {
+        // migration_entry_wait: the access sleeps until the migration is over, then looks again.
+        if (!m_hooks.migration_wait || !m_hooks.migration_wait(page_va)) return EBUSY;
+        retry = true;
+        return 0;
+    }
+    if (device) return 0;  // the owning device's own view: its pages stay where they are
+    ++faults;
+    retry = true;
+    if (p.kind == special::device_private)
+        return m_hooks.migrate_to_ram ? m_hooks.migrate_to_ram(page_va) : EFAULT;
+    // Device-exclusive: the notifier first (the device gives the page up), then the original
+    // entry comes back.
+    if (m_hooks.exclusive_revoke) m_hooks.exclusive_revoke(page_va);
+    pte now;
+    if (find_pte(page_va, now) && now.kind == special::exclusive) {
+        now.kind = special::none;
+        now.referenced = true;
+        m_pt.put(vpn(page_va), now);
+    }
+    return 0;
+}
+
+bool address_space::migrate_setup(uint64_t page_va, std::optional<uint64_t>& src) {
+    src.reset();
+    const auto* v = find_vma(page_va);
+    if (!v || v->second.page_shift != m_base_shift) return false;
+    pte p;
+    if (!find_pte(page_va, p)) return true;  // pte_none: a zero page, no entry to replace
+    if (p.swapped || p.kind != page_table::special::none) return false;
+    if (m_frames.use(p.pfn) != frame_use::user || m_frames.pin_count(p.pfn) != 0) return false;
+    src = p.pfn;
+    p.kind = page_table::special::migrating;
+    p.from_device = false;
+    m_pt.put(vpn(page_va), p);
+    return true;
+}
+
+bool address_space::migrate_commit(uint64_t page_va, const std::optional<uint64_t>& src,
+                                   uint64_t device_page) {
+    pte p;
+    const bool found = find_pte(page_va, p);
+    if (!src) {
+        // pte_none: the device page goes in only if the CPU has not faulted a page in meanwhile.
+        if (found || !find_vma(page_va)) return false;
+    } else if (!found || p.kind != page_table::special::migrating || p.pfn != *src) {
+        m_frames.release(*src);  // unmapped meanwhile: the frame was the migration's to free
+        return false;
+    } else {
+        m_frames.release(*src);
+    }
+    pte d;
+    d.pfn = device_page;
+    d.kind = page_table::special::device_private;
+    m_pt.put(vpn(page_va), d);
+    ++m_device_pages;
+    return true;
+}
+
+void address_space::migrate_abort(uint64_t page_va, const std::optional<uint64_t>& src) {
+    if (!src) return;
+    pte p;
+    if (find_pte(page_va, p) && p.kind == page_table::special::migrating && p.pfn == *src) {
+        p.kind = page_table::special::none;
+        m_pt.put(vpn(page_va), p);
+    } else {
+        m_frames.release(*src);
+    }
+}
+
+int address_space::migrate_back_setup(uint64_t page_va, uint64_t& device_page, uint64_t& pfn) {
+    pte p;
+    if (!find_pte(page_va, p) || p.kind != page_table::special::device_private) return EFAULT;
+    device_page = p.pfn;
+    frame_owner owner{frame_use::user, m_pid, page_va >> m_base_shift};
+    // The migration entry goes in first, so the reclaim an allocation may run sees no
+    // device-private page to free.
+    p.kind = page_table::special::migrating;
+    p.from_device = true;
+    m_pt.put(vpn(page_va), p);
+    --m_device_pages;
+    auto frame = alloc_frame(m_base_shift, owner, false);
+    if (!frame) {
+        p.kind = page_table::special::device_private;
+        p.from_device = false;
+        m_pt.put(vpn(page_va), p);
+        ++m_device_pages;
+        return ENOMEM;
+    }
+    pfn = *frame;
+    return 0;
+}
+
+bool address_space::migrate_back_commit(uint64_t page_va, uint64_t pfn) {
+    pte p;
+    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device) {
+        m_frames.release(pfn);
+        return false;
+    }
+    m_pt.put(vpn(page_va), pte{pfn, false, true, 0});
+    return true;
+}
+
+void address_space::migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
+    m_frames.release(pfn);
+    pte p;
+    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device) return;
+    pte d;
+    d.pfn = device_page;
+    d.kind = page_table::special::device_private;
+    m_pt.put(vpn(page_va), d);
+    ++m_device_pages;
+}
+
+bool address_space::make_exclusive(uint64_t page_va) {
+    pte p;
+    if (!find_pte(page_va, p) || p.swapped || p.kind != page_table::special::none) return false;
+    p.kind = page_table::special::exclusive;
+    m_pt.put(vpn(page_va), p);
+    return true;
+}
+
 bool address_space::evictable(uint64_t page_va) const {
     pte p;
-    if (!find_pte(page_va, p) || p.swapped) return false;
+    if (!find_pte(page_va, p) || p.swapped || p.kind != page_table::special::none) return false;
     const auto* v = find_vma(page_va);
     if (!v || v->second.page_shift != m_base_shift) return false;
     return m_frames.use(p.pfn) == frame_use::user && m_frames.pin_count(p.pfn) == 0;
@@ -275,7 +410,8 @@ std::optional<uint64_t> address_space::next_resident(uint64_t va) const {
     pte p;
     for (uint64_t v = m_pt.next(vpn(va + (1ULL << m_base_shift) - 1)); v != page_table::npos;
          v = m_pt.next(v + 1))
-        if (m_pt.get(v, p) && !p.swapped) return v << m_base_shift;
+        if (m_pt.get(v, p) && !p.swapped && p.kind == page_table::special::none)
+            return v << m_base_shift;
     return std::nullopt;
 }
 
@@ -301,8 +437,12 @@ address_space::page_info address_space::lookup(uint64_t va) const {
     pte p;
     if (!find_pte(page_va, p)) return info;
     info.swapped = p.swapped;
-    info.present = !p.swapped;
-    if (info.present) info.pfn = p.pfn + ((va - page_va) >> m_base_shift);
+    info.present = !p.swapped && p.kind == page_table::special::none;
+    info.device_private = p.kind == page_table::special::device_private;
+    info.exclusive = p.kind == page_table::special::exclusive;
+    info.migrating = p.kind == page_table::special::migrating;
+    if (info.device_private) info.device_page = p.pfn;
+    if (info.present || info.exclusive) info.pfn = p.pfn + ((va - page_va) >> m_base_shift);
     return info;
 }
 

@@ -13,6 +13,10 @@
 // faults it back in - into a new frame, wherever the allocator finds one. A CPU touch sets the
 // page's referenced bit, which the reclaim clock clears (second chance). Huge pages are never
 // swapped (seed 002). When no frame is free, a fault asks the host for direct reclaim.
+// HMM (seed 004): a page migrated to the device's memory has a device-private entry (a swap-type
+// entry naming the device page: not present, reported as swapped, counted resident as ordinary
+// pages); a page being migrated has a migration entry; a page the device holds exclusive has a
+// device-exclusive entry. A CPU touch of any of them faults, and the driver's hooks resolve it.
 // Abstracted: permissions (every mapping is read-write), file mappings, fork/COW, the shared zero
 // page (a read fault allocates a frame like a write fault), the accessed bit set by DMA.
 #pragma once
@@ -45,6 +49,11 @@ class address_space : public frame_mapper {
         bool swapped = false;
         uint64_t pfn = 0;  // base-page frame of the address (0 when not present)
         unsigned page_shift = 0;
+        // HMM (seed 004): special entries, none of them present to the CPU.
+        bool device_private = false;  // migrated to device memory: `device_page` holds it
+        uint64_t device_page = 0;
+        bool exclusive = false;  // device-exclusive: `pfn` is still its frame
+        bool migrating = false;  // a migration entry
     };
 
     address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem, uint64_t memlock_limit);
@@ -68,8 +77,12 @@ class address_space : public frame_mapper {
     // Smallest page shift among the mappings covering the range.
     unsigned page_shift_over(uint64_t va, uint64_t length) const;
     // The process touching the range: faults in every page not present. EFAULT when a byte is
-    // unmapped, ENOMEM when no frame is left; `faults` counts the pages faulted in.
-    int touch(uint64_t va, uint64_t length, uint64_t& faults);
+    // unmapped, ENOMEM when no frame is left; `faults` counts the pages faulted in. Special
+    // entries fault too: a device-private page migrates back (hooks.migrate_to_ram), a
+    // device-exclusive one is given back (hooks.exclusive_revoke), a migration entry waits for
+    // the migration's end (hooks.migration_wait). `device`: hmm_range_fault for the device that
+    // owns the special pages: device-private and device-exclusive pages stay as they are.
+    int touch(uint64_t va, uint64_t length, uint64_t& faults, bool device = false);
 
     page_info lookup(uint64_t va) const;
     // Physical address of `va` when present.
@@ -101,6 +114,17 @@ class address_space : public frame_mapper {
         swap_device* swap = nullptr;
         std::function<bool()> reclaim;    // direct reclaim when no frame is free; true if any freed
         std::function<void()> allocated;  // after each frame allocation (watermark check)
+        // HMM (seed 004), the device driver's side (thread context where time passes):
+        // dev_pagemap_ops.migrate_to_ram for a CPU fault on a device-private page (0 or errno).
+        std::function<int(uint64_t page_va)> migrate_to_ram;
+        // A CPU access met a migration entry: true once the migration has ended (false: cannot
+        // wait here; the access fails with EBUSY).
+        std::function<bool(uint64_t page_va)> migration_wait;
+        // The mmu notifier (MMU_NOTIFY_EXCLUSIVE) before a CPU fault gives a device-exclusive page
+        // back: the device lets go of it.
+        std::function<void(uint64_t page_va)> exclusive_revoke;
+        // dev_pagemap_ops.page_free: a device-private page left the page table (munmap).
+        std::function<void(uint64_t device_page)> device_page_free;
     };
     void set_hooks(vm_hooks hooks) { m_hooks = std::move(hooks); }
     // Reclaim may take the page now: present, a base page, a user frame, not pinned.
@@ -122,6 +146,31 @@ class address_space : public frame_mapper {
         return t;
     }
     size_t mappings() const { return m_vmas.size(); }
+
+    // ---- HMM migration and device-exclusive access (seed 004), one base page at a time ----
+    // migrate_vma_setup: true when the page may migrate: an anonymous base page, unpinned and
+    // present (it gets a migration entry; `src` its frame) or never populated (pte_none: `src`
+    // empty, the entry stays none). Swapped, huge, pinned and special pages do not migrate.
+    bool migrate_setup(uint64_t page_va, std::optional<uint64_t>& src);
+    // migrate_vma_pages + migrate_vma_finalize to `device_page`: false when the page changed
+    // meanwhile (the CPU faulted a pte_none page in first, or it was unmapped): the migration
+    // lost and the page is left alone. On success the source frame is freed.
+    bool migrate_commit(uint64_t page_va, const std::optional<uint64_t>& src, uint64_t device_page);
+    // Gives a page set up for migration back to the process unchanged.
+    void migrate_abort(uint64_t page_va, const std::optional<uint64_t>& src);
+    // migrate_to_ram's setup: the device-private page gets a migration entry and a new frame
+    // (`device_page`, `pfn`). EFAULT when it is not device-private, ENOMEM without a frame.
+    int migrate_back_setup(uint64_t page_va, uint64_t& device_page, uint64_t& pfn);
+    // The page is the new frame's from now on; false (the frame freed) when it was unmapped
+    // meanwhile.
+    bool migrate_back_commit(uint64_t page_va, uint64_t pfn);
+    // Leaves the page in device memory (the copy failed); the new frame is freed.
+    void migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn);
+    // make_device_exclusive_range for a present base page: the CPU's entry becomes a
+    // device-exclusive one. False when the page is not present and ordinary.
+    bool make_exclusive(uint64_t page_va);
+    // Device-private pages of this process (counted in resident_pages, as the seed says).
+    uint64_t device_pages() const { return m_device_pages; }
 
   private:
     struct vma {
@@ -158,6 +207,10 @@ class address_space : public frame_mapper {
     vm_hooks m_hooks;
     uint64_t m_swapped = 0;
     uint64_t m_swap_ins = 0;
+    uint64_t m_device_pages = 0;
+    // A special entry met by touch: resolves it (or, for the device, accepts it). `retry`: look
+    // at the page again.
+    int special_fault(uint64_t page_va, const pte& p, bool device, bool& retry, uint64_t& faults);
     sc_core::sc_time m_io_lag = sc_core::SC_ZERO_TIME;
 };
 

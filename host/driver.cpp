@@ -78,7 +78,7 @@ bool driver::mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
     return m_mmio(offset, data, sizeof data, delay);
 }
 
-int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
+int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu, uint64_t in2) {
     if (!cpu_clock::in_thread()) return EAGAIN;
     while (m_cmd_busy) cpu_clock::wait_for(m_cmd_free);
     m_cmd_busy = true;
@@ -102,6 +102,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu) {
     sc_core::sc_time delay = cpu.take();
     const uint64_t op_word = cmd_word(op, token);
     bool sent = mmio(reg::cmd_in0, in0, delay) && mmio(reg::cmd_in1, in1, delay) &&
+                (op != cmd::dm_copy || mmio(reg::cmd_in2, in2, delay)) &&
                 mmio(reg::cmd_out, m_cmd_record_dma, delay) && mmio(reg::cmd_op, op_word, delay);
     const sc_core::sc_time deadline = issued + delay + to_time(m_cfg.driver.cmd_timeout);
 
@@ -322,9 +323,21 @@ int driver::dereg_mr(uint32_t handle) {
 
 void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count,
                        cpu_clock& cpu) {
+    // Host pages get their DMA address; a device-exclusive one the exclusive bit too; a page in
+    // device memory (HMM) its device address with the device bit, no IOVA.
     std::vector<std::optional<uint64_t>> pas(count);
-    for (uint64_t k = 0; k < count; ++k)
-        pas[k] = as.translate(first_page_va(st) + ((first + k - st.mtt_index) << st.page_shift));
+    std::vector<uint64_t> flags(count, 0), device(count, 0);
+    for (uint64_t k = 0; k < count; ++k) {
+        const uint64_t page_va = first_page_va(st) + ((first + k - st.mtt_index) << st.page_shift);
+        const address_space::page_info info = as.lookup(page_va);
+        if (info.present || info.exclusive) {
+            pas[k] = info.pfn << m_page_shift;
+            if (info.exclusive) flags[k] = mtt_exclusive;
+        } else if (info.device_private && st.page_shift == m_page_shift) {
+            device[k] = info.device_page << m_page_shift;
+            flags[k] = mtt_device;
+        }
+    }
     const uint64_t iova = st.dma ? st.dma + ((first - st.mtt_index) << st.page_shift) : 0;
     if (iova && st.on_demand) {
         // Mirrored pages come and go one by one: each has its own IO page-table entry.
@@ -339,9 +352,12 @@ void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, ui
         dma_map_pages(iova, st.page_shift, pas, true, cpu);
     }
     for (uint64_t k = 0; k < count; ++k) {
-        const uint64_t dev = iova ? iova + (k << st.page_shift) : pas[k].value_or(0);
+        const uint64_t dev = flags[k] & mtt_device ? device[k]
+                             : iova                ? iova + (k << st.page_shift)
+                                                   : pas[k].value_or(0);
+        const bool present = pas[k].has_value() || (flags[k] & mtt_device);
         m_mem.write_u64(m_mtt.base + (first + k) * mtt_entry_size,
-                        mtt_encode(pas[k] ? dev : 0, pas[k].has_value()));
+                        mtt_encode(present ? dev : 0, present, flags[k]));
     }
 }
 

@@ -50,7 +50,8 @@
 // Abstracted: multi-level buffer tables, doorbell records, UAR pages (all processes share the
 // BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks.
 // Also here: device memory (driver_dm.cpp), shared receive queues and async events
-// (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp).
+// (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp), HMM migration and
+// device-exclusive access (driver_hmm.cpp).
 #pragma once
 
 #include <cstdint>
@@ -221,6 +222,19 @@ class driver : public sc_core::sc_module {
     // when no region of this driver owns that entry.
     bool origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) const;
 
+    // ---- HMM: migration to device memory, device-exclusive access (driver_hmm.cpp) ----
+    // The `migrate` op: the base pages of [va, va+length) to device memory or back (`moved`
+    // gets the pages that moved). EOPNOTSUPP when the policy is none or there is no device
+    // memory (or the host's pages are not 4 KiB), EINVAL for length 0, EFAULT when unmapped.
+    int migrate(uint32_t pid, uint64_t va, uint64_t length, bool to_device, uint64_t& moved);
+    // The address space's hooks (host/address_space.h vm_hooks), in the faulting thread.
+    int hmm_migrate_to_ram(uint32_t pid, uint64_t page_va);
+    bool hmm_migration_wait(uint32_t pid, uint64_t page_va);
+    void hmm_exclusive_revoke(uint32_t pid, uint64_t page_va);
+    void hmm_device_page_free(uint64_t device_page);
+    // Device pages holding migrated process pages now.
+    uint64_t hmm_device_pages() const { return m_hmm_pages; }
+
     // ---- DMA addresses (driver_dma.cpp) ----
     // Device-visible addresses of a process buffer for a DMA engine driven directly (the `dma`
     // workload): faults the range in and, with the IOMMU on, maps it (until the end of the run).
@@ -335,7 +349,8 @@ class driver : public sc_core::sc_module {
     void kernel_free_dma(uint64_t pfn, uint64_t pages, uint64_t dma, cpu_clock& cpu);
     int wait_boot();
 
-    int command(hca_if::cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu);
+    // `in2`: cmd_in2, written for dm_copy only.
+    int command(hca_if::cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu, uint64_t in2 = 0);
     bool mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay);
 
     int make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cpu_clock& cpu);
@@ -369,6 +384,19 @@ class driver : public sc_core::sc_module {
     void add_region(mr_state st, pd_state& pd);
     void write_mtt(const mr_state& st, address_space& as, uint64_t first, uint64_t count,
                    cpu_clock& cpu);
+    // ---- HMM (driver_hmm.cpp) ----
+    // reg::hmm_control as the configuration asks (0: nothing to tell the HCA).
+    uint64_t hmm_control() const;
+    // Whether pages may migrate: a policy other than none, device memory, 4 KiB host pages.
+    bool hmm_migrates() const;
+    std::optional<uint64_t> hmm_device_page();
+    int hmm_copy(uint64_t device_page, uint64_t pfn, bool to_device, bool zero, cpu_clock& cpu);
+    void hmm_remap(uint32_t pid, const std::vector<uint64_t>& pages, cpu_clock& cpu);
+    // migrate_vma to device memory for these base pages of `pid`: the pages that moved.
+    uint64_t hmm_to_device(uint32_t pid, const std::vector<uint64_t>& pages, cpu_clock& cpu);
+    void hmm_access_event(const hca_if::eqe& e);
+    // make_device_exclusive_range over the present base pages of [va, end).
+    void hmm_grant_exclusive(address_space& as, uint64_t va, uint64_t end);
     // ---- the DMA API (driver_dma.cpp) ----
     bool iommu_on() const { return m_iommu.enabled(); }
     // An IOVA range for `bytes` (one IOVA allocation charged); 0 with the IOMMU off; nullopt
@@ -519,6 +547,37 @@ class driver : public sc_core::sc_module {
         "odp_fault_time", "NIC page fault: interrupt to page_fault_resume completed");
     histogram& m_odp_invalidate_time = m_stats_ref.latency(
         "odp_invalidate_time", "mirror invalidation: entries written to invalidate_mtt completed");
+    // HMM state and counters (driver_hmm.cpp), after m_stats_ref.
+    uint64_t m_hmm_pages = 0;
+    sc_core::sc_event m_hmm_done;  // a migration ended (waiters on migration entries look again)
+    uint64_t& m_hmm_to_device = m_stats_ref.counter("hmm_migrated_to_device", "pages",
+                                                    "pages migrated into the HCA's device memory");
+    uint64_t& m_hmm_to_host =
+        m_stats_ref.counter("hmm_migrated_to_host", "pages",
+                            "device-private pages migrated back to host memory (CPU faults, the "
+                            "migrate op)");
+    uint64_t& m_hmm_bytes =
+        m_stats_ref.counter("hmm_migration_bytes", "bytes",
+                            "bytes the HCA's DMA engine copied for migrations, both ways");
+    uint64_t& m_hmm_races_lost = m_stats_ref.counter(
+        "hmm_migration_races_lost", "pages",
+        "never-populated pages the CPU faulted in while they migrated (the CPU won)");
+    uint64_t& m_hmm_skipped = m_stats_ref.counter("hmm_migration_skipped", "pages",
+                                                  "pages a migration left where they were: pinned, "
+                                                  "swapped, huge, special, or no device page");
+    uint64_t& m_hmm_migration_waits = m_stats_ref.counter(
+        "hmm_migration_waits", "faults", "CPU accesses that met a migration entry and waited");
+    uint64_t& m_hmm_access_events = m_stats_ref.counter(
+        "hmm_access_events", "events", "access-counter events from the HCA (hot host pages)");
+    uint64_t& m_hmm_grants = m_stats_ref.counter("hmm_exclusive_grants", "pages",
+                                                 "pages taken device-exclusive for remote atomics");
+    uint64_t& m_hmm_revocations =
+        m_stats_ref.counter("hmm_exclusive_revocations", "pages",
+                            "device-exclusive pages given back because the CPU touched them");
+    histogram& m_hmm_time = m_stats_ref.latency(
+        "hmm_migration_time", "a migration to device memory: notifier to device MMU updated");
+    histogram& m_hmm_back_time = m_stats_ref.latency(
+        "hmm_migrate_back_time", "a device-private page's migration back: CPU fault to mapped");
 };
 
 }  // namespace hcasim

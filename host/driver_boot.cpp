@@ -108,6 +108,7 @@ void driver::boot() {
     };
     for (const auto& [offset, value] : regs) mmio(offset, value, delay);
     if (m_lid2) mmio(reg::port2_lid, m_lid2, delay);
+    if (const uint64_t hmm = hmm_control()) mmio(reg::hmm_control, hmm, delay);
     m_booted = true;
     m_boot_done.notify(sc_core::SC_ZERO_TIME);
 }

@@ -47,6 +47,7 @@ void driver::odp_worker() {
             if (e.type == event_type::page_fault) odp_fault(e);
             if (e.type == event_type::srq_limit) srq_event(e);
             if (e.type == event_type::completion) completion_event(e);
+            if (e.type == event_type::access_counter) hmm_access_event(e);
         }
     }
 }
@@ -69,7 +70,10 @@ void driver::odp_fault(const eqe& e) {
         const uint64_t end =
             std::min(va + std::max<uint64_t>(e.length, 1), st.info.va + st.info.length);
         uint64_t faults = 0;
-        if (va >= st.info.va && va < end && as.touch(va, end - va, faults) == 0) {
+        // hmm_range_fault with this device as the owner of its device-private pages.
+        if (va >= st.info.va && va < end && as.touch(va, end - va, faults, true) == 0) {
+            if ((e.flags & eqe_flags::atomic) && m_cfg.driver.migration.exclusive_atomics)
+                hmm_grant_exclusive(as, va, end);
             const uint64_t lo = va & ~(page - 1);
             first = st.mtt_index + ((lo - first_page_va(st)) >> st.page_shift);
             count = (end - lo + page - 1) >> st.page_shift;
@@ -115,7 +119,8 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
             if (page_va < lo || page_va >= st.info.va + st.info.length) continue;
             const uint64_t index = st.mtt_index + ((page_va - lo) >> st.page_shift);
             const uint64_t addr = m_mtt.base + index * mtt_entry_size;
-            if (!mtt_present(m_mem.read_u64(addr))) continue;
+            const uint64_t old = m_mem.read_u64(addr);
+            if (!mtt_present(old)) continue;
             m_mem.write_u64(addr, 0);
             ++m_odp_invalidations;
             if (!runs.empty() && runs.back().first + runs.back().second == index)
@@ -123,7 +128,7 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
             else
                 runs.emplace_back(index, 1);
             const uint64_t iova = st.dma + ((index - st.mtt_index) << st.page_shift);
-            if (!st.dma) continue;
+            if (!st.dma || (old & mtt_device)) continue;  // a device page has no IOVA
             if (!mapped.empty() && mapped.back().first + mapped.back().second == iova)
                 mapped.back().second += 1ULL << st.page_shift;
             else

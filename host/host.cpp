@@ -92,8 +92,11 @@ pagemap_entry host::pagemap(uint32_t pid, uint64_t va) {
     address_space::page_info info = m_impl->process(pid).lookup(va);
     pagemap_entry e;
     e.present = info.present;
-    e.swapped = info.swapped;
-    e.pfn = info.pfn;
+    // Special entries are swap entries to pagemap (PM_SWAP): device-private, migration and
+    // device-exclusive pages are not present to the CPU.
+    e.swapped = info.swapped || info.device_private || info.migrating || info.exclusive;
+    e.device = info.device_private;
+    e.pfn = info.present ? info.pfn : 0;
     e.pin_count = info.present ? m_impl->m_frames.pin_count(info.pfn) : 0;
     return e;
 }
@@ -109,6 +112,10 @@ void host::watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void(
 int host::dma_map(uint32_t pid, uint64_t va, uint64_t length,
                   std::vector<std::pair<uint64_t, uint64_t>>& ranges) {
     return m_impl->m_driver->dma_map_user(pid, va, length, ranges);
+}
+
+int host::migrate(uint32_t pid, uint64_t va, uint64_t length, bool to_device, uint64_t& moved) {
+    return m_impl->m_driver->migrate(pid, va, length, to_device, moved);
 }
 
 int host::alloc_pd(uint32_t pid, uint32_t& pd) {

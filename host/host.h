@@ -151,6 +151,7 @@ struct host_cpu_config {
     time_ps mem_latency{90000};
     time_ps unpin_page{100000};
     time_ps nic_fault{20000000};
+    time_ps migrate_page{2000000};
 
     template <class V>
     void visit(V& v) {
@@ -200,6 +201,55 @@ struct host_cpu_config {
               .from("Lesokhin et al., Page Fault Support for Network Controllers, ASPLOS 2017: "
                     "NIC page faults cost tens of microseconds or more, far above a CPU fault "
                     "(seed 003)"));
+        v(migrate_page,
+          p_time("migrate_page",
+                 "kernel work per page an HMM migration moves either way: isolate and lock the "
+                 "page, the migration entry, the struct page copy, finalize (the data's DMA copy "
+                 "comes on top)")
+              .from("design estimate: Yan et al., Nimble Page Management for Tiered Memory "
+                    "Systems, ASPLOS 2019, measure Linux's base-page migration well below 1 GB/s "
+                    "(microseconds per 4 KiB page, most of it outside the copy)"));
+    }
+};
+
+// HMM (seed 004): which pages of on-demand regions the driver migrates into the HCA's device
+// memory, and whether remote atomics take pages device-exclusive.
+struct host_migration_config {
+    std::string policy = "none";
+    uint64_t access_threshold = 64;
+    uint64_t device_pages = 0;
+    bool exclusive_atomics = false;
+
+    template <class V>
+    void visit(V& v) {
+        v(policy, p_choice("policy", {"none", "explicit", "access_count"},
+                           "none: no migration (the migrate op fails with EOPNOTSUPP); explicit: "
+                           "only the migrate op moves pages; access_count: also every host page "
+                           "of an on-demand region the HCA accessed access_threshold times")
+                      .from("seed 004: HMM leaves the policy (what to migrate, when) to the "
+                            "device driver"));
+        v(access_threshold,
+          p_count("access_threshold", "accesses",
+                  "NIC accesses to one host page of an on-demand region that make it hot "
+                  "(access_count policy)")
+              .range(1, 1ULL << 31)
+              .from("design estimate: NVIDIA UVM's access-counter migration notifies after 256 "
+                    "remote accesses per 2 MiB granule (uvm_perf_access_counter_threshold and "
+                    "_granularity defaults); per 4 KiB page a quarter of that makes a page hot "
+                    "within microseconds of a 10 Mops stream that favours it"));
+        v(device_pages,
+          p_count("device_pages", "pages",
+                  "4 KiB pages of device memory migration may hold at once; 0: any free page "
+                  "(the rest stays for alloc_dm)")
+              .range(0, 1ULL << 28)
+              .from("scenario choice"));
+        v(exclusive_atomics,
+          p_flag("exclusive_atomics",
+                 "remote atomics on on-demand regions take the page device-exclusive "
+                 "(make_device_exclusive_range) before they run; the CPU's next access "
+                 "faults and the driver gives the page back")
+              .from("seed 004: device-exclusive access for devices' atomics on shared virtual "
+                    "memory"));
     }
 };
 
@@ -215,6 +265,7 @@ struct host_driver_config {
     bool blueflame = true;
     bool prefer_bf = true;
     uint64_t max_sq_wqe = 1024;
+    host_migration_config migration;
 
     template <class V>
     void visit(V& v) {
@@ -272,6 +323,8 @@ struct host_driver_config {
               .from("mlx5: create_qp fails with EINVAL when the send WQE exceeds the "
                     "device's max_sq_desc_sz, 1 KiB on ConnectX-4/5 class devices "
                     "(rdma-core providers/mlx5 verbs.c, calc_send_wqe)"));
+        v.group("migration", migration,
+                "HMM: migration of on-demand pages into device memory, device-exclusive atomics");
     }
 };
 
@@ -358,6 +411,7 @@ struct pagemap_entry {
     bool swapped = false;
     uint64_t pfn = 0;  // in base-page units, also inside a huge page
     uint32_t pin_count = 0;
+    bool device = false;  // in the HCA's device memory (device-private; also `swapped`)
     uint64_t raw() const {
         return (present ? (1ULL << 63) : 0) | (swapped ? (1ULL << 62) : 0) |
                (pfn & ((1ULL << 55) - 1));
@@ -405,6 +459,11 @@ class host : public sc_core::sc_module {
     // when the IOMMU is on. `ranges` gets {address, length} per contiguous piece.
     int dma_map(uint32_t pid, uint64_t va, uint64_t length,
                 std::vector<std::pair<uint64_t, uint64_t>>& ranges);
+    // HMM migration (seed 004; host.driver.migration): moves the base pages of [va, va+length)
+    // into the HCA's device memory (`to_device`) or back; `moved` gets the pages that moved.
+    // EOPNOTSUPP when the policy is none or the device has no memory, EFAULT on unmapped bytes,
+    // EINVAL for a zero length.
+    int migrate(uint32_t pid, uint64_t va, uint64_t length, bool to_device, uint64_t& moved);
 
     // ---- verbs (SC_THREAD context) ----
     int alloc_pd(uint32_t pid, uint32_t& pd);

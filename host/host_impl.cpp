@@ -64,7 +64,7 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
         auto it = m_procs.find(pid);
         if (it == m_procs.end()) return std::nullopt;
         const address_space::page_info info = it->second->lookup(va);
-        if (!info.present) return std::nullopt;
+        if (!info.present && !info.exclusive) return std::nullopt;  // exclusive: the HCA's now
         return info.pfn;
     });
     m_reclaimer.set_mirror(reclaimer::mirror_hooks{
@@ -126,6 +126,9 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
             [this] { return m_swap.slots_used(); });
     formula("swap_slots", "pages", "capacity of the swap device in pages",
             [this] { return m_swap.slots_total(); });
+    formula("hmm_device_pages", "pages",
+            "pages of the HCA's device memory holding migrated process pages now (HMM)",
+            [this] { return m_driver->hmm_device_pages(); });
     formula("processes", "processes", "processes (address spaces) on the host",
             [this] { return m_procs.size(); });
     formula("sim_memory_bytes", "bytes",
@@ -162,6 +165,18 @@ address_space& host_impl::process(uint32_t pid) {
             return got > 0;
         };
         hooks.allocated = [this] { check_watermark(); };
+        hooks.migrate_to_ram = [this, pid](uint64_t page_va) {
+            return m_driver->hmm_migrate_to_ram(pid, page_va);
+        };
+        hooks.migration_wait = [this, pid](uint64_t page_va) {
+            return m_driver->hmm_migration_wait(pid, page_va);
+        };
+        hooks.exclusive_revoke = [this, pid](uint64_t page_va) {
+            m_driver->hmm_exclusive_revoke(pid, page_va);
+        };
+        hooks.device_page_free = [this](uint64_t device_page) {
+            m_driver->hmm_device_page_free(device_page);
+        };
         as->set_hooks(std::move(hooks));
     }
     return *as;

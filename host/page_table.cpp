@@ -31,13 +31,16 @@ void page_table::free_table(table* t, unsigned level) {
 
 uint64_t page_table::pack(const entry& e) {
     return valid | (e.swapped ? swapped_bit : 0) | (e.referenced ? referenced_bit : 0) |
-           ((e.swapped ? e.slot : e.pfn) << payload_shift);
+           (static_cast<uint64_t>(e.kind) << special_shift) |
+           (e.from_device ? from_device_bit : 0) | ((e.swapped ? e.slot : e.pfn) << payload_shift);
 }
 
 page_table::entry page_table::unpack(uint64_t raw) {
     entry e;
     e.swapped = raw & swapped_bit;
     e.referenced = raw & referenced_bit;
+    e.kind = static_cast<special>((raw >> special_shift) & 3);
+    e.from_device = raw & from_device_bit;
     (e.swapped ? e.slot : e.pfn) = raw >> payload_shift;
     return e;
 }

@@ -1,6 +1,6 @@
 // One process's page table: a radix tree over virtual page numbers (base-page units) with 512
 // entries per table page, as x86-64's four levels have, holding one packed 64-bit entry per
-// mapping page (a frame number or a swap slot, and the present/swapped/referenced bits). Table
+// mapping page (a frame number, a swap slot or a device page, and the state bits). Table
 // pages exist only where entries do, so memory is about 8 bytes per mapped page plus one 4 KiB
 // table page per 2 MiB of mapped range, as on Linux; lookups walk four levels.
 //
@@ -15,11 +15,18 @@ class page_table {
   public:
     static constexpr uint64_t npos = ~uint64_t{0};
 
+    // Special entries (seed 004's HMM; swap-type entries to Linux, not present to the CPU):
+    // device_private: the page lives in device memory, `pfn` is the device page; migrating: a
+    // migration entry, `pfn` the page being moved (a frame, or a device page on the way back);
+    // exclusive: the device holds the page exclusive, `pfn` still its frame.
+    enum class special : uint8_t { none = 0, device_private = 1, migrating = 2, exclusive = 3 };
     struct entry {
         uint64_t pfn = 0;  // first base-page frame of the mapping page (when not swapped)
         bool swapped = false;
         bool referenced = true;
         uint64_t slot = 0;  // swap slot (when swapped)
+        special kind = special::none;
+        bool from_device = false;  // migrating: back from device memory (`pfn` a device page)
     };
 
     page_table();
@@ -44,8 +51,9 @@ class page_table {
     struct table;
     static constexpr unsigned bits = 9, levels = 4;
     static constexpr uint64_t fan = uint64_t{1} << bits;
-    static constexpr uint64_t valid = 1, swapped_bit = 2, referenced_bit = 4;
-    static constexpr unsigned payload_shift = 3;
+    static constexpr uint64_t valid = 1, swapped_bit = 2, referenced_bit = 4, from_device_bit = 32;
+    static constexpr unsigned special_shift = 3;  // two bits: the special kind
+    static constexpr unsigned payload_shift = 6;
 
     static uint64_t pack(const entry& e);
     static entry unpack(uint64_t raw);

@@ -23,6 +23,8 @@ command_unit::command_unit(sc_core::sc_module_name name, const command_unit_conf
       m_stats(this->name()),
       m_count(m_stats.counter("count", "commands", "commands executed")),
       m_failed(m_stats.counter("failed", "commands", "commands completed with a non-zero status")),
+      m_copies(m_stats.counter("dm_copies", "commands",
+                               "dm_copy commands (HMM migration copies to or from device memory)")),
       m_latency(m_stats.latency("latency", "command received to completion record written")) {}
 
 void command_unit::submit(const command_request& c) {
@@ -72,11 +74,51 @@ void command_unit::start() {
                 else
                     finish(c, cmd_status::bad_index);
                 break;
+            case cmd::dm_copy:
+                copy(c, done);
+                break;
             default:
                 finish(c, cmd_status::bad_op);
                 break;
         }
     });
+}
+
+// dm_copy: a read of the source (host memory over PCIe, or device memory on the adapter), then a
+// write of its bytes to the destination; a zeroing copy only writes the device range.
+void command_unit::copy(const command_request& c, const std::function<void()>& done) {
+    const bool to_device = c.in2 & dm_copy_to_device;
+    const bool zero = c.in2 & dm_copy_zero;
+    const uint64_t bytes = c.in2 & dm_copy_bytes;
+    if (!bytes || !m_dm.contains(c.in0, bytes) || (zero && !to_device))
+        return finish(c, cmd_status::bad_index);
+    ++m_copies;
+    auto write = [this, c, to_device, done](std::vector<uint8_t> data) {
+        auto op = std::make_shared<dma_op>();
+        op->dir = dma_op::direction::write;
+        dma_segment dst(to_device ? c.in0 : c.in1, data.size());
+        dst.device = to_device;
+        op->segments.push_back(dst);
+        op->data = std::move(data);
+        op->done = [this, c, done](dma_op& w) {
+            if (w.ok)
+                done();
+            else
+                finish(c, cmd_status::bad_index);
+        };
+        m_dma.submit(std::move(op));
+    };
+    if (zero) return write(std::vector<uint8_t>(bytes, 0));
+    auto op = std::make_shared<dma_op>();
+    op->dir = dma_op::direction::read;
+    dma_segment src(to_device ? c.in1 : c.in0, bytes);
+    src.device = !to_device;
+    op->segments.push_back(src);
+    op->done = [this, c, write](dma_op& r) {
+        if (!r.ok) return finish(c, cmd_status::bad_index);
+        write(std::move(r.data));
+    };
+    m_dma.submit(std::move(op));
 }
 
 void command_unit::finish(const command_request& c, cmd_status status) {

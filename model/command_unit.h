@@ -4,7 +4,8 @@
 // use it have finished (seed 003: NIC invalidations wait for in-flight RDMA), and so does
 // invalidating translation entries; page_fault_resume restarts (or fails) the translations
 // waiting on an on-demand page fault; alloc_dm / free_dm account (and zero) device memory;
-// flush_srqc and arm_srq go to the responder, which keeps the SRQs' state.
+// flush_srqc and arm_srq go to the responder, which keeps the SRQs' state; dm_copy moves a page
+// between host memory and device memory with the DMA engine (HMM migration).
 #pragma once
 
 #include <deque>
@@ -44,6 +45,7 @@ class command_unit : public sc_core::sc_module {
   private:
     void start();
     void finish(const command_request& c, hca_if::cmd_status status);
+    void copy(const command_request& c, const std::function<void()>& done);
 
     command_unit_config m_cfg;
     const clock_domain& m_clk;
@@ -58,6 +60,7 @@ class command_unit : public sc_core::sc_module {
     stats_group m_stats;
     uint64_t& m_count;
     uint64_t& m_failed;
+    uint64_t& m_copies;
     histogram& m_latency;
     sc_core::sc_time m_started;
 };

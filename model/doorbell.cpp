@@ -45,7 +45,8 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
     table_register("eq", reg::eq_base, &m_tables.eq_base, &m_tables.eq_entries);
     table_register("srqc", reg::srqc_base, &m_tables.srqc_base, &m_tables.srqc_entries);
     for (auto [n, off, field] : {std::tuple{"msi_addr", reg::msi_addr, &m_tables.msi_addr},
-                                 {"msi_data", reg::msi_data, &m_tables.msi_data}})
+                                 {"msi_data", reg::msi_data, &m_tables.msi_data},
+                                 {"hmm_control", reg::hmm_control, &m_tables.hmm_control}})
         m_regs.add(n, off, register_bank::access::rw).on_write =
             [this, field = field](uint64_t v, const sc_core::sc_time&) {
                 ++m_config_writes;
@@ -60,8 +61,10 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
                 *field = static_cast<uint16_t>(v);
                 return true;
             };
-    for (auto [n, off] :
-         {std::pair{"cmd_in0", reg::cmd_in0}, {"cmd_in1", reg::cmd_in1}, {"cmd_out", reg::cmd_out}})
+    for (auto [n, off] : {std::pair{"cmd_in0", reg::cmd_in0},
+                          {"cmd_in1", reg::cmd_in1},
+                          {"cmd_in2", reg::cmd_in2},
+                          {"cmd_out", reg::cmd_out}})
         m_regs.add(n, off, register_bank::access::rw).on_write = [this](uint64_t,
                                                                         const sc_core::sc_time&) {
             ++m_config_writes;
@@ -75,6 +78,7 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
             c.token = cmd_word_token(v);
             c.in0 = m_regs.value(reg::cmd_in0);
             c.in1 = m_regs.value(reg::cmd_in1);
+            c.in2 = m_regs.value(reg::cmd_in2);
             c.out = m_regs.value(reg::cmd_out);
             m_queue.after(delay + m_clk.cycles(m_cfg.decode_cycles), [this, c] {
                 if (on_command) on_command(c);

@@ -39,12 +39,13 @@ struct device_tables {
     uint16_t lid = 0, lid2 = 0;            // port 1's and port 2's LIDs
     uint64_t eq_base = 0, eq_entries = 0;  // event queue ring (event_unit)
     uint64_t msi_addr = 0, msi_data = 0;   // MSI-X message (0 = interrupts off)
+    uint64_t hmm_control = 0;              // reg::hmm_control (the TPT's HMM assists)
 };
 
 struct command_request {
     hca_if::cmd op = hca_if::cmd::nop;
     uint32_t token = 0;
-    uint64_t in0 = 0, in1 = 0, out = 0;
+    uint64_t in0 = 0, in1 = 0, in2 = 0, out = 0;
 };
 
 struct doorbell_config {

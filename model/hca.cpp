@@ -77,6 +77,7 @@ void hca::tables_changed() {
     m_completion.set_table(t.cqc_base, t.cqc_entries);
     m_responder.set_srq_table(t.srqc_base, t.srqc_entries);
     m_tpt.set_tables(t.mpt_base, t.mpt_entries, t.mtt_base, t.mtt_entries);
+    m_tpt.set_hmm(t.hmm_control);
     m_ports.set_lid(1, t.lid);
     if (m_ports.count() > 1) m_ports.set_lid(2, t.lid2);
 }

@@ -184,28 +184,39 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
             r.mtt_count = count;
             const uint64_t page = 1ULL << shift;
             uint64_t addr = req.addr, left = req.length;
+            // An atomic on an on-demand host page that is not device-exclusive faults first when
+            // the driver asked for exclusive atomics (seed 004's make_device_exclusive_range).
+            const bool want_exclusive =
+                on_demand && m_exclusive_atomics && (req.rights & access::remote_atomic);
             for (size_t i = 0; i < words.size(); ++i) {
                 const uint64_t page_va = base + ((first_page + i) << shift);
-                if (!mtt_present(words[i])) {
+                const uint64_t w = words[i];
+                const bool device = w & mtt_device;
+                if (!mtt_present(w) || (want_exclusive && !device && !(w & mtt_exclusive))) {
                     drop();
                     if (on_demand)
                         return park(req, region_index, mtt_first + i, std::max(addr, page_va),
-                                    std::move(fn));
+                                    std::move(fn), mtt_present(w));
                     return fail(tpt_fault::not_present, fn);
                 }
                 const uint64_t in_page = addr - page_va;
                 const uint64_t n = std::min(left, page - in_page);
-                const uint64_t dma = (words[i] & ~(page - 1)) + in_page;
-                if (!r.segments.empty() &&
+                const uint64_t dma = (w & ~(page - 1)) + in_page;
+                if (on_demand && m_access_threshold && !device)
+                    count_access(mtt_first + i, region_index, page_va);
+                if (!r.segments.empty() && r.segments.back().device == device &&
                     r.segments.back().addr + r.segments.back().length == dma) {
                     r.segments.back().length += n;
                 } else {
                     dma_segment seg{dma, n, {}};
-                    seg.origin.key = req.key;
-                    seg.origin.ptag = ptag;
-                    seg.origin.mtt_index = mtt_first + i;
-                    seg.origin.page_offset = in_page;
-                    seg.origin.page_shift = static_cast<uint8_t>(shift);
+                    seg.device = device;
+                    if (!device) {
+                        seg.origin.key = req.key;
+                        seg.origin.ptag = ptag;
+                        seg.origin.mtt_index = mtt_first + i;
+                        seg.origin.page_offset = in_page;
+                        seg.origin.page_shift = static_cast<uint8_t>(shift);
+                    }
                     r.segments.push_back(seg);
                 }
                 addr += n;
@@ -219,7 +230,7 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
 // ---- on-demand paging ----
 
 void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missing,
-               uint64_t missing_addr, callback fn) {
+               uint64_t missing_addr, callback fn, bool for_exclusive) {
     ++m_faults;
     ++m_odp_parked;
     ++m_parked_count;
@@ -241,6 +252,8 @@ void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missi
     e.flags = (req.rights & (access::local_write | access::remote_write | access::remote_atomic))
                   ? eqe_flags::write
                   : 0;
+    if (for_exclusive || (m_exclusive_atomics && (req.rights & access::remote_atomic)))
+        e.flags |= eqe_flags::atomic;
     e.token = token;
     e.mpt_index = region_index;
     e.qpn = req.qpn;
@@ -249,6 +262,31 @@ void tpt::park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missi
     HCASIM_LOG(name(), tpt,
                "page fault token " << token << " region " << region_index << " addr "
                                    << hex(missing_addr));
+    if (on_page_fault) on_page_fault(e);
+}
+
+void tpt::set_hmm(uint64_t control) {
+    m_access_threshold = static_cast<uint32_t>(control);
+    m_exclusive_atomics = control & reg::hmm_exclusive_atomics;
+    if (m_access_threshold && m_counters.empty()) m_counters.resize(m_cfg.access_counters);
+}
+
+// The access counters: a direct-mapped table indexed by translation entry; a page that maps onto
+// an entry counting another page takes it over from zero.
+void tpt::count_access(uint64_t mtt_index, uint32_t region_index, uint64_t page_va) {
+    if (m_counters.empty()) return;
+    access_counter& c = m_counters[mtt_index % m_counters.size()];
+    if (c.mtt_index != mtt_index || c.count == 0) {
+        c.mtt_index = mtt_index;
+        c.count = 0;
+    }
+    if (++c.count < m_access_threshold) return;
+    c.count = 0;
+    ++m_access_events;
+    eqe e;
+    e.type = event_type::access_counter;
+    e.mpt_index = region_index;
+    e.addr = page_va;
     if (on_page_fault) on_page_fault(e);
 }
 

@@ -13,6 +13,10 @@
 // region). A region over device memory (reg_dm_mr) has no translation entries: it translates to
 // one device-memory segment, which the DMA engine serves on the adapter. Successful translations
 // pin the entry until released, so invalidating it waits for in-flight transfers (seed 003).
+// HMM (seed 004): a translation entry with the device bit names a page the driver migrated into
+// device memory (a device segment, no PCIe); with reg::hmm_control set, the TPT counts accesses
+// to on-demand host pages (access-counter events for the driver's migration policy) and makes
+// atomics on on-demand pages fault until the driver grants the page device-exclusive.
 #pragma once
 
 #include <cstdint>
@@ -84,11 +88,20 @@ struct tpt_config {
         }
     } mtt_cache;
     uint64_t check_cycles = 2;
+    uint64_t access_counters = 1024;
 
     template <class V>
     void visit(V& v) {
         v.group("mpt_cache", mpt_cache, "cache of region/window entries");
         v.group("mtt_cache", mtt_cache, "cache of translation entries");
+        v(access_counters,
+          p_count("access_counters", "counters",
+                  "access counters for HMM's migration policy (direct-mapped by translation "
+                  "entry); used only when the driver sets a threshold in reg::hmm_control")
+              .range(1, 1 << 20)
+              .from("design estimate after GPU access counters (NVIDIA GPUs since Volta count "
+                    "remote accesses per granule of 64 KiB to 16 GiB in a hardware table and "
+                    "notify the driver at a threshold: nvidia-uvm's uvm_perf_access_counter_*)"));
         v(check_cycles,
           p_count("check_cycles", "cycles", "cycles for the key, PD, rights and bounds checks")
               .range(0, 1000)
@@ -125,6 +138,9 @@ class tpt : public sc_core::sc_module {
     // The driver's page_fault_resume: the waiting translations start over (resolved) or fail
     // with not_present (failed). False when no fault has that token.
     bool resume(uint32_t token, bool resolved);
+    // The driver's reg::hmm_control: the access-counter threshold (0: off) and exclusive atomics.
+    // Access-counter events (event_type::access_counter) go to `on_page_fault` too.
+    void set_hmm(uint64_t control);
     uint64_t parked_translations() const { return m_parked_count; }
 
     // Entry access for the window binder: read through the cache, write through to the table.
@@ -143,8 +159,10 @@ class tpt : public sc_core::sc_module {
     void hold_mtt(uint64_t first, uint64_t count);
     void release_mtt(uint64_t first, uint64_t count);
     bool mtt_held(uint64_t first, uint64_t count) const;
+    // `for_exclusive`: the entry is present but the atomic needs the page device-exclusive.
     void park(const tpt_request& req, uint32_t region_index, uint64_t mtt_missing,
-              uint64_t missing_addr, callback fn);
+              uint64_t missing_addr, callback fn, bool for_exclusive = false);
+    void count_access(uint64_t mtt_index, uint32_t region_index, uint64_t page_va);
 
     tpt_config m_cfg;
     const clock_domain& m_clk;
@@ -180,6 +198,16 @@ class tpt : public sc_core::sc_module {
     std::map<uint32_t, pending_fault> m_faults_pending;  // by token
     std::map<uint64_t, uint32_t> m_fault_by_mtt;         // missing entry -> token
     uint32_t m_next_token = 1;
+    struct access_counter {
+        uint64_t mtt_index = 0;
+        uint32_t count = 0;
+    };
+    std::vector<access_counter> m_counters;
+    uint32_t m_access_threshold = 0;
+    bool m_exclusive_atomics = false;
+    uint64_t& m_access_events = m_stats.counter(
+        "access_events", "events",
+        "access-counter events raised (a host page of an on-demand region reached the threshold)");
     uint64_t m_parked_count = 0;
     uint64_t& m_odp_faults = m_stats.counter("odp_faults", "faults",
                                              "page-fault events raised for on-demand regions "

@@ -49,10 +49,18 @@ constexpr uint64_t msi_data = 0x068;        // RW: MSI-X message data
 constexpr uint64_t port2_lid = 0x070;       // RW: port 2's local identifier (two-port HCAs)
 constexpr uint64_t srqc_base = 0x078;       // RW: DMA address of the SRQ context table
 constexpr uint64_t srqc_log_entries = 0x080;
+// RW: heterogeneous memory management (seed 004). Bits 31:0: the access-counter threshold: the
+// TPT counts the NIC's accesses to each host page of an on-demand region and raises an
+// access_counter event when a page reaches it (0: no counting). Bit 32: exclusive atomics: an
+// atomic on an on-demand host page whose translation entry lacks the exclusive bit raises a page
+// fault with eqe_flags::atomic, so the driver can take the page device-exclusive first.
+constexpr uint64_t hmm_control = 0x088;
+constexpr uint64_t hmm_exclusive_atomics = 1ULL << 32;
 constexpr uint64_t cmd_in0 = 0x100;        // RW: command argument 0
 constexpr uint64_t cmd_in1 = 0x108;        // RW: command argument 1
 constexpr uint64_t cmd_out = 0x110;        // RW: DMA address of the command's completion record
 constexpr uint64_t cmd_op = 0x118;         // WO: writing starts the command (see cmd_word)
+constexpr uint64_t cmd_in2 = 0x120;        // RW: command argument 2 (dm_copy only)
 constexpr uint64_t sq_doorbell = 0x1000;   // WO: send queue doorbell (see doorbell_word)
 constexpr uint64_t rq_doorbell = 0x1008;   // WO: receive queue doorbell
 constexpr uint64_t srq_doorbell = 0x1010;  // WO: shared receive queue doorbell (SRQN in 23:0)
@@ -132,7 +140,16 @@ enum class cmd : uint8_t {
                             // SRQ stays in use (a query), 0: the driver rewrites the entry
     arm_srq = 9,            // in0 = SRQN, in1 = limit: raise srq_limit when fewer WQEs remain
                             // (0 disarms); the event disarms it
+    dm_copy = 10,           // the DMA engine copies between device memory and host memory (HMM
+                            // migration, seed 004): in0 = device-memory address, in1 = host DMA
+                            // address, in2 = bytes | dm_copy_* flags; completes once the bytes
+                            // are written
 };
+// cmd_in2 flags of dm_copy: to device memory (else from it, to the host); zero the device range
+// (no host access; in1 is unused).
+constexpr uint64_t dm_copy_to_device = 1ULL << 63;
+constexpr uint64_t dm_copy_zero = 1ULL << 62;
+constexpr uint64_t dm_copy_bytes = (1ULL << 40) - 1;
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
 inline uint64_t cmd_word(cmd op, uint32_t token) {
@@ -154,10 +171,14 @@ enum class event_type : uint8_t {
     qp_error = 2,    // a QP went to the error state
     srq_limit = 3,   // an armed SRQ holds fewer WQEs than its limit (`qpn` is the SRQN)
     completion = 4,  // an armed CQ got the CQE it was armed for (`qpn` is the CQN)
+    // A host page of an on-demand region reached the access-counter threshold (reg::hmm_control):
+    // `mpt_index` the region, `addr` the page's first byte as the region names it.
+    access_counter = 5,
 };
 namespace eqe_flags {
-constexpr uint8_t write = 1;  // the access needs write permission
-}
+constexpr uint8_t write = 1;   // the access needs write permission
+constexpr uint8_t atomic = 2;  // an atomic that needs the page device-exclusive (hmm_control)
+}  // namespace eqe_flags
 struct eqe {
     static constexpr size_t size = 32;
     event_type type = event_type::page_fault;
@@ -377,10 +398,14 @@ struct mpt_entry {
 // compare_add = the window's length (0 unbinds a type 1 window), swap = the window's access
 // bits. A local_inv WQE names the R_Key to invalidate in imm.
 
-// A translation entry: the page's DMA address with bit 0 = present.
+// A translation entry: the page's DMA address with bit 0 = present. Bit 1: the address is in
+// the HCA's device memory (a page migrated there, seed 004): the HCA's units reach it without
+// PCIe. Bit 2: the page is device-exclusive (make_device_exclusive_range): atomics on it need no
+// fault when reg::hmm_control asks for exclusive atomics.
 constexpr size_t mtt_entry_size = 8;
-inline uint64_t mtt_encode(uint64_t dma_addr, bool present) {
-    return dma_addr | (present ? 1 : 0);
+constexpr uint64_t mtt_device = 2, mtt_exclusive = 4;
+inline uint64_t mtt_encode(uint64_t dma_addr, bool present, uint64_t flags = 0) {
+    return dma_addr | (present ? 1 | flags : 0);
 }
 inline bool mtt_present(uint64_t e) {
     return e & 1;

@@ -42,11 +42,11 @@ def leaf_type(p):
         return "list of " + leaf_type(p.get("items", {}))
     if t == "object":
         return "object"
-    if t == "integer":
+    if t in ("integer", "number"):
         lo, hi = p.get("minimum"), p.get("maximum")
         if lo is not None and hi is not None:
-            return "integer %s..%s" % (num(lo), num(hi))
-        return "integer"
+            return "%s %s..%s" % (t, num(lo), num(hi))
+        return t
     return t or ""
 
 

@@ -107,7 +107,8 @@ const std::vector<bad_case>& bad_cases() {
           "modify_srq, query_srq, destroy_srq, post_srq_recv, get_async_event, "
           "destroy_qp, query_qp, query_device, query_port, connect, modify_qp, create_ah, "
           "destroy_ah, post_send, post_recv, "
-          "poll_cq, mmap, munmap, write_mem, check_mem, pagemap, memory_pressure, check_stats, "
+          "poll_cq, mmap, munmap, write_mem, check_mem, pagemap, migrate, memory_pressure, "
+          "check_stats, "
           "wait)"}},
         {"undefined_reference.json",
          {"/program/2/pd: \"pd1\" is not defined on node a by an earlier step (expected a "
