@@ -132,6 +132,12 @@ enum class cmd : uint8_t {
                             // SRQ stays in use (a query), 0: the driver rewrites the entry
     arm_srq = 9,            // in0 = SRQN, in1 = limit: raise srq_limit when fewer WQEs remain
                             // (0 disarms); the event disarms it
+    resize_cq = 10,         // in0 = CQN | log2 of the new depth << 32, in1 = DMA address of the
+                            // new ring's buffer table (same page size): the HCA writes a
+                            // resize_cq CQE at the next producer index of the old ring and every
+                            // later CQE into the new ring, at its producer index there (the
+                            // index runs on); completes once every CQE bound for the old ring,
+                            // the resize_cq CQE last, has been written (mlx5 MODIFY_CQ, resize)
 };
 enum class cmd_status : uint8_t { ok = 0, bad_op = 1, bad_index = 2 };
 constexpr size_t cmd_record_size = 8;
@@ -207,10 +213,20 @@ enum class cqe_opcode : uint8_t {
     local_inv = 6,
     recv = 128,
     recv_rdma_with_imm = 129,
+    // Not completions (never returned by poll_cq), as mlx5's CQE opcodes RESIZE_CQ and INVALID:
+    // resize_cq marks where a resized CQ left its old ring (cmd::resize_cq); the driver writes
+    // invalid into every slot of a new ring whose producer index does not start at 0, where a
+    // zeroed slot could pass the owner-bit test.
+    resize_cq = 0xf0,
+    invalid = 0xff,
 };
-// A receive completion (IBV_WC_RECV and up).
+// A receive completion (IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM).
 inline bool is_receive(cqe_opcode o) {
-    return static_cast<uint8_t>(o) >= static_cast<uint8_t>(cqe_opcode::recv);
+    return o == cqe_opcode::recv || o == cqe_opcode::recv_rdma_with_imm;
+}
+// A work completion, as opposed to the resize_cq and invalid entries.
+inline bool is_completion(cqe_opcode o) {
+    return static_cast<uint8_t>(o) < static_cast<uint8_t>(cqe_opcode::resize_cq);
 }
 
 // ibv_wc_status
