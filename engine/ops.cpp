@@ -763,6 +763,15 @@ std::vector<op_decl> build_workloads() {
                             "outstanding RDMA READs/atomics per QP (-o): max_rd_atomic and "
                             "max_dest_rd_atomic of both QPs (perftest: \"Outstand reads : 16\")",
                             16));
+        if (b == "send")
+            for (field_shape* f : {&bw, &lat})
+                f->fields.push_back(opt(
+                    "use_srq", field_kind::flag,
+                    "the receiving side's QPs take their receives from one shared receive queue "
+                    "(--use-srq): the server's, and the client's too in a latency test or with "
+                    "bidirectional; its max_wr is the receive depth, whose WQEs are posted to it "
+                    "(an equal share per QP's buffer) and reposted per completion",
+                    false));
         w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s", bw});
         w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s", lat});
     }
