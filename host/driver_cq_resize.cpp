@@ -77,8 +77,9 @@ int driver::resize_cq(uint32_t cqn, uint32_t want, uint32_t& actual) {
     }
     ring next;
     if (int err = make_ring(it->second.buf.pid, want, cqe::size, next, cpu))
-        return leave(cpu, refuse(err, "resize_cq: no memory for a ring of " +
-                                          std::to_string(1u << log2_ceil(want)) + " CQEs"));
+        return leave(cpu,
+                     refuse(err, "resize_cq: no ring of " + std::to_string(1u << log2_ceil(want)) +
+                                     " CQEs could be set up"));
     cqe empty;
     empty.opcode = cqe_opcode::invalid;
     for (uint32_t i = 0; i < next.depth; ++i) write_cqe(next, i, empty);
