@@ -410,6 +410,16 @@ std::vector<op_decl> build_ops() {
             "completion channel its events go to (ibv_create_cq's channel; req_notify_cq)")};
     add("create_cq", "create a completion queue (ibv_create_cq)", s);
     s = {};
+    s.fields = {ref("cq", resource_kind::cq, true, "completion queue"),
+                integer("depth", 0, 2147483647, true,
+                        "CQEs it is to hold at least (ibv_resize_cq's int cqe); 0, more than the "
+                        "device's max_cqe, or fewer than the CQEs not yet polled: EINVAL")};
+    add("resize_cq",
+        "resize a completion queue (ibv_resize_cq): its new ring holds depth rounded up to a "
+        "power of two, reported as cqe (a size it already has changes nothing); the CQEs not yet "
+        "polled, and those arriving meanwhile, are polled in order",
+        s);
+    s = {};
     s.fields = {define(resource_kind::channel, "completion channel name")};
     add("create_comp_channel", "create a completion channel (ibv_create_comp_channel)", s);
     s = {};
@@ -782,6 +792,15 @@ std::vector<op_decl> build_workloads() {
                             "outstanding RDMA READs/atomics per QP (-o): max_rd_atomic and "
                             "max_dest_rd_atomic of both QPs (perftest: \"Outstand reads : 16\")",
                             16));
+        if (b == "send")
+            for (field_shape* f : {&bw, &lat})
+                f->fields.push_back(opt(
+                    "use_srq", field_kind::flag,
+                    "the receiving side's QPs take their receives from one shared receive queue "
+                    "(--use-srq): the server's, and the client's too in a latency test or with "
+                    "bidirectional; its max_wr is the receive depth, whose WQEs are posted to it "
+                    "(an equal share per QP's buffer) and reposted per completion",
+                    false));
         w.push_back({"ib_" + b + "_bw", "perftest ib_" + b + "_bw: bandwidth of " + b + "s", bw});
         w.push_back({"ib_" + b + "_lat", "perftest ib_" + b + "_lat: latency of " + b + "s", lat});
     }
@@ -927,6 +946,8 @@ const std::vector<std::string>& result_fields() {
         // SRQs and async events
         "srqn", "max_wr", "max_sge", "srq_limit", "event_type", "srq", "max_srq_wr", "max_srq_sge",
         "cq",
+        // resize_cq
+        "cqe",
         // query_port
         "max_mtu", "active_mtu", "lid", "lmc", "sm_lid", "max_msg_sz", "active_width",
         "active_speed", "gid_tbl_len", "pkey_tbl_len"};

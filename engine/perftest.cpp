@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <unordered_map>
 
 #include "engine/mem_step.h"
 #include "sim/kernel.h"
@@ -110,7 +111,7 @@ int read_buffer(side& s, uint64_t offset, uint64_t n, std::vector<uint8_t>& out)
 }
 
 void setup(world& w, const std::string& node, const std::string& process, const params& p,
-           uint64_t fill_seed, side& s, uint64_t threads, bool device_memory) {
+           uint64_t fill_seed, side& s, uint64_t threads, bool device_memory, bool srq) {
     s.node = node;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
@@ -147,9 +148,20 @@ void setup(world& w, const std::string& node, const std::string& process, const 
             *s.h,
             s.h->create_cq(s.pid, static_cast<uint32_t>(std::min<uint64_t>(depth, 65536)), s.rcq),
             node + ": create_cq");
+    if (srq) {
+        // perftest --use-srq: one SRQ of rx_depth WQEs of one SGE (at least a WQE per QP).
+        srq_attr sa;
+        sa.pd = s.pd;
+        sa.max_wr = static_cast<uint32_t>(std::max(p.rx_depth, p.qps));
+        sa.max_sge = 1;
+        srq_info info;
+        require(*s.h, s.h->create_srq(s.pid, sa, info), node + ": create_srq");
+        s.srq = info.srqn;
+    }
     for (uint64_t q = 0; q < p.qps; ++q) {
         qp_attr qa;
         qa.pd = s.pd;
+        qa.srqn = s.srq;
         qa.type = p.conn;
         qa.send_cqn = s.cqs[q % threads];
         qa.recv_cqn = s.rcq ? s.rcq : s.cqs[q % threads];
@@ -286,13 +298,26 @@ uint64_t message_slots(const params& p) {
     return p.size == 0 ? 1 : std::max<uint64_t>(1, p.mr_size / p.size);
 }
 
+uint64_t receives_per_qp(const params& p, const side& s) {
+    return s.srq ? std::max<uint64_t>(1, p.rx_depth / p.qps) : p.rx_depth;
+}
+
+void post_receive(side& s, uint64_t q, const recv_wr& r) {
+    if (s.srq)
+        require(*s.h, s.h->post_srq_recv(s.srq, r), s.node + ": post_srq_recv");
+    else
+        require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
+}
+
+// With an SRQ the WQE names QP q's buffer; whichever QP's message takes it, the completion's
+// wr_id says whose buffer to post again (as perftest reposts rwr[wr_id]).
 void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     const uint64_t slots = message_slots(p);
     recv_wr r;
     r.wr_id = (q << 40) | seq;
     r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
                          s.mr.iova + q * p.slot_bytes + p.half + (seq % slots) * p.size});
-    require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
+    post_receive(s, q, r);
 }
 
 workload_error stalled(const side& s) {
@@ -349,8 +374,17 @@ bool data_landed(const params& p, side& from, side& to, const std::vector<uint64
                                                : p.size;
         // Reads land in the reader's landing half, the rest in the target's.
         const bool read = is_read(p.type);
-        if (read_buffer(from, off + (read ? p.half : 0), len, a) ||
-            read_buffer(to, off + (read ? 0 : p.half) + p.grh, len, b))
+        // Through an SRQ: the buffer QP q's last message landed in holds the last message that
+        // landed there, from whichever QP.
+        uint64_t from_off = off, to_off = off;
+        if (to.srq && is_send(p.type)) {
+            const uint64_t landed = q < to.srq_last.size() ? to.srq_last[q] : UINT64_MAX;
+            if (landed == UINT64_MAX) continue;  // nothing arrived on this QP
+            to_off = landed;
+            from_off = to.srq_writer.at(landed);
+        }
+        if (read_buffer(from, from_off + (read ? p.half : 0), len, a) ||
+            read_buffer(to, to_off + (read ? 0 : p.half) + p.grh, len, b))
             return false;
         if (a != b) return false;
     }
@@ -365,10 +399,21 @@ void serve_receives(const params& p, side& server, const bool& client_done,
                     const uint64_t& expected, uint64_t& received) {
     const bool timed = p.timed();
     std::vector<uint64_t> reposted(p.qps, 0);
-    const uint64_t first = timed ? p.rx_depth : std::min(p.rx_depth, p.iters);
+    const uint64_t depth = receives_per_qp(p, server);
+    const uint64_t first = timed ? depth : std::min(depth, p.iters);
     for (uint64_t q = 0; q < p.qps; ++q)
         for (; reposted[q] < first; ++reposted[q]) post_recv_slot(p, server, q, reposted[q]);
     const bool reliable = p.conn == qp_type::rc;
+    // SRQ only: QPN -> QP index, and the messages each QP has received.
+    std::unordered_map<uint32_t, uint64_t> index_of;
+    std::vector<uint64_t> arrived;
+    const uint64_t slots = message_slots(p);
+    if (server.srq) {
+        server.srq_last.assign(p.qps, UINT64_MAX);
+        server.srq_writer.clear();
+        arrived.assign(p.qps, 0);
+        for (uint64_t q = 0; q < p.qps; ++q) index_of[server.qps[q].qpn] = q;
+    }
     uint64_t idle_since = now_ps();
     while (timed ? !(client_done && received >= expected) : received < expected) {
         const auto wcs = try_reap(server, 64,
@@ -385,6 +430,15 @@ void serve_receives(const params& p, side& server, const bool& client_done,
         idle_since = now_ps();
         for (const auto& wc : wcs) {
             const uint64_t q = wc.wr_id >> 40;
+            if (server.srq) {
+                // The k-th message of QP r came from offset k mod slots of r's slot (sends
+                // take the slots in order) into the buffer the WQE named.
+                const uint64_t r = index_of[wc.qpn], k = arrived[r]++;
+                const uint64_t buffer =
+                    q * p.slot_bytes + (wc.wr_id & ((1ULL << 40) - 1)) % slots * p.size;
+                server.srq_writer[buffer] = r * p.slot_bytes + k % slots * p.size;
+                server.srq_last[r] = buffer;
+            }
             ++received;
             if (timed || reposted[q] < p.iters) post_recv_slot(p, server, q, reposted[q]++);
         }

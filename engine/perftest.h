@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "engine/world.h"
@@ -53,6 +54,13 @@ struct side {
     std::vector<uint32_t> cqs;  // the posting threads: one CQ each (cqs[0] == cq)
     uint32_t rcq = 0;           // receives' own CQ (bidirectional send tests), 0: they share cqs
     std::vector<qp_info> qps;
+    uint32_t srq = 0;  // the SRQ its QPs take their receives from (0: their own queues)
+    // With an SRQ a message lands in whichever QP's buffer the SRQ's next WQE names; what
+    // serve_receives saw, for the data check: per QP the buffer its last message landed in
+    // (offset into the side's buffer; UINT64_MAX: none yet), and per buffer where in the sender's
+    // buffer the message it holds came from.
+    std::vector<uint64_t> srq_last;
+    std::unordered_map<uint64_t, uint64_t> srq_writer;
     uint32_t ah = 0;    // UD: the address handle to the peer
     uint32_t port = 1;  // the HCA port its QPs use (-i)
     // server_dm: the buffer is device memory `dm` (va 0: the region is zero-based); the CPU
@@ -86,6 +94,9 @@ struct params {
     bool cmp_swap = false;   // -A CMP_AND_SWAP (atomic tests; default FETCH_AND_ADD)
     bool odp = false;        // --odp: the buffers registered on demand (IBV_ACCESS_ON_DEMAND)
     bool server_dm = false;  // the server's buffer in its HCA's device memory (atomic tests)
+    // --use-srq (send tests): the receiving sides' QPs share one SRQ of rx_depth WQEs (perftest:
+    // the server, both sides of a latency test or with -b), into which the receives go.
+    bool use_srq = false;
     uint32_t client_port = 1, server_port = 1;  // -i of each side
     uint32_t sl = 0;                            // -S
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
@@ -100,9 +111,15 @@ const char* conn_name(qp_type t);
 uint64_t fit_in_memory(const host& h, const std::string& node, const std::string& what,
                        uint64_t bytes, uint64_t count);
 // Process, PD, buffer (filled from `fill_seed`), region, one CQ per posting thread and the QPs
-// of one end.
+// of one end; with `srq` the QPs take their receives from one SRQ (perftest --use-srq).
 void setup(world& w, const std::string& node, const std::string& process, const params& p,
-           uint64_t fill_seed, side& s, uint64_t threads = 1, bool device_memory = false);
+           uint64_t fill_seed, side& s, uint64_t threads = 1, bool device_memory = false,
+           bool srq = false);
+// Receive WQEs a side posts up front for each QP: its rx depth, which an SRQ shares among the QPs
+// (perftest: rx_depth / QPs each, at least one).
+uint64_t receives_per_qp(const params& p, const side& s);
+// Posts one receive WQE to the side's SRQ, or else to QP q's receive queue.
+void post_receive(side& s, uint64_t q, const recv_wr& r);
 // `n` bytes of a side's buffer from `offset` (process memory, or device memory through its
 // scratch page); 0 or an errno.
 int read_buffer(side& s, uint64_t offset, uint64_t n, std::vector<uint8_t>& out);

@@ -68,7 +68,6 @@ const refused_option k_refused[] = {
     {"cpu_util", false, "host CPU utilisation is not modelled"},
     {"out_json", false, "every figure is in stats.json under --out"},
     {"out_json_file", true, "every figure is in stats.json under --out"},
-    {"use-srq", false, "shared receive queues are not modelled yet"},
     {"rx-depth,r", true,
      "the receive depth follows perftest's defaults (512 for UC and UD "
      "sends, the TX depth for RC)"},
@@ -173,6 +172,7 @@ const char* perftest_usage() {
            "      --output=bandwidth|message_rate|latency   just that number\n"
            "      --odp              register the buffers on demand\n"
            "      --use_hugepages    back the buffers with 2 MiB pages\n"
+           "      --use-srq          send tests: the receiving QPs share a receive queue\n"
            "  -d, --ib-dev=DEV       must name the client's HCA (e.g. a.hca)\n"
            "  -p, --port=PORT, -F    accepted; no effect (no TCP exchange, no CPU frequency)\n"
            "Other perftest options are refused with the reason.\n"
@@ -226,7 +226,7 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         "noPeak,N", po::bool_switch())("report-histogrm,H", po::bool_switch())(
         "report-histogram", po::bool_switch())("report-unsorted,U", po::bool_switch())(
         "report_gbits", po::bool_switch())("output", po::value<std::string>())(
-        "odp", po::bool_switch())("use_hugepages", po::bool_switch())(
+        "odp", po::bool_switch())("use_hugepages", po::bool_switch())("use-srq", po::bool_switch())(
         "ib-dev,d", po::value<std::string>())("port,p", po::value<std::string>())(
         "CPU-freq,F", po::bool_switch())("version,V", po::bool_switch())(
         "scenario", po::value<std::string>())("client", po::value<std::string>())(
@@ -540,6 +540,15 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         cmd.mtu = mtu;
     }
     if (given("odp")) w["odp"] = true;
+    // --use-srq (perftest's words, spelling included, for the other tests).
+    if (given("use-srq")) {
+        if (!send) {
+            problem = " Using SRQ only avavilible in SEND tests.";
+            return false;
+        }
+        w["use_srq"] = true;
+        h.srq = true;
+    }
     if (given("use_hugepages")) w["page_size"] = "2MiB";
     if (given("ib-dev")) cmd.device = str("ib-dev");
     // Send tests: the RX depth line on the side that receives too (-b).

@@ -65,7 +65,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         recv_wr r;
         r.wr_id = id;
         r.sges.push_back(sge{static_cast<uint32_t>(n + p.grh), s.mr.lkey, s.mr.iova + n});
-        require(s.h->post_recv(s.qps[0].qpn, r), s.node + ": post_recv");
+        post_receive(s, 0, r);
     };
     if (send) {
         recv_into(server, 0);

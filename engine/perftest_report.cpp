@@ -90,7 +90,8 @@ void print_header(const header_info& h, const json& w, std::ostream& os) {
     const std::string device = c.value("client", json::object()).value("device", std::string());
     os << format(" Dual-port       : %s\t\tDevice         : %s\n", "OFF", device.c_str());
     os << format(" Number of qps   : %d\t\tTransport type : %s\n", static_cast<int>(h.qps), "IB");
-    os << format(" Connection type : %s\t\tUsing SRQ      : %s\n", h.connection.c_str(), "OFF");
+    os << format(" Connection type : %s\t\tUsing SRQ      : %s\n", h.connection.c_str(),
+                 h.srq ? "ON" : "OFF");
     os << " PCIe relax order: ON\n";
     os << " ibv_wr* API     : ON\n";
     os << format(" TX depth        : %d\n", static_cast<int>(h.tx_depth));

@@ -22,6 +22,7 @@ struct header_info {
     uint64_t rx_depth = 0;  // 0: no RX depth line
     bool bidirectional = false;
     bool cmp_swap = false;  // -A CMP_AND_SWAP
+    bool srq = false;       // --use-srq
 };
 
 struct table_options {

@@ -62,8 +62,8 @@ class program_runner {
     // (program_srq.cpp).
     bool op_srq(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                 step_result& r);
-    // create_comp_channel, destroy_comp_channel, req_notify_cq, get_cq_event, ack_cq_events
-    // (program_cq_events.cpp).
+    // create_comp_channel, destroy_comp_channel, req_notify_cq, get_cq_event, ack_cq_events,
+    // resize_cq (program_cq_events.cpp).
     bool op_cq_events(const std::string& op, const std::string& n, uint32_t pid, const json& a,
                       step_result& r);
     // advise_mr (program_dm.cpp, with the other memory ops of this kind).

@@ -1,6 +1,7 @@
-// The completion event ops (ibv_create_comp_channel(3), ibv_req_notify_cq(3),
-// ibv_get_cq_event(3), ibv_ack_cq_events(3)): a CQ created with a `channel` can be armed, and the
-// channel's events name the CQ that completed.
+// The CQ ops beyond create_cq and destroy_cq. Completion events (ibv_create_comp_channel(3),
+// ibv_req_notify_cq(3), ibv_get_cq_event(3), ibv_ack_cq_events(3)): a CQ created with a
+// `channel` can be armed, and the channel's events name the CQ that completed. resize_cq
+// (ibv_resize_cq(3)) reports the CQ's size after it as `cqe` (ibv_cq's cqe).
 #include <cerrno>
 
 #include "engine/program.h"
@@ -44,6 +45,11 @@ bool program_runner::op_cq_events(const std::string& op, const std::string& n, u
             for (const auto& [name, c] : res.cqs)
                 if (c == cqn) r.fields["cq"] = name;
         }
+    } else if (op == "resize_cq") {
+        uint32_t actual = 0;
+        r.err = cq_of(id) ? h.resize_cq(id, static_cast<uint32_t>(u64_or(a, "depth", 0)), actual)
+                          : EINVAL;
+        if (!r.err) r.fields["cqe"] = actual;
     } else if (op == "ack_cq_events") {
         r.err =
             cq_of(id) ? h.ack_cq_events(id, static_cast<uint32_t>(u64_or(a, "count", 1))) : EINVAL;

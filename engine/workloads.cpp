@@ -172,6 +172,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.cmp_swap = a.value("atomic_type", std::string("FETCH_AND_ADD")) == "CMP_AND_SWAP";
     p.odp = a.value("odp", false);
     p.server_dm = a.value("server_dm", false);
+    p.use_srq = is_send(p.type) && a.value("use_srq", false);
     p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
     p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
     p.sl = static_cast<uint32_t>(arg_u64(a, "sl", 0));
@@ -211,6 +212,7 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
         (a.contains("cq_mod") ? ", cq_mod " + std::to_string(p.cq_mod) : "") +
         (p.bidir ? ", bidirectional" : "") +
         (p.server_dm ? ", server buffer in device memory" : "") +
+        (p.use_srq ? ", receives through an SRQ" : "") +
         (p.sl ? ", SL " + std::to_string(p.sl) : "") +
         (p.client_port != 1 || p.server_port != 1
              ? ", ports " + std::to_string(p.client_port) + " -> " + std::to_string(p.server_port)
@@ -219,8 +221,9 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
              ? ", for " + format_time_ps(p.duration) + " (margin " + format_time_ps(p.margin) + ")"
              : "");
     side client, server;
-    setup(w, cn, process, p, seed * 2 + 1, client, p.threads);
-    setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1, p.server_dm);
+    // --use-srq: the server's QPs share an SRQ, and so do the client's when it receives too.
+    setup(w, cn, process, p, seed * 2 + 1, client, p.threads, false, p.use_srq && (lat || p.bidir));
+    setup(w, sn, process, p, 1, server, p.bidir ? p.threads : 1, p.server_dm, p.use_srq);
     client.port = p.client_port;
     server.port = p.server_port;
     connect(p, client, server);

@@ -859,7 +859,8 @@ int driver::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
         uint8_t bytes[cqe::size];
         as.read(r.va + uint64_t{r.ci & (r.depth - 1)} * cqe::size, bytes, sizeof bytes);
         cqe c = cqe::decode(bytes);
-        if (c.owner != cqe::owner_for(r.ci, r.log_depth)) break;
+        // A resize_cq CQE: the CQ is moving to its new ring (resize_cq takes it from here).
+        if (c.owner != cqe::owner_for(r.ci, r.log_depth) || !is_completion(c.opcode)) break;
         ++r.ci;
         retire(c);
         ++m_cqes_polled;
@@ -887,22 +888,20 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
     auto it = m_cqs.find(cqn);
     if (it == m_cqs.end() || count <= 0) return out;
     const sc_core::sc_time deadline = hcasim::now() + timeout;
-    struct wake {
-        bool fired = false;
-        sc_core::sc_event ev;
-    };
-    // The watcher is armed before each poll, so a CQE written while the poll runs still wakes us.
+    // The watcher is armed before each poll, so a CQE written while the poll runs still wakes us;
+    // resize_cq wakes us when the CQ moves to another ring.
     for (;;) {
-        auto w = std::make_shared<wake>();
+        auto w = std::make_shared<cq_waiter>();
         auto id = m_rc.watch(ring_ranges(it->second.buf), [w] {
             w->fired = true;
             notify_now(w->ev);
         });
+        if (it->second.resizing) it->second.waiters.push_back(w);
         poll_cq(cqn, count - static_cast<int>(out.size()), out);
         const sc_core::sc_time now = hcasim::now();
         const bool done =
             static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
-        if (!done && !w->fired) cpu_clock::wait_for(w->ev, deadline - now);
+        if (!done && !w->fired && !w->moved) cpu_clock::wait_for(w->ev, deadline - now);
         if (!w->fired) m_rc.unwatch(id);
         if (done || m_cqs.find(cqn) == m_cqs.end()) break;
         it = m_cqs.find(cqn);

@@ -50,8 +50,8 @@
 // Abstracted: multi-level buffer tables, doorbell records, UAR pages (all processes share the
 // BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks.
 // Also here: device memory (driver_dm.cpp), shared receive queues and async events
-// (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp), HMM migration and
-// device-exclusive access (driver_hmm.cpp).
+// (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp), resizing a CQ
+// (driver_cq_resize.cpp), HMM migration and device-exclusive access (driver_hmm.cpp).
 #pragma once
 
 #include <cstdint>
@@ -201,6 +201,11 @@ class driver : public sc_core::sc_module {
     // ibv_ack_cq_events; destroy_cq refuses a CQ with events not acknowledged (EBUSY).
     int ack_cq_events(uint32_t cqn, uint32_t count);
 
+    // ---- resizing a CQ (driver_cq_resize.cpp) ----
+    // ibv_resize_cq: `cqe` CQEs at least (EINVAL: 0, above max_cqe, or fewer than the CQEs not
+    // yet polled); `actual` gets the CQ's size, unchanged when it already is that size.
+    int resize_cq(uint32_t cqn, uint32_t cqe, uint32_t& actual);
+
     // ---- shared receive queues and async events (driver_srq.cpp) ----
     int create_srq(uint32_t pid, const srq_attr& attr, srq_info& out);
     // ibv_modify_srq: `max_wr` (IBV_SRQ_MAX_WR, refused: EINVAL) and `limit` (IBV_SRQ_LIMIT).
@@ -299,11 +304,23 @@ class driver : public sc_core::sc_module {
         uint32_t pid = 0;
         ah_attr attr;
     };
+    // A thread in wait_cq: woken by a DMA write to the ring it watches, or by resize_cq when
+    // the CQ moves to another ring.
+    struct cq_waiter {
+        bool fired = false;  // the ring's watcher fired
+        bool moved = false;  // resize_cq moved the CQ to another ring
+        sc_core::sc_event ev;
+    };
     struct cq_state {
         ring buf;
         uint32_t users = 0;
         uint32_t channel = 0;  // completion channel (0: none)
         uint32_t unacked = 0;  // events returned by get_cq_event, not acknowledged
+        // resize_cq calls under way (waiting for their command); cq_clean waits for them: the
+        // QPs it names are cleaned once the CQ is in its new ring (`deferred_cleans`).
+        uint32_t resizing = 0;
+        std::vector<uint32_t> deferred_cleans;
+        std::vector<std::weak_ptr<cq_waiter>> waiters;
     };
     struct outstanding_wr {
         uint64_t wr_id = 0;
@@ -340,6 +357,10 @@ class driver : public sc_core::sc_module {
     // mlx5_cq_clean: drops the CQEs of `qpn` still in the CQ (not yet polled), moving the
     // others up so they stay in order; the consumer index skips the freed slots.
     void cq_clean(uint32_t cqn, uint32_t qpn);
+    // CQEs in the ring from its consumer index on (written, not yet polled).
+    uint32_t unpolled(const ring& r) const;
+    hca_if::cqe read_cqe(const ring& r, uint32_t index) const;
+    void write_cqe(const ring& r, uint32_t index, const hca_if::cqe& c);
     bool alloc_table(table& t, unsigned log_entries, size_t entry_size, cpu_clock& cpu);
     std::optional<uint64_t> kernel_alloc(uint64_t pages);
     void kernel_free(uint64_t pfn, uint64_t pages);

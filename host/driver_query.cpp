@@ -148,22 +148,19 @@ int driver::query_qp(uint32_t qpn, qp_query& out) {
 void driver::cq_clean(uint32_t cqn, uint32_t qpn) {
     auto it = m_cqs.find(cqn);
     if (it == m_cqs.end()) return;
+    if (it->second.resizing) {
+        // mlx5 takes the CQ's lock, which resize_cq holds: cleaned in the new ring.
+        it->second.deferred_cleans.push_back(qpn);
+        return;
+    }
     ring& r = it->second.buf;
-    address_space& as = m_process(r.pid);
-    auto slot = [&](uint32_t index) { return r.va + uint64_t{index & (r.depth - 1)} * cqe::size; };
-    auto read = [&](uint32_t index) {
-        uint8_t bytes[cqe::size];
-        as.read(slot(index), bytes, sizeof bytes);
-        return cqe::decode(bytes);
-    };
     // The CQEs not yet polled: from the consumer index while the owner bit says they are new.
-    uint32_t prod = r.ci;
-    while (prod - r.ci < r.depth && read(prod).owner == cqe::owner_for(prod, r.log_depth)) ++prod;
+    const uint32_t prod = r.ci + unpolled(r);
     // From the newest back, drop the QP's CQEs and move the others up over the freed slots; each
     // keeps the owner bit of the slot it lands in.
     uint32_t freed = 0;
     for (uint32_t i = prod; i-- != r.ci;) {
-        cqe c = read(i);
+        cqe c = read_cqe(r, i);
         if (c.qpn == qpn) {
             ++freed;
             // A receive of a QP on an SRQ frees its SRQ slot (mlx5_free_srq_wqe).
@@ -171,9 +168,7 @@ void driver::cq_clean(uint32_t cqn, uint32_t qpn) {
         } else if (freed) {
             const uint32_t dest = i + freed;
             c.owner = cqe::owner_for(dest, r.log_depth);
-            uint8_t bytes[cqe::size];
-            c.encode(bytes);
-            as.write(slot(dest), bytes, sizeof bytes);
+            write_cqe(r, dest, c);
         }
     }
     r.ci += freed;

@@ -244,6 +244,9 @@ int host::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uin
 int host::create_cq(uint32_t pid, uint32_t depth, uint32_t& cqn, uint32_t channel) {
     return m_impl->m_driver->create_cq(pid, depth, cqn, channel);
 }
+int host::resize_cq(uint32_t cqn, uint32_t cqe, uint32_t& actual) {
+    return m_impl->m_driver->resize_cq(cqn, cqe, actual);
+}
 int host::create_comp_channel(uint32_t pid, uint32_t& channel) {
     return m_impl->m_driver->create_comp_channel(pid, channel);
 }

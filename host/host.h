@@ -161,8 +161,8 @@ struct host_cpu_config {
                     "(tens of ns per post)"));
         v(copy_line,
           p_time("copy_line",
-                 "copying one 64-byte cache line of an inline payload into the WQE "
-                 "(cache-resident memcpy)")
+                 "copying one 64-byte cache line: an inline payload into the WQE, a resized "
+                 "CQ's new ring marked empty and its CQEs not yet polled (cache-resident memcpy)")
               .from("Intel 64 and IA-32 Optimization Reference Manual (Skylake server): L1D "
                     "sustains 2 x 32 B loads and 1 x 32 B store per cycle, so a 64 B line takes "
                     "~2-3 cycles; ~1 ns at 2-3 GHz"));
@@ -501,6 +501,8 @@ class host : public sc_core::sc_module {
     int req_notify_cq(uint32_t cqn, bool solicited_only);
     int get_cq_event(uint32_t channel, const sc_core::sc_time& timeout, uint32_t& cqn);
     int ack_cq_events(uint32_t cqn, uint32_t count);
+    // ibv_resize_cq (host/driver_cq_resize.cpp): at least `cqe` CQEs; `actual` gets the size.
+    int resize_cq(uint32_t cqn, uint32_t cqe, uint32_t& actual);
     int destroy_cq(uint32_t cqn);
     int create_qp(uint32_t pid, const qp_attr& attr, qp_info& out);
     // ibv_advise_mr on on-demand regions (host/driver_advise.cpp).

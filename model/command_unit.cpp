@@ -47,6 +47,12 @@ void command_unit::start() {
             case cmd::flush_cqc:
                 m_cq.flush(static_cast<uint32_t>(c.in0), done);
                 break;
+            case cmd::resize_cq:
+                m_cq.resize(static_cast<uint32_t>(c.in0 & 0xffffff),
+                            static_cast<uint8_t>(c.in0 >> 32), c.in1, [this, c](bool ok) {
+                                finish(c, ok ? cmd_status::ok : cmd_status::bad_index);
+                            });
+                break;
             case cmd::invalidate_mpt:
                 m_tpt.invalidate_mpt(static_cast<uint32_t>(c.in0), done);
                 break;

@@ -2,7 +2,8 @@
 // DMA-writes each command's completion record. Flushes write cached contexts back so the driver
 // may rewrite them; invalidating a region/window entry completes only after the transfers that
 // use it have finished (seed 003: NIC invalidations wait for in-flight RDMA), and so does
-// invalidating translation entries; page_fault_resume restarts (or fails) the translations
+// invalidating translation entries; resize_cq completes once the completion unit has moved the CQ
+// to its new ring; page_fault_resume restarts (or fails) the translations
 // waiting on an on-demand page fault; alloc_dm / free_dm account (and zero) device memory;
 // flush_srqc and arm_srq go to the responder, which keeps the SRQs' state; dm_copy moves a page
 // between host memory and device memory with the DMA engine (HMM migration).

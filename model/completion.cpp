@@ -26,8 +26,23 @@ completion::completion(sc_core::sc_module_name name, const completion_config& cf
 
 void completion::post(uint32_t cqn, const cqe& c, std::function<void()> written) {
     auto& fifo = m_fifo[cqn];
-    fifo.push_back(pending{c, std::move(written)});
+    pending p;
+    p.c = c;
+    p.written = std::move(written);
+    fifo.push_back(std::move(p));
     if (tracer::on()) fifo.back().trace_id = tracer::instance().take_context();
+    if (fifo.size() == 1) next(cqn);
+}
+
+void completion::resize(uint32_t cqn, uint8_t log_depth, uint64_t buf_table,
+                        std::function<void(bool)> done) {
+    pending p;
+    p.c.opcode = cqe_opcode::resize_cq;
+    p.new_log_depth = log_depth;
+    p.new_buf_table = buf_table;
+    p.resized = std::move(done);
+    auto& fifo = m_fifo[cqn];
+    fifo.push_back(std::move(p));
     if (fifo.size() == 1) next(cqn);
 }
 
@@ -37,49 +52,98 @@ void completion::next(uint32_t cqn) {
         auto& fifo = m_fifo[cqn];
         pending p = std::move(fifo.front());
         fifo.pop_front();
-        if (!ctx || !ctx->valid) {
+        std::function<void(bool)> refused;
+        if (p.c.opcode == cqe_opcode::resize_cq) {
+            if (ctx && ctx->valid)
+                start_resize(cqn, *ctx, posted, std::move(p));
+            else
+                refused = std::move(p.resized);
+        } else if (!ctx || !ctx->valid) {
             ++m_dropped;
         } else {
             const uint32_t index = ctx->producer_index++;
-            ++m_in_flight[cqn];
             m_cqc.mark_dirty(cqn);
-            p.c.owner = cqe::owner_for(index, ctx->log_depth);
-            const uint64_t offset =
-                static_cast<uint64_t>(index & ((1u << ctx->log_depth) - 1)) * cqe::size;
-            const uint64_t page = 1ULL << ctx->page_shift;
             ++m_cqes;
             if (p.c.status != wc_status::success) ++m_error_cqes;
             HCASIM_LOG(name(), cq,
                        "cqn " << cqn << " index " << index << " " << to_string(p.c.opcode) << " "
                               << to_string(p.c.status));
-            m_bt.fetch(
-                ctx->buf_table + 8 * (offset >> ctx->page_shift), 1,
-                [this, cqn, offset, page, posted, p = std::move(p)](
-                    bool ok, const std::vector<uint64_t>& w) mutable {
-                    if (!ok) {
-                        ++m_dropped;
-                        --m_in_flight[cqn];
-                        return;
-                    }
-                    auto op = std::make_shared<dma_op>();
-                    op->dir = dma_op::direction::write;
-                    op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
-                    op->data.resize(cqe::size);
-                    op->trace_id = p.trace_id;
-                    p.c.encode(op->data.data());
-                    op->done = [this, cqn, posted, c = p.c,
-                                written = std::move(p.written)](dma_op&) {
-                        m_latency.add(to_ps(hcasim::now() - posted));
-                        this->written(cqn, c);
-                        if (written) written();
-                    };
-                    m_dma.submit(op);
-                    HCASIM_TRACE(span(name(), "cqe", op->trace_id, posted, op->done_at, cqe::size));
-                },
-                m_clk.cycles(m_cfg.cqe_cycles));
+            cq_track& t = m_track[cqn];
+            ++t.in_flight;
+            write(cqn, index, ctx->log_depth, ctx->page_shift, ctx->buf_table, t.ring, posted,
+                  std::move(p));
         }
         if (!fifo.empty()) next(cqn);
+        if (refused) refused(false);
     });
+}
+
+void completion::write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t page_shift,
+                       uint64_t buf_table, uint32_t ring, sc_core::sc_time posted, pending p) {
+    p.c.owner = cqe::owner_for(index, log_depth);
+    const uint64_t offset = static_cast<uint64_t>(index & ((1u << log_depth) - 1)) * cqe::size;
+    const uint64_t page = 1ULL << page_shift;
+    m_bt.fetch(
+        buf_table + 8 * (offset >> page_shift), 1,
+        [this, cqn, offset, page, posted, ring, p = std::move(p)](
+            bool ok, const std::vector<uint64_t>& w) mutable {
+            if (!ok) {
+                ++m_dropped;
+                landed(cqn, ring);
+                return;
+            }
+            auto op = std::make_shared<dma_op>();
+            op->dir = dma_op::direction::write;
+            op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
+            op->data.resize(cqe::size);
+            op->trace_id = p.trace_id;
+            p.c.encode(op->data.data());
+            op->done = [this, cqn, posted, ring, c = p.c, written = std::move(p.written)](dma_op&) {
+                if (is_completion(c.opcode)) m_latency.add(to_ps(hcasim::now() - posted));
+                landed(cqn, ring);
+                this->written(cqn, c);
+                if (written) written();
+            };
+            m_dma.submit(op);
+            HCASIM_TRACE(span(name(), "cqe", op->trace_id, posted, op->done_at, cqe::size));
+        },
+        m_clk.cycles(m_cfg.cqe_cycles));
+}
+
+void completion::start_resize(uint32_t cqn, cq_context& ctx, sc_core::sc_time posted, pending p) {
+    // The resize_cq CQE takes the next index, in the old ring; the CQEs after it go to the new
+    // one, from the next index on.
+    const uint32_t index = ctx.producer_index++;
+    cq_track& t = m_track[cqn];
+    ++t.in_flight;
+    const uint32_t old_ring = t.ring++;
+    t.old_writes = t.in_flight;  // every CQE indexed so far lands in the old ring
+    const uint8_t old_log = ctx.log_depth;
+    const uint64_t old_table = ctx.buf_table;
+    t.old_buf_table = old_table;
+    t.old_table_pages =
+        ((uint64_t{cqe::size} << old_log) + (1ULL << ctx.page_shift) - 1) >> ctx.page_shift;
+    t.resized = std::move(p.resized);
+    ctx.log_depth = p.new_log_depth;
+    ctx.buf_table = p.new_buf_table;
+    m_cqc.mark_dirty(cqn);
+    HCASIM_LOG(name(), cq,
+               "cqn " << cqn << " index " << index << " resize_cq to " << (1u << p.new_log_depth)
+                      << " CQEs");
+    p.c = cqe{};
+    p.c.opcode = cqe_opcode::resize_cq;
+    write(cqn, index, old_log, ctx.page_shift, old_table, old_ring, posted, std::move(p));
+}
+
+void completion::landed(uint32_t cqn, uint32_t ring) {
+    cq_track& t = m_track[cqn];
+    --t.in_flight;
+    if (ring == t.ring || t.old_writes == 0 || --t.old_writes > 0) return;
+    // The old ring has its last CQE: the HCA lets go of its buffer table, the resize is done.
+    m_bt.invalidate(t.old_buf_table, t.old_table_pages);
+    auto done = std::move(t.resized);
+    t.resized = nullptr;
+    if (done) done(true);
 }
 
 void completion::flush(uint32_t cqn, std::function<void()> done) {
@@ -92,14 +156,14 @@ void completion::arm(uint32_t cqn, uint32_t ci, bool solicited_only) {
         if (!ctx || !ctx->valid) return;
         // A CQE written beyond what the consumer has seen: the event is due now. (CQEs still
         // being written raise it when they land.)
-        if (ctx->producer_index - m_in_flight[cqn] != ci) return raise(cqn);
+        if (ctx->producer_index - m_track[cqn].in_flight != ci) return raise(cqn);
         m_armed[cqn] = arming{true, solicited_only};
     });
 }
 
 void completion::written(uint32_t cqn, const cqe& c) {
-    --m_in_flight[cqn];
-    if (m_armed.empty()) return;  // the common case: nobody waits for an event
+    if (m_armed.empty()) return;           // the common case: nobody waits for an event
+    if (!is_completion(c.opcode)) return;  // the resize_cq CQE raises no event
     auto it = m_armed.find(cqn);
     if (it == m_armed.end() || !it->second.armed) return;
     if (it->second.solicited_only && !(c.flags & cqe_flags::solicited) &&

@@ -5,8 +5,11 @@
 // posted. A CQ armed by the driver (ibv_req_notify_cq) raises one completion event (EQE, through
 // the event unit) once a CQE it was armed for has been written: the next CQE, or with solicited
 // only the next one with the solicited flag or an error status; a CQE already written beyond the
-// consumer index the driver armed with raises it at once. Abstracted: CQ overflow detection (the
-// driver sizes CQs).
+// consumer index the driver armed with raises it at once. A resize (cmd::resize_cq) queues behind
+// the CQ's CQEs: it takes the next producer index for a resize_cq CQE in the old ring, switches
+// the context to the new ring (later CQEs land there, the index running on), and completes once
+// every CQE indexed for the old ring has been written; the old ring's buffer-table entries are then
+// dropped from the cache. Abstracted: CQ overflow detection (the driver sizes CQs).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +63,10 @@ class completion : public sc_core::sc_module {
     void flush(uint32_t cqn, std::function<void()> done);
     // The CQ arm doorbell: one event for the next (solicited) CQE after consumer index `ci`.
     void arm(uint32_t cqn, uint32_t ci, bool solicited_only);
+    // cmd::resize_cq: the CQ moves to the ring of 2^log_depth CQEs behind `buf_table`; `done`
+    // (false: the CQ is not valid) once the old ring has its last CQE.
+    void resize(uint32_t cqn, uint8_t log_depth, uint64_t buf_table,
+                std::function<void(bool ok)> done);
     // Completion events, for the event unit.
     std::function<void(const hca_if::eqe&)> on_event;
 
@@ -68,8 +75,29 @@ class completion : public sc_core::sc_module {
         hca_if::cqe c;
         std::function<void()> written;
         uint64_t trace_id = 0;  // the WQE, when tracing
+        // A resize (c.opcode resize_cq): the new ring, and what to call when the old one is done.
+        uint8_t new_log_depth = 0;
+        uint64_t new_buf_table = 0;
+        std::function<void(bool)> resized;
+    };
+    // Per CQ: CQEs indexed but not yet written, and the resize under way. `ring` counts the
+    // resizes: a CQE indexed before the last one belongs to the old ring (`old_writes` of those
+    // are left, the resize_cq CQE among them).
+    struct cq_track {
+        uint32_t in_flight = 0;
+        uint32_t ring = 0;
+        uint32_t old_writes = 0;
+        uint64_t old_buf_table = 0, old_table_pages = 0;
+        std::function<void(bool)> resized;
     };
     void next(uint32_t cqn);
+    // DMA-writes `p`'s CQE to slot `index` of the ring behind `buf_table`.
+    void write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t page_shift,
+               uint64_t buf_table, uint32_t ring, sc_core::sc_time posted, pending p);
+    // The switch to the new ring at producer index `index`: the resize_cq CQE into the old one.
+    void start_resize(uint32_t cqn, hca_if::cq_context& ctx, sc_core::sc_time posted, pending p);
+    // A CQE indexed for ring `ring` has left the HCA (or was dropped): the in-flight counts.
+    void landed(uint32_t cqn, uint32_t ring);
     // A CQE of `cqn` has been written: the event, when the CQ is armed for it.
     void written(uint32_t cqn, const hca_if::cqe& c);
     void raise(uint32_t cqn);
@@ -78,7 +106,7 @@ class completion : public sc_core::sc_module {
         bool solicited_only = false;
     };
     std::unordered_map<uint32_t, arming> m_armed;
-    std::unordered_map<uint32_t, uint32_t> m_in_flight;  // CQEs indexed, not yet written
+    std::unordered_map<uint32_t, cq_track> m_track;
 
     completion_config m_cfg;
     const clock_domain& m_clk;

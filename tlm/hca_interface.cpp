@@ -74,6 +74,10 @@ const char* to_string(cqe_opcode o) {
             return "recv";
         case cqe_opcode::recv_rdma_with_imm:
             return "recv_rdma_with_imm";
+        case cqe_opcode::resize_cq:
+            return "resize_cq";
+        case cqe_opcode::invalid:
+            return "invalid";
     }
     return "unknown";
 }

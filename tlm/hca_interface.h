@@ -144,6 +144,12 @@ enum class cmd : uint8_t {
                             // migration, seed 004): in0 = device-memory address, in1 = host DMA
                             // address, in2 = bytes | dm_copy_* flags; completes once the bytes
                             // are written
+    resize_cq = 11,         // in0 = CQN | log2 of the new depth << 32, in1 = DMA address of the
+                            // new ring's buffer table (same page size): the HCA writes a
+                            // resize_cq CQE at the next producer index of the old ring and every
+                            // later CQE into the new ring, at its producer index there (the
+                            // index runs on); completes once every CQE bound for the old ring,
+                            // the resize_cq CQE last, has been written (mlx5 MODIFY_CQ, resize)
 };
 // cmd_in2 flags of dm_copy: to device memory (else from it, to the host); zero the device range
 // (no host access; in1 is unused).
@@ -228,10 +234,20 @@ enum class cqe_opcode : uint8_t {
     local_inv = 6,
     recv = 128,
     recv_rdma_with_imm = 129,
+    // Not completions (never returned by poll_cq), as mlx5's CQE opcodes RESIZE_CQ and INVALID:
+    // resize_cq marks where a resized CQ left its old ring (cmd::resize_cq); the driver writes
+    // invalid into every slot of a new ring whose producer index does not start at 0, where a
+    // zeroed slot could pass the owner-bit test.
+    resize_cq = 0xf0,
+    invalid = 0xff,
 };
-// A receive completion (IBV_WC_RECV and up).
+// A receive completion (IBV_WC_RECV, IBV_WC_RECV_RDMA_WITH_IMM).
 inline bool is_receive(cqe_opcode o) {
-    return static_cast<uint8_t>(o) >= static_cast<uint8_t>(cqe_opcode::recv);
+    return o == cqe_opcode::recv || o == cqe_opcode::recv_rdma_with_imm;
+}
+// A work completion, as opposed to the resize_cq and invalid entries.
+inline bool is_completion(cqe_opcode o) {
+    return static_cast<uint8_t>(o) < static_cast<uint8_t>(cqe_opcode::resize_cq);
 }
 
 // ibv_wc_status

@@ -114,6 +114,21 @@ TEST(perftest_cli, flags_hcasim_cannot_honour_are_refused_with_the_reason) {
     EXPECT_NE(refusal({"ib_write_bw", "--output", "latency"}).find("bandwidth, message_rate"),
               std::string::npos);
     EXPECT_NE(refusal({"ib_write_xx"}).find("unknown test"), std::string::npos);
+    EXPECT_NE(refusal({"ib_write_bw", "--use-srq"}).find("Using SRQ only avavilible in SEND"),
+              std::string::npos)
+        << "perftest's words for an SRQ outside the send tests";
+    EXPECT_NE(refusal({"ib_read_lat", "--use-srq"}).find("Using SRQ only"), std::string::npos);
+}
+
+TEST(perftest_cli, use_srq_is_a_send_tests_option) {
+    perftest_command c = parse({"ib_send_bw", "--use-srq", "-q", "4"});
+    EXPECT_EQ(c.workload["use_srq"], true);
+    EXPECT_TRUE(c.header.srq) << "the header says Using SRQ : ON";
+    c = parse({"ib_send_lat", "--use-srq"});
+    EXPECT_EQ(c.workload["use_srq"], true);
+    c = parse({"ib_send_bw"});
+    EXPECT_FALSE(c.workload.contains("use_srq"));
+    EXPECT_FALSE(c.header.srq);
 }
 
 TEST(perftest_report, rows_are_printed_with_perftests_formats) {
@@ -202,6 +217,38 @@ TEST(perftest_cli, a_run_prints_what_stats_json_holds_in_perftests_columns) {
                 json::parse(slurp(out + "_o/stats.json"))["workloads"][0]["gbps"].get<double>(),
                 1e-5)
         << "--output prints the one number: " << r.out;
+}
+
+// --use-srq: the server's QPs take their receives from one SRQ (the client's too in a latency
+// test), every message lands and is checked, and the header says so.
+TEST(perftest_cli, use_srq_runs_the_servers_receives_through_one_srq) {
+    const std::string out = testing::TempDir() + "/perftest_cli_srq";
+    auto r = run_hcasim("perftest ib_send_bw --use-srq -q 4 -s 4096 -n 300 --out '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(" Connection type : RC\t\tUsing SRQ      : ON\n"), std::string::npos)
+        << r.out;
+    json stats = json::parse(slurp(out + "/stats.json"));
+    const json& w = stats["workloads"][0];
+    EXPECT_EQ(w["data_check"], "ok") << "each QP's last message where its SRQ WQE put it";
+    EXPECT_EQ(columns(line_after(r.out, "BW average[MB/sec]"))[1], 1200);
+    EXPECT_EQ(stats["nodes"]["b"]["hca"]["responder"]["srq_wqes"], 1200)
+        << "every message on the server took its WQE from the SRQ";
+    EXPECT_EQ(stats["nodes"]["a"]["hca"]["responder"]["srq_wqes"], 0)
+        << "the client of a bandwidth test receives nothing";
+
+    r = run_hcasim("perftest ib_send_lat --use-srq -n 100 --out '" + out + "_lat'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    stats = json::parse(slurp(out + "_lat/stats.json"));
+    EXPECT_EQ(stats["workloads"][0]["data_check"], "ok");
+    EXPECT_EQ(stats["nodes"]["a"]["hca"]["responder"]["srq_wqes"], 100)
+        << "a latency test: both sides receive through an SRQ";
+    EXPECT_EQ(stats["nodes"]["b"]["hca"]["responder"]["srq_wqes"], 100);
+
+    r = run_hcasim("perftest ib_send_bw --use-srq -b -q 2 -n 100 --out '" + out + "_bidir'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    stats = json::parse(slurp(out + "_bidir/stats.json"));
+    EXPECT_EQ(stats["workloads"][0]["data_check"], "ok");
+    EXPECT_EQ(stats["nodes"]["a"]["hca"]["responder"]["srq_wqes"], 200) << "-b: the client too";
 }
 
 TEST(perftest_cli, runs_on_a_scenarios_nodes_and_sets) {
