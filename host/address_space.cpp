@@ -283,26 +283,33 @@ int address_space::special_fault(uint64_t page_va, const pte& p, bool device, bo
     retry = true;
     if (p.kind == special::device_private)
         return m_hooks.migrate_to_ram ? m_hooks.migrate_to_ram(page_va) : EFAULT;
-    // Device-exclusive: the notifier first (the device gives the page up), then the original
-    // entry comes back.
-    if (m_hooks.exclusive_revoke) m_hooks.exclusive_revoke(page_va);
+    // Device-exclusive: the CPU's entry comes back first, then the notifier makes the device let
+    // go of the page; an HCA fault during the notifier's wait that takes the page exclusive
+    // again is seen when the access looks again.
     pte now;
-    if (find_pte(page_va, now) && now.kind == special::exclusive) {
-        now.kind = special::none;
+    if (find_pte(page_va, now) && now.kind == page_table::special::exclusive) {
+        now.kind = page_table::special::none;
         now.referenced = true;
         m_pt.put(vpn(page_va), now);
     }
+    if (m_hooks.exclusive_revoke) m_hooks.exclusive_revoke(page_va);
     return 0;
 }
 
-bool address_space::migrate_setup(uint64_t page_va, std::optional<uint64_t>& src) {
-    src.reset();
+bool address_space::migratable(uint64_t page_va) const {
     const auto* v = find_vma(page_va);
     if (!v || v->second.page_shift != m_base_shift) return false;
     pte p;
     if (!find_pte(page_va, p)) return true;  // pte_none: a zero page, no entry to replace
     if (p.swapped || p.kind != page_table::special::none) return false;
-    if (m_frames.use(p.pfn) != frame_use::user || m_frames.pin_count(p.pfn) != 0) return false;
+    return m_frames.use(p.pfn) == frame_use::user && m_frames.pin_count(p.pfn) == 0;
+}
+
+bool address_space::migrate_setup(uint64_t page_va, std::optional<uint64_t>& src) {
+    src.reset();
+    if (!migratable(page_va)) return false;
+    pte p;
+    if (!find_pte(page_va, p)) return true;
     src = p.pfn;
     p.kind = page_table::special::migrating;
     p.from_device = false;
@@ -365,9 +372,10 @@ int address_space::migrate_back_setup(uint64_t page_va, uint64_t& device_page, u
     return 0;
 }
 
-bool address_space::migrate_back_commit(uint64_t page_va, uint64_t pfn) {
+bool address_space::migrate_back_commit(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
     pte p;
-    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device) {
+    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device ||
+        p.pfn != device_page) {
         m_frames.release(pfn);
         return false;
     }
@@ -375,15 +383,18 @@ bool address_space::migrate_back_commit(uint64_t page_va, uint64_t pfn) {
     return true;
 }
 
-void address_space::migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
+bool address_space::migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
     m_frames.release(pfn);
     pte p;
-    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device) return;
+    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device ||
+        p.pfn != device_page)
+        return false;
     pte d;
     d.pfn = device_page;
     d.kind = page_table::special::device_private;
     m_pt.put(vpn(page_va), d);
     ++m_device_pages;
+    return true;
 }
 
 bool address_space::make_exclusive(uint64_t page_va) {
@@ -442,7 +453,9 @@ address_space::page_info address_space::lookup(uint64_t va) const {
     info.exclusive = p.kind == page_table::special::exclusive;
     info.migrating = p.kind == page_table::special::migrating;
     if (info.device_private) info.device_page = p.pfn;
-    if (info.present || info.exclusive) info.pfn = p.pfn + ((va - page_va) >> m_base_shift);
+    // A page migrating away keeps its frame until the migration commits.
+    const bool frame = info.present || info.exclusive || (info.migrating && !p.from_device);
+    if (frame) info.pfn = p.pfn + ((va - page_va) >> m_base_shift);
     return info;
 }
 
@@ -507,9 +520,11 @@ int address_space::pin(uint64_t va, uint64_t length, std::vector<uint64_t>& pfns
     uint64_t at = va;
     const uint64_t end = va + length;
     while (at < end) {
-        const unsigned shift = find_vma(at)->second.page_shift;
+        // A fault may wait (a migration back, a swap-in): the mapping may be gone meanwhile.
+        const auto* v = find_vma(at);
+        const unsigned shift = v ? v->second.page_shift : m_base_shift;
         const uint64_t page_va = align_down(at, 1ULL << shift);
-        if (int err = touch(page_va, 1, faults)) {
+        if (int err = v ? touch(page_va, 1, faults) : EFAULT) {
             std::vector<uint64_t> undo(pfns.begin() + static_cast<std::ptrdiff_t>(pinned_before),
                                        pfns.end());
             unpin(undo);

@@ -53,7 +53,7 @@ class address_space : public frame_mapper {
         bool device_private = false;  // migrated to device memory: `device_page` holds it
         uint64_t device_page = 0;
         bool exclusive = false;  // device-exclusive: `pfn` is still its frame
-        bool migrating = false;  // a migration entry
+        bool migrating = false;  // a migration entry (`pfn`: the frame it leaves, if any)
     };
 
     address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem, uint64_t memlock_limit);
@@ -152,6 +152,8 @@ class address_space : public frame_mapper {
     // present (it gets a migration entry; `src` its frame) or never populated (pte_none: `src`
     // empty, the entry stays none). Swapped, huge, pinned and special pages do not migrate.
     bool migrate_setup(uint64_t page_va, std::optional<uint64_t>& src);
+    // Whether migrate_setup would take the page (nothing changes).
+    bool migratable(uint64_t page_va) const;
     // migrate_vma_pages + migrate_vma_finalize to `device_page`: false when the page changed
     // meanwhile (the CPU faulted a pte_none page in first, or it was unmapped): the migration
     // lost and the page is left alone. On success the source frame is freed.
@@ -163,9 +165,10 @@ class address_space : public frame_mapper {
     int migrate_back_setup(uint64_t page_va, uint64_t& device_page, uint64_t& pfn);
     // The page is the new frame's from now on; false (the frame freed) when it was unmapped
     // meanwhile.
-    bool migrate_back_commit(uint64_t page_va, uint64_t pfn);
+    bool migrate_back_commit(uint64_t page_va, uint64_t device_page, uint64_t pfn);
     // Leaves the page in device memory (the copy failed); the new frame is freed.
-    void migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn);
+    // False when the page was unmapped meanwhile: the device page is then the caller's to free.
+    bool migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn);
     // make_device_exclusive_range for a present base page: the CPU's entry becomes a
     // device-exclusive one. False when the page is not present and ordinary.
     bool make_exclusive(uint64_t page_va);

@@ -78,7 +78,8 @@ void driver::prefetch_range(const mr_state& st, uint32_t pid, uint64_t va, uint6
     const uint64_t hi = std::max(va + length, va + 1);
     if (fault) {
         uint64_t faults = 0;
-        if (as.touch(va, hi - va, faults) != 0) return;  // best effort (ibv_advise_mr(3))
+        if (as.touch(va, hi - va, faults, true) != 0)
+            return;  // the HCA's view (HMM pages stay)  // best effort (ibv_advise_mr(3))
         m_page_faults += faults;
         cpu.add(to_time(m_cfg.cpu.page_fault), faults);
         cpu.add(as.take_io_lag());

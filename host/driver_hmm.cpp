@@ -111,34 +111,36 @@ uint64_t driver::hmm_to_device(uint32_t pid, const std::vector<uint64_t>& pages_
                                cpu_clock& cpu) {
     const sc_core::sc_time t0 = hcasim::now();
     address_space& as = m_process(pid);
-    // The destination pages first: pages with none to go to are left alone, untouched by the
-    // notifier below.
-    std::vector<uint64_t> pages, device_pages;
-    for (uint64_t page_va : pages_in) {
-        auto page = hmm_device_page();
-        if (!page) {
-            ++m_hmm_skipped;
-            continue;
-        }
-        pages.push_back(page_va);
-        device_pages.push_back(*page);
-    }
-    if (pages.empty()) return 0;
-    // MMU_NOTIFY_MIGRATE: the HCA stops using its translations of the pages.
-    odp_invalidate(pid, pages);
     struct item {
         uint64_t va = 0;
         std::optional<uint64_t> src;
         uint64_t device_page = 0;
     };
-    std::vector<item> copied;
-    for (size_t i = 0; i < pages.size(); ++i) {
-        item it{pages[i], {}, device_pages[i]};
-        if (!as.migrate_setup(it.va, it.src)) {  // pinned, swapped, huge or special
-            hmm_device_page_free(it.device_page);
+    // migrate_vma_setup for the batch: pages that cannot migrate, or have no device page to go
+    // to, are left alone; the others get migration entries before the notifier, so an HCA fault
+    // on one meanwhile waits for the migration's end instead of mapping the frame again.
+    std::vector<item> items;
+    std::vector<uint64_t> pages;
+    for (uint64_t page_va : pages_in) {
+        if (!as.migratable(page_va)) {
             ++m_hmm_skipped;
             continue;
         }
+        auto page = hmm_device_page();
+        if (!page) {
+            ++m_hmm_skipped;
+            continue;
+        }
+        item it{page_va, {}, *page};
+        as.migrate_setup(page_va, it.src);
+        items.push_back(it);
+        pages.push_back(page_va);
+    }
+    if (items.empty()) return 0;
+    // MMU_NOTIFY_MIGRATE: the HCA stops using its translations of the pages.
+    odp_invalidate(pid, pages);
+    std::vector<item> copied;
+    for (const item& it : items) {
         cpu.add(to_time(m_cfg.cpu.migrate_page));
         if (hmm_copy(it.device_page, it.src.value_or(0), true, !it.src, cpu)) {
             as.migrate_abort(it.va, it.src);
@@ -173,20 +175,22 @@ int driver::hmm_migrate_to_ram(uint32_t pid, uint64_t page_va) {
     const sc_core::sc_time t0 = hcasim::now();
     address_space& as = m_process(pid);
     cpu_clock cpu;
-    odp_invalidate(pid, {page_va});  // MMU_NOTIFY_MIGRATE: the HCA lets go of the device page
+    // The migration entry first, then the notifier (MMU_NOTIFY_MIGRATE): an HCA fault on the page
+    // meanwhile waits for the migration's end instead of mapping the device page again.
     uint64_t device_page = 0, pfn = 0;
-    if (int err = as.migrate_back_setup(page_va, device_page, pfn)) return err;
+    if (int err = as.migrate_back_setup(page_va, device_page, pfn))
+        return err == EFAULT ? 0 : err;  // another thread moved it already: look again
+    odp_invalidate(pid, {page_va});
     cpu.add(to_time(m_cfg.cpu.migrate_page));
     if (hmm_copy(device_page, pfn, false, false, cpu)) {
         // VM_FAULT_SIGBUS: the page stays on the device.
-        as.migrate_back_abort(page_va, device_page, pfn);
+        if (!as.migrate_back_abort(page_va, device_page, pfn)) hmm_device_page_free(device_page);
         notify_now(m_hmm_done);
         cpu.settle();
         return EFAULT;
     }
-    as.migrate_back_commit(page_va, pfn);
+    if (as.migrate_back_commit(page_va, device_page, pfn)) ++m_hmm_to_host;
     hmm_device_page_free(device_page);
-    ++m_hmm_to_host;
     notify_now(m_hmm_done);
     cpu.settle();
     m_hmm_back_time.add(to_ps(hcasim::now() - t0));
@@ -239,10 +243,16 @@ void driver::hmm_access_event(const eqe& e) {
         m_cfg.driver.migration.policy != "access_count")
         return;
     const mr_state& st = it->second;
-    const uint64_t va = st.info.va + (e.addr - st.info.iova);
-    const uint64_t page_va = va & ~((1ULL << m_page_shift) - 1);
-    if (va < st.info.va || va >= st.info.va + st.info.length) return;
-    if (!m_process(st.pid).lookup(page_va).present) return;  // gone or moved meanwhile
+    // e.addr is the page's first byte, which may lie before the region's first byte.
+    const uint64_t page_va =
+        (first_page_va(st) + (e.addr - (st.info.iova - (st.info.va - first_page_va(st))))) &
+        ~((1ULL << m_page_shift) - 1);
+    if (page_va < first_page_va(st) || page_va >= st.info.va + st.info.length) return;
+    address_space& as = m_process(st.pid);
+    if (!as.lookup(page_va).present || !as.migratable(page_va)) {
+        ++m_hmm_skipped;  // gone, moved, pinned or huge: no notifier for nothing
+        return;
+    }
     cpu_clock cpu;
     hmm_to_device(st.pid, {page_va}, cpu);
 }

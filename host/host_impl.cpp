@@ -64,7 +64,8 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
         auto it = m_procs.find(pid);
         if (it == m_procs.end()) return std::nullopt;
         const address_space::page_info info = it->second->lookup(va);
-        if (!info.present && !info.exclusive) return std::nullopt;  // exclusive: the HCA's now
+        // Exclusive: the HCA's now; migrating: the frame is the page's until the commit.
+        if (!info.present && !info.exclusive && !(info.migrating && info.pfn)) return std::nullopt;
         return info.pfn;
     });
     m_reclaimer.set_mirror(reclaimer::mirror_hooks{

@@ -5,6 +5,10 @@
 
 namespace hcasim {
 
+namespace {
+constexpr uint64_t k_hmm_page_shift = 12;  // the pages HMM migrates and takes exclusive
+}
+
 using namespace hca_if;
 
 const char* to_string(tpt_fault f) {
@@ -186,8 +190,11 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
             uint64_t addr = req.addr, left = req.length;
             // An atomic on an on-demand host page that is not device-exclusive faults first when
             // the driver asked for exclusive atomics (seed 004's make_device_exclusive_range).
-            const bool want_exclusive =
-                on_demand && m_exclusive_atomics && (req.rights & access::remote_atomic);
+            // Only base pages (4 KiB) are taken exclusive or migrated: a huge page's entry never
+            // gets the exclusive bit, nor is it counted.
+            const bool base_pages = shift == k_hmm_page_shift;
+            const bool want_exclusive = on_demand && base_pages && m_exclusive_atomics &&
+                                        (req.rights & access::remote_atomic);
             for (size_t i = 0; i < words.size(); ++i) {
                 const uint64_t page_va = base + ((first_page + i) << shift);
                 const uint64_t w = words[i];
@@ -202,7 +209,7 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                 const uint64_t in_page = addr - page_va;
                 const uint64_t n = std::min(left, page - in_page);
                 const uint64_t dma = (w & ~(page - 1)) + in_page;
-                if (on_demand && m_access_threshold && !device)
+                if (on_demand && base_pages && m_access_threshold && !device)
                     count_access(mtt_first + i, region_index, page_va);
                 if (!r.segments.empty() && r.segments.back().device == device &&
                     r.segments.back().addr + r.segments.back().length == dma) {
