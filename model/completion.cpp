@@ -83,6 +83,11 @@ void completion::write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t 
     p.c.owner = cqe::owner_for(index, log_depth);
     const uint64_t offset = static_cast<uint64_t>(index & ((1u << log_depth) - 1)) * cqe::size;
     const uint64_t page = 1ULL << page_shift;
+    cq_track& t = m_track[cqn];
+    if (t.buf_table != buf_table && ring == t.ring) {  // the ring the CQ uses now
+        t.buf_table = buf_table;
+        t.table_pages = ((uint64_t{cqe::size} << log_depth) + page - 1) >> page_shift;
+    }
     m_bt.fetch(
         buf_table + 8 * (offset >> page_shift), 1,
         [this, cqn, offset, page, posted, ring, p = std::move(p)](
@@ -148,6 +153,13 @@ void completion::landed(uint32_t cqn, uint32_t ring) {
 
 void completion::flush(uint32_t cqn, std::function<void()> done) {
     m_armed.erase(cqn);  // the driver rewrites the CQ (create, destroy): no arming survives
+    // Nor do the buffer-table entries of its ring: the driver frees the table, and a later CQ's
+    // table may land at the same address.
+    auto it = m_track.find(cqn);
+    if (it != m_track.end() && it->second.buf_table && it->second.in_flight == 0) {
+        m_bt.invalidate(it->second.buf_table, it->second.table_pages);
+        it->second.buf_table = 0;
+    }
     m_cqc.flush(cqn, std::move(done));
 }
 

@@ -88,6 +88,7 @@ class completion : public sc_core::sc_module {
         uint32_t ring = 0;
         uint32_t old_writes = 0;
         uint64_t old_buf_table = 0, old_table_pages = 0;
+        uint64_t buf_table = 0, table_pages = 0;  // the ring's buffer table, as last written
         std::function<void(bool)> resized;
     };
     void next(uint32_t cqn);
