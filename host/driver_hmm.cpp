@@ -2,16 +2,16 @@
 // HCA's device memory and back, and device-exclusive access for remote atomics.
 //
 // Migration to the device follows the kernel's migrate_vma steps, one batch of base pages at a
-// time: the mmu notifier first (MMU_NOTIFY_MIGRATE: the HCA lets go of its translation entries
-// for the pages), migrate_vma_setup (each present, unpinned anonymous base page gets a migration
-// entry; a never-populated one stays pte_none), a device page per page from the device-memory
-// allocator alloc_dm also uses, the copy by the HCA's DMA engine (dm_copy: host memory to device
+// time: migrate_vma_setup (a device page per page from the device-memory allocator alloc_dm also
+// uses; each present, unpinned anonymous base page gets a migration entry, a never-populated one
+// stays pte_none), the mmu notifier (MMU_NOTIFY_MIGRATE: the HCA lets go of its translation
+// entries for the pages; an HCA fault meanwhile waits on the migration entry), the copy by the HCA's DMA engine (dm_copy: host memory to device
 // memory over PCIe; a pte_none page is zeroed on the adapter), migrate_vma_pages + finalize (the
 // device-private entry goes in, the frame is freed; a pte_none page the CPU faulted in
 // meanwhile stays the CPU's: one winner), and the device MMU update (translation entries of the
 // process's on-demand regions name the device page, with the device bit).
-// A CPU touch of a device-private page faults into migrate_to_ram, in the faulting thread: the
-// notifier, a migration entry and a new frame, dm_copy back, the new entry. A CPU access that
+// A CPU touch of a device-private page faults into migrate_to_ram, in the faulting thread: a
+// migration entry and a new frame, the notifier, dm_copy back, the new entry. A CPU access that
 // meets a migration entry waits for the migration's end and looks again.
 // Policies (host.driver.migration.policy): none; explicit (the `migrate` op); access_count (the
 // TPT counts the NIC's accesses to on-demand host pages and raises an access_counter event at
