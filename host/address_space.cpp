@@ -324,18 +324,27 @@ bool address_space::migrate_commit(uint64_t page_va, const std::optional<uint64_
     if (!src) {
         // pte_none: the device page goes in only if the CPU has not faulted a page in meanwhile.
         if (found || !find_vma(page_va)) return false;
-    } else if (!found || p.kind != page_table::special::migrating || p.pfn != *src) {
-        m_frames.release(*src);  // unmapped meanwhile: the frame was the migration's to free
-        return false;
     } else {
+        // The frame is the migration's to free, whether the page moved or was unmapped meanwhile.
         m_frames.release(*src);
+        if (!found || p.kind != page_table::special::migrating || p.pfn != *src) return false;
     }
+    put_device_private(page_va, device_page);
+    return true;
+}
+
+void address_space::put_device_private(uint64_t page_va, uint64_t device_page) {
     pte d;
     d.pfn = device_page;
     d.kind = page_table::special::device_private;
     m_pt.put(vpn(page_va), d);
     ++m_device_pages;
-    return true;
+}
+
+bool address_space::migrating_back(uint64_t page_va, uint64_t device_page) const {
+    pte p;
+    return find_pte(page_va, p) && p.kind == page_table::special::migrating && p.from_device &&
+           p.pfn == device_page;
 }
 
 void address_space::migrate_abort(uint64_t page_va, const std::optional<uint64_t>& src) {
@@ -362,10 +371,7 @@ int address_space::migrate_back_setup(uint64_t page_va, uint64_t& device_page, u
     --m_device_pages;
     auto frame = alloc_frame(m_base_shift, owner, false);
     if (!frame) {
-        p.kind = page_table::special::device_private;
-        p.from_device = false;
-        m_pt.put(vpn(page_va), p);
-        ++m_device_pages;
+        put_device_private(page_va, device_page);
         return ENOMEM;
     }
     pfn = *frame;
@@ -373,9 +379,7 @@ int address_space::migrate_back_setup(uint64_t page_va, uint64_t& device_page, u
 }
 
 bool address_space::migrate_back_commit(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
-    pte p;
-    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device ||
-        p.pfn != device_page) {
+    if (!migrating_back(page_va, device_page)) {
         m_frames.release(pfn);
         return false;
     }
@@ -385,15 +389,8 @@ bool address_space::migrate_back_commit(uint64_t page_va, uint64_t device_page, 
 
 bool address_space::migrate_back_abort(uint64_t page_va, uint64_t device_page, uint64_t pfn) {
     m_frames.release(pfn);
-    pte p;
-    if (!find_pte(page_va, p) || p.kind != page_table::special::migrating || !p.from_device ||
-        p.pfn != device_page)
-        return false;
-    pte d;
-    d.pfn = device_page;
-    d.kind = page_table::special::device_private;
-    m_pt.put(vpn(page_va), d);
-    ++m_device_pages;
+    if (!migrating_back(page_va, device_page)) return false;
+    put_device_private(page_va, device_page);
     return true;
 }
 

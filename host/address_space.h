@@ -214,6 +214,9 @@ class address_space : public frame_mapper {
     // A special entry met by touch: resolves it (or, for the device, accepts it). `retry`: look
     // at the page again.
     int special_fault(uint64_t page_va, const pte& p, bool device, bool& retry, uint64_t& faults);
+    void put_device_private(uint64_t page_va, uint64_t device_page);
+    // The page holds the migration entry of its way back from `device_page`.
+    bool migrating_back(uint64_t page_va, uint64_t device_page) const;
     sc_core::sc_time m_io_lag = sc_core::SC_ZERO_TIME;
 };
 

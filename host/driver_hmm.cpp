@@ -5,25 +5,25 @@
 // time: migrate_vma_setup (a device page per page from the device-memory allocator alloc_dm also
 // uses; each present, unpinned anonymous base page gets a migration entry, a never-populated one
 // stays pte_none), the mmu notifier (MMU_NOTIFY_MIGRATE: the HCA lets go of its translation
-// entries for the pages; an HCA fault meanwhile waits on the migration entry), the copy by the HCA's DMA engine (dm_copy: host memory to device
-// memory over PCIe; a pte_none page is zeroed on the adapter), migrate_vma_pages + finalize (the
-// device-private entry goes in, the frame is freed; a pte_none page the CPU faulted in
-// meanwhile stays the CPU's: one winner), and the device MMU update (translation entries of the
-// process's on-demand regions name the device page, with the device bit).
-// A CPU touch of a device-private page faults into migrate_to_ram, in the faulting thread: a
-// migration entry and a new frame, the notifier, dm_copy back, the new entry. A CPU access that
-// meets a migration entry waits for the migration's end and looks again.
-// Policies (host.driver.migration.policy): none; explicit (the `migrate` op); access_count (the
-// TPT counts the NIC's accesses to on-demand host pages and raises an access_counter event at
-// the threshold: the event worker migrates that page). Device pages are never pinned; munmap
-// frees them (dev_pagemap_ops.page_free); they count in the process's resident pages.
-// Device-exclusive (host.driver.migration.exclusive_atomics): the TPT makes an atomic on an
-// on-demand host page fault until its entry has the exclusive bit; the fault handler then takes
-// the page exclusive (make_device_exclusive_range: the CPU's entry becomes a device-exclusive
-// one) and writes the entry with the bit. The CPU's next access faults; the notifier tells the
-// driver, which invalidates the entry (a revocation), and the CPU gets its page back.
-// Abstracted: batches larger than the call's pages, device pages evicted under device-memory
-// pressure (migration simply stops when no page is free), huge pages (they do not migrate).
+// entries for the pages; an HCA fault meanwhile waits on the migration entry), the copy by the
+// HCA's DMA engine (dm_copy: host memory to device memory over PCIe; a pte_none page is zeroed on
+// the adapter), migrate_vma_pages + finalize (the device-private entry goes in, the frame is freed;
+// a pte_none page the CPU faulted in meanwhile stays the CPU's: one winner), and the device MMU
+// update (translation entries of the process's on-demand regions name the device page, with the
+// device bit). A CPU touch of a device-private page faults into migrate_to_ram, in the faulting
+// thread: a migration entry and a new frame, the notifier, dm_copy back, the new entry. A CPU
+// access that meets a migration entry waits for the migration's end and looks again. Policies
+// (host.driver.migration.policy): none; explicit (the `migrate` op); access_count (the TPT counts
+// the NIC's accesses to on-demand host pages and raises an access_counter event at the threshold:
+// the event worker migrates that page). Device pages are never pinned; munmap frees them
+// (dev_pagemap_ops.page_free); they count in the process's resident pages. Device-exclusive
+// (host.driver.migration.exclusive_atomics): the TPT makes an atomic on an on-demand host page
+// fault until its entry has the exclusive bit; the fault handler then takes the page exclusive
+// (make_device_exclusive_range: the CPU's entry becomes a device-exclusive one) and writes the
+// entry with the bit. The CPU's next access faults; the notifier tells the driver, which
+// invalidates the entry (a revocation), and the CPU gets its page back. Abstracted: batches larger
+// than the call's pages, device pages evicted under device-memory pressure (migration simply stops
+// when no page is free), huge pages (they do not migrate).
 #include <algorithm>
 #include <cerrno>
 
@@ -248,9 +248,10 @@ void driver::hmm_access_event(const eqe& e) {
         (first_page_va(st) + (e.addr - (st.info.iova - (st.info.va - first_page_va(st))))) &
         ~((1ULL << m_page_shift) - 1);
     if (page_va < first_page_va(st) || page_va >= st.info.va + st.info.length) return;
-    address_space& as = m_process(st.pid);
-    if (!as.lookup(page_va).present || !as.migratable(page_va)) {
-        ++m_hmm_skipped;  // gone, moved, pinned or huge: no notifier for nothing
+    // Gone or moved meanwhile: nothing to do. Pinned or huge pages hmm_to_device leaves alone,
+    // before any notifier.
+    if (!m_process(st.pid).lookup(page_va).present) {
+        ++m_hmm_skipped;
         return;
     }
     cpu_clock cpu;
