@@ -23,6 +23,7 @@
 #include "model/device_memory.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
+#include "sim/pooled.h"
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
 #include "tlm/dma_stream.h"
@@ -90,7 +91,8 @@ struct dma_pacing {
     sc_core::sc_time when;
 };
 
-struct dma_op {
+// Pooled (sim/pooled.h): a finished operation goes back to its free list with its buffers.
+struct dma_op : pooled<dma_op> {
     enum class direction { read, write } dir = direction::read;
     std::vector<dma_segment> segments;
     std::vector<uint8_t> data;       // read: filled in; write: the bytes to write
@@ -115,9 +117,11 @@ struct dma_op {
         for (const auto& s : segments) n += s.length;
         return n;
     }
+    // Back to a fresh operation, keeping the buffers' capacity (pooled).
+    void reuse();
 };
 
-using dma_op_ptr = std::shared_ptr<dma_op>;
+using dma_op_ptr = pool_ptr<dma_op>;
 
 class dma_engine : public sc_core::sc_module {
   public:

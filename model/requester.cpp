@@ -405,7 +405,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
                 return;
             }
             s->stage = wqe_stage::reading;
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::read;
             for (const auto& t : s->local)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
@@ -420,8 +420,9 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             if (!op->ok) return;  // completes with the error when the read is done
             // Cut-through: the message goes to the port once its first packet's bytes are on chip,
             // and the link holds each later packet until its own bytes are in.
-            s->msg->payload = std::move(op->data);
-            s->msg->ready = packet_ready(*op, s->length, port_of(*s->msg).mtu());
+            // (A swap: the operation keeps the message's spare buffer for its next use.)
+            s->msg->payload.swap(op->data);
+            packet_ready(*op, s->length, port_of(*s->msg).mtu(), s->msg->ready);
             m_queue.at(s->msg->ready.front(), [this, qpn, s] {
                 if (s->stage != wqe_stage::reading) return;
                 s->stage = wqe_stage::ready;
@@ -432,7 +433,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
 }
 
 void requester::build_message(const qp_context& ctx, slot_ptr s) {
-    auto m = std::make_shared<ib_message>();
+    auto m = ib_message::make();
     m->op = wire_opcode(s->w.opcode);
     m->src_lid = m_ports.lid(ctx.port);
     m->dst_lid = ctx.remote_lid;
@@ -502,7 +503,9 @@ void requester::drain(uint32_t qpn) {
         }
         if (s->resend) {
             // A fresh copy: the responder may still hold the first one.
-            s->msg = std::make_shared<ib_message>(*s->msg);
+            ib_message_ptr copy = ib_message::make();
+            *copy = *s->msg;
+            s->msg = std::move(copy);
             s->msg->ready.clear();
             s->resend = false;
             ++m_retransmits;
@@ -578,13 +581,13 @@ void requester::on_response(ib_message_ptr msg) {
             sq.retries = sq.rnr_tries = 0;
             sq.retrying = false;
             drain(qpn);  // a READ or atomic held back by the initiator depth may go now
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::write;
             for (const auto& t : s->local)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->data = msg->payload;
             op->data.resize(op->length(), 0);
-            op->pacing = pacing_of(*msg);
+            pacing_of(*msg, op->pacing);
             op->done = [this, qpn, s](dma_op& done) {
                 complete(qpn, s, done.ok ? wc_status::success : wc_status::loc_prot_err);
             };

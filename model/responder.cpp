@@ -517,7 +517,7 @@ void responder::rdma_write(request_ptr r) {
             });
         };
         if (r->msg->length == 0) return finish();
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
         op->segments = t.segments;
@@ -525,7 +525,7 @@ void responder::rdma_write(request_ptr r) {
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
-        op->pacing = pacing_of(*r->msg);
+        pacing_of(*r->msg, op->pacing);
         op->done = [this, r, t, finish](dma_op& done) {
             m_tpt.release(t);
             if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
@@ -618,7 +618,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                     for (const auto& h : *results) m_tpt.release(h);
                     return on_error(wc_status::loc_prot_err, ib_nak::rem_op);
                 }
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->stream = dma_stream::receive;
             op->dir = dma_op::direction::write;
             for (const auto& t : *results)
@@ -627,7 +627,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
-            op->pacing = pacing_of(*r->msg);
+            pacing_of(*r->msg, op->pacing);
             op->done = [this, r, opcode, results, w, length](dma_op& done) {
                 for (const auto& h : *results) m_tpt.release(h);
                 if (!done.ok) {
@@ -680,7 +680,7 @@ void responder::rdma_read(request_ptr r) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
         if (halted(r)) return m_tpt.release(t);
         if (r->msg->length == 0) return answer(r, ib_op::rdma_read_response);
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::read;
         op->segments = t.segments;
@@ -695,8 +695,8 @@ void responder::rdma_read(request_ptr r) {
         if (!op->ok) return;  // NAKed when the read is done
         // Cut-through: the response goes to the port when its first packet's bytes are on chip;
         // the link holds each later packet until its bytes are in.
-        std::vector<sc_core::sc_time> ready =
-            packet_ready(*op, r->msg->length, m_ports.at(r->ctx.port).mtu());
+        std::vector<sc_core::sc_time> ready;
+        packet_ready(*op, r->msg->length, m_ports.at(r->ctx.port).mtu(), ready);
         const sc_core::sc_time first = ready.front();
         m_queue.at(first, [this, r, op, ready = std::move(ready)]() mutable {
             answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data),
@@ -731,7 +731,7 @@ void responder::run_next_atomic() {
             m_tpt.release(t);
             return next();
         }
-        auto rd = std::make_shared<dma_op>();
+        auto rd = dma_op::make();
         rd->stream = dma_stream::receive;
         rd->dir = dma_op::direction::read;
         rd->segments = t.segments;
@@ -750,7 +750,7 @@ void responder::run_next_atomic() {
                     : original + r->msg->compare_add;
             std::vector<uint8_t> result(8);
             put<uint64_t>(result.data(), original);
-            auto wr = std::make_shared<dma_op>();
+            auto wr = dma_op::make();
             wr->stream = dma_stream::receive;
             wr->dir = dma_op::direction::write;
             wr->segments = t.segments;
@@ -778,7 +778,7 @@ void responder::run_next_atomic() {
 }
 
 ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
-    auto out = std::make_shared<ib_message>();
+    auto out = ib_message::make();
     out->op = op;
     out->src_lid = m.dst_lid;  // the port the request came in on answers it
     out->dst_lid = m.src_lid;

@@ -94,7 +94,7 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
 
 void word_cache::start_fill(const fill_ptr& f) {
     ++m_filling;
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dma_op::direction::read;
     op->segments.push_back({f->addr, 8 * f->n});
     op->not_before = std::max(f->not_before, hcasim::now());
