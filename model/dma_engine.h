@@ -21,6 +21,7 @@
 #include <tlm>
 
 #include "model/device_memory.h"
+#include "sim/block_pool.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/pooled.h"
@@ -84,6 +85,10 @@ struct dma_segment {
     dma_segment() = default;
     dma_segment(uint64_t a, uint64_t n, const dma_origin& o = {}) : addr(a), length(n), origin(o) {}
 };
+
+// The segments a translation gives (model/tpt.h): made and dropped per transfer, so their
+// storage is reused (sim/block_pool.h).
+using segment_list = std::vector<dma_segment, recycling_allocator<dma_segment>>;
 
 // Bytes from `offset` on become available at `when` (for writes fed by arriving packets).
 struct dma_pacing {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 #include "model/transport_timers.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
@@ -240,7 +242,7 @@ void requester::kick(uint32_t qpn) {
                 return;
             }
             for (uint32_t i = 0; i < count; ++i) {
-                auto s = std::make_shared<wqe_slot>();
+                slot_ptr s = wqe_slot::make();
                 s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride, ud);
                 s->index = first + i;
                 // Only packets consume PSNs (IBA 9.7.1): a bind or local invalidation sends
@@ -282,7 +284,7 @@ void requester::kick(uint32_t qpn) {
 void requester::advance(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
     // Starting a WQE may complete (and retire) it at once, so walk a copy of the window.
-    const std::vector<slot_ptr> slots(sq.window.begin(), sq.window.end());
+    const boost::container::small_vector<slot_ptr, 64> slots(sq.window.begin(), sq.window.end());
     for (const slot_ptr& s : slots) {
         if (s->stage == wqe_stage::fetched) start(qpn, sq.ctx, s);
         if (is_window_op(s->w.opcode) && s->stage != wqe_stage::completed) return;
@@ -375,7 +377,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     s->stage = wqe_stage::translating;
     HCASIM_TRACE(mark(this, "translate", wqe_trace_id(qpn, s->index)));
     s->local.assign(s->w.num_sge, tpt_result{});
-    auto pending = std::make_shared<unsigned>(s->w.num_sge);
+    s->translating = s->w.num_sge;
     for (unsigned i = 0; i < s->w.num_sge; ++i) {
         const sge& g = s->w.sges[i];
         tpt_request req;
@@ -385,9 +387,9 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         req.addr = g.addr;
         req.length = g.length;
         req.rights = scatter_target ? access::local_write : 0;
-        m_tpt.translate(req, [this, qpn, ctx, s, i, pending, scatter_target](tpt_result r) {
+        m_tpt.translate(req, [this, qpn, ctx, s, i, scatter_target](tpt_result r) {
             s->local[i] = std::move(r);
-            if (--*pending > 0) return;
+            if (--s->translating > 0) return;
             if (s->stage == wqe_stage::completed) return;  // flushed meanwhile
             for (const auto& t : s->local)
                 if (!t.ok()) {

@@ -343,11 +343,11 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     }
     ++m_messages;
     m_bytes += msg->length;
-    auto r = std::make_shared<request>();
+    auto r = request::make();
     r->msg = msg;
     r->ctx = *ctx;
     r->ready_at = ready_at;
-    r->out = std::make_shared<reply>();
+    r->out = reply::make();
     r->out->psn = msg->psn;
     if (needs_wqe) {
         if (shared)
@@ -450,11 +450,11 @@ void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx,
                           const sc_core::sc_time& ready_at) {
     ++m_duplicates;
     rq_state& rq = m_rq[ctx.qpn];
-    auto r = std::make_shared<request>();
+    auto r = request::make();
     r->msg = msg;
     r->ctx = ctx;
     r->ready_at = ready_at;
-    r->out = std::make_shared<reply>();
+    r->out = reply::make();
     r->out->psn = msg->psn;
     rq.replies.push_back(r->out);  // answered in order, after what the QP still owes
     switch (msg->op) {
@@ -520,13 +520,13 @@ void responder::rdma_write(request_ptr r) {
         auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
-        op->segments = t.segments;
+        op->segments.assign(t.segments.begin(), t.segments.end());
         op->data = r->msg->payload;
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
         pacing_of(*r->msg, op->pacing);
-        op->done = [this, r, t, finish](dma_op& done) {
+        op->done = [this, r, t = std::move(t), finish](dma_op& done) {
             m_tpt.release(t);
             if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
             finish();
@@ -683,7 +683,7 @@ void responder::rdma_read(request_ptr r) {
         auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::read;
-        op->segments = t.segments;
+        op->segments.assign(t.segments.begin(), t.segments.end());
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
@@ -734,7 +734,7 @@ void responder::run_next_atomic() {
         auto rd = dma_op::make();
         rd->stream = dma_stream::receive;
         rd->dir = dma_op::direction::read;
-        rd->segments = t.segments;
+        rd->segments.assign(t.segments.begin(), t.segments.end());
         rd->ptag = t.ptag;
         rd->not_before = r->ready_at;
         rd->done = [this, r, t, next](dma_op& got) {
@@ -753,7 +753,7 @@ void responder::run_next_atomic() {
             auto wr = dma_op::make();
             wr->stream = dma_stream::receive;
             wr->dir = dma_op::direction::write;
-            wr->segments = t.segments;
+            wr->segments.assign(t.segments.begin(), t.segments.end());
             wr->ptag = t.ptag;
             wr->data.resize(8);
             put<uint64_t>(wr->data.data(), updated);

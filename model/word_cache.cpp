@@ -36,7 +36,7 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
     const sc_core::sc_time now = hcasim::now() + after;
     const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(std::max<uint64_t>(1, count)));
     const sc_core::sc_time hit_ready = start + m_clk.cycles(m_geo.hit_cycles + count - 1);
-    auto req = std::make_shared<request>();
+    pool_ptr<request> req = request::make();
     req->words.assign(count, 0);
     req->fn = std::move(fn);
     std::vector<fill_ptr> fresh;
