@@ -149,9 +149,9 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
 sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arrival,
                                                     sc_core::sc_time at) {
     const sc_core::sc_time now = hcasim::now();
-    while (!m_commits.empty() && m_commits.begin()->second <= now)
-        m_commits.erase(m_commits.begin());
-    auto it = m_commits.upper_bound(arrival);
+    while (!m_commits.empty() && m_commits.front().second <= now) m_commits.pop_front();
+    auto it = std::upper_bound(m_commits.begin(), m_commits.end(), arrival,
+                               [](const sc_core::sc_time& t, const auto& c) { return t < c.first; });
     if (it != m_commits.begin()) at = std::max(at, std::prev(it)->second);
     return at;
 }
@@ -166,13 +166,13 @@ void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_ti
     for (const piece& p : m_pieces) {
         check_owner(p.pa, p.len, false, ext, p.offset);
         m_mem.read(p.pa, out + p.offset, p.len);
-        for (const auto& [key, w] : m_pending) {
-            if (key.first > until) break;
+        for (const pending_write& w : m_pending) {
+            if (w.key.first > until) break;
             if (w.arrival > arrival) continue;
             const uint64_t lo = std::max(p.pa, w.addr);
             const uint64_t hi = std::min(p.pa + p.len, w.addr + w.data.size());
             if (lo < hi)
-                std::copy(w.data.begin() + (lo - w.addr), w.data.begin() + (hi - w.addr),
+                std::copy(w.data.data() + (lo - w.addr), w.data.data() + (hi - w.addr),
                           out + p.offset + (lo - p.pa));
         }
     }
@@ -197,13 +197,19 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
             continue;
         }
         const pending_key key{visible, m_pending_seq++};
-        m_pending[key] = pending_write{
-            p.pa, std::vector<uint8_t>(data + p.offset, data + p.offset + p.len), arrival};
+        auto at = m_pending.end();  // after every key below it: mostly the back
+        while (at != m_pending.begin() && std::prev(at)->key > key) --at;
+        at = m_pending.insert(at, pending_write{key, p.pa, {}, arrival});
+        at->data.assign(data + p.offset, p.len);
         m_notify.at(key.first, [this, key] {
-            auto it = m_pending.find(key);
-            pending_write w = std::move(it->second);
+            // Writes become visible in key order: this one is (nearly always) the front.
+            auto it = std::lower_bound(
+                m_pending.begin(), m_pending.end(), key,
+                [](const pending_write& w, const pending_key& k) { return w.key < k; });
+            const uint64_t addr = it->addr;
+            const auto bytes = std::move(it->data);
             m_pending.erase(it);
-            land(w.addr, w.data.data(), w.data.size());
+            land(addr, bytes.data(), bytes.size());
         });
     }
     return visible;
@@ -250,8 +256,13 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
         if (m_write_commit > sc_core::SC_ZERO_TIME) {
             // Commits complete in order of arrival.
             sc_core::sc_time commit = after_commits_before(arrival, visible + m_write_commit);
-            sc_core::sc_time& c = m_commits[arrival];
-            c = std::max(c, commit);
+            auto it = std::lower_bound(
+                m_commits.begin(), m_commits.end(), arrival,
+                [](const auto& c, const sc_core::sc_time& t) { return c.first < t; });
+            if (it != m_commits.end() && it->first == arrival)
+                it->second = std::max(it->second, commit);
+            else
+                m_commits.insert(it, {arrival, commit});
         }
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     }

@@ -54,6 +54,8 @@
 #include "host/frame_allocator.h"
 #include "host/iommu.h"
 #include "host/phys_mem.h"
+#include "sim/byte_block.h"
+#include "sim/front_vector.h"
 #include "sim/kernel.h"
 #include "sim/stats.h"
 #include "tlm/completer_pacing.h"
@@ -98,12 +100,13 @@ class root_complex : public sc_core::sc_module {
         byte_ranges ranges;
         std::function<void()> fn;
     };
+    using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // visible, sequence
     struct pending_write {
+        pending_key key;
         uint64_t addr = 0;
-        std::vector<uint8_t> data;
+        byte_block data;
         sc_core::sc_time arrival;  // at the root complex, before translation
     };
-    using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // arrival, sequence
     // A physically contiguous part of a request: `len` bytes at `pa`, `offset` into the request.
     struct piece {
         uint64_t pa = 0, len = 0, offset = 0;
@@ -132,7 +135,8 @@ class root_complex : public sc_core::sc_module {
     phys_mem& m_mem;
     const frame_allocator& m_frames;
     sc_core::sc_time m_mem_latency;
-    std::map<pending_key, pending_write> m_pending;
+    // Writes not yet visible, by key: they become visible (and leave from the front) in key order.
+    front_vector<pending_write> m_pending;
     uint64_t m_pending_seq = 0;
     std::map<watch_id, watcher> m_watchers;
     std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
@@ -145,8 +149,8 @@ class root_complex : public sc_core::sc_module {
     // write waits for the ones that arrived before it, so the last entry at or before a time
     // is the latest visibility among the writes that arrived by then).
     std::map<sc_core::sc_time, sc_core::sc_time> m_write_order;
-    // Writes not yet committed: arrival -> commit (nondecreasing with arrival).
-    std::map<sc_core::sc_time, sc_core::sc_time> m_commits;
+    // Writes not yet committed: (arrival, commit) by arrival, commit nondecreasing with arrival.
+    front_vector<std::pair<sc_core::sc_time, sc_core::sc_time>> m_commits;
     sc_core::sc_time m_write_commit;
     sc_core::sc_time m_line_interval;
     // When the writes that arrived by `arrival` are all committed (at least `at`).

@@ -3,7 +3,8 @@
 // each translation or transfer) is kept for the next request of its size class instead of going
 // back to malloc, so a steady stream of them allocates nothing after the first few.
 //
-// `block_pool`: size classes of 64 bytes up to 1 KiB; bigger blocks go to operator new. Per OS
+// `block_pool`: size classes of 64 bytes up to 4 KiB (a page of payload); bigger blocks go to
+// operator new. Per OS
 // thread (the simulation runs on one).
 // `recycling_allocator<T>`: a standard allocator over block_pool, for containers on the hot path
 // (e.g. std::vector<T, recycling_allocator<T>>).
@@ -37,7 +38,7 @@ class block_pool {
     }
 
   private:
-    static constexpr std::size_t granule = 64, classes = 16;
+    static constexpr std::size_t granule = 64, classes = 64;
     static std::size_t size_class(std::size_t n) { return n == 0 ? 1 : (n + granule - 1) / granule; }
     static void*& free_list(std::size_t c) {
         static thread_local void* heads[classes + 1];

@@ -22,6 +22,7 @@
 
 #include <systemc>
 
+#include "sim/front_vector.h"
 #include "sim/inline_callback.h"
 #include "sim/params.h"
 
@@ -151,8 +152,8 @@ void callback_queue::at(const sc_core::sc_time& when, F&& fn) {
 // are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or
 // after its earliest start, so a transfer booked for later does not hold up an earlier one. No
 // events are needed to model occupancy; intervals that ended before now are pruned. The calendar
-// is a deque sorted by start: bookings mostly append at the end and pruning takes from the front,
-// so booking allocates nothing in the steady state.
+// is sorted by start: bookings mostly append at the end and pruning takes from the front
+// (sim/front_vector.h), so booking allocates nothing in the steady state.
 class serial_resource {
   public:
     // Occupies the resource for `duration` from the first free gap at or after `earliest`;
@@ -195,7 +196,7 @@ class serial_resource {
         sc_core::sc_time start, end;
     };
     void prune(const sc_core::sc_time& now);
-    std::deque<interval> m_calendar;                          // disjoint, by start
+    front_vector<interval> m_calendar;                        // disjoint, by start
     sc_core::sc_time m_cut_in_start = sc_core::SC_ZERO_TIME;  // the last cut_in item
     sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;
     sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;

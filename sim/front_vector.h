@@ -1,0 +1,66 @@
+// A vector whose front can be dropped in constant time: a sequence kept in order that grows at
+// the back and is consumed from the front, with the odd insertion in the middle (a calendar of
+// busy intervals, writes waiting to become visible). Unlike std::deque it allocates nothing in the
+// steady state: dropped slots at the front are reclaimed by moving the live ones down once they
+// are at least half the storage.
+#pragma once
+
+#include <cstddef>
+#include <utility>
+#include <vector>
+
+namespace hcasim {
+
+template <class T>
+class front_vector {
+  public:
+    using iterator = typename std::vector<T>::iterator;
+    using const_iterator = typename std::vector<T>::const_iterator;
+
+    bool empty() const { return m_head == m_items.size(); }
+    size_t size() const { return m_items.size() - m_head; }
+    iterator begin() { return m_items.begin() + static_cast<std::ptrdiff_t>(m_head); }
+    iterator end() { return m_items.end(); }
+    const_iterator begin() const { return m_items.begin() + static_cast<std::ptrdiff_t>(m_head); }
+    const_iterator end() const { return m_items.end(); }
+    T& front() { return m_items[m_head]; }
+    const T& front() const { return m_items[m_head]; }
+    T& back() { return m_items.back(); }
+    const T& back() const { return m_items.back(); }
+    T& operator[](size_t i) { return m_items[m_head + i]; }
+    const T& operator[](size_t i) const { return m_items[m_head + i]; }
+
+    void push_back(T v) { m_items.push_back(std::move(v)); }
+    template <class... A>
+    T& emplace_back(A&&... a) {
+        return m_items.emplace_back(std::forward<A>(a)...);
+    }
+    iterator insert(const_iterator at, T v) { return m_items.insert(at, std::move(v)); }
+    iterator erase(const_iterator at) {
+        if (at == begin()) {
+            pop_front();
+            return begin();
+        }
+        return m_items.erase(at);
+    }
+    void pop_front() {
+        m_items[m_head] = T();  // release what it holds now, as erasing would
+        if (++m_head == m_items.size()) {
+            m_items.clear();
+            m_head = 0;
+        } else if (m_head >= 32 && 2 * m_head >= m_items.size()) {
+            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
+            m_head = 0;
+        }
+    }
+    void clear() {
+        m_items.clear();
+        m_head = 0;
+    }
+
+  private:
+    std::vector<T> m_items;
+    size_t m_head = 0;  // items before it are dropped
+};
+
+}  // namespace hcasim
