@@ -226,7 +226,12 @@ class stream {
     void post_list(uint64_t q, uint64_t k, const window& w) {
         const uint64_t now = now_ps();  // no simulated time passes before the post
         const bool over = w.over(now);
-        std::vector<send_wr> list;
+        // Each QP's work request at offset 0, made once: a post copies it into the kept list (the
+        // SGE storage stays) and moves both addresses by the slot's offset.
+        if (m_templates.empty())
+            for (uint64_t i = 0; i < m_p.qps; ++i)
+                m_templates.push_back(make_wr(m_p, m_from, m_to, i, 0, 0, false));
+        m_list.resize(k);
         for (uint64_t j = 0; j < k; ++j) {
             const uint64_t seq = m_posted[q] + j;
             const uint64_t slot = !m_zipf.empty() ? zipf_slot()
@@ -240,12 +245,16 @@ class stream {
                 m_post_time[q].push_back(now);
                 m_signaled[q] = seq + 1;
             }
-            list.push_back(
-                make_wr(m_p, m_from, m_to, q, slot * m_p.size, (q << 40) | seq, signaled));
+            send_wr& wr = m_list[j];
+            wr = m_templates[q];
+            wr.wr_id = (q << 40) | seq;
+            wr.signaled = signaled;
+            wr.sges[0].addr += slot * m_p.size;
+            wr.remote_addr += slot * m_p.size;
         }
         if (m_peak && m_scnt < m_tposted.size()) m_tposted[m_scnt] = now;  // tposted[totscnt]
         m_scnt += k;
-        require(m_from.h->post_send(m_from.qps[q].qpn, list), m_from.node + ": post_send");
+        require(m_from.h->post_send(m_from.qps[q].qpn, m_list), m_from.node + ": post_send");
         m_posted[q] += k;
     }
 
@@ -266,6 +275,8 @@ class stream {
     const uint64_t m_cq_mod, m_slots;
     std::vector<uint64_t> m_posted, m_completed, m_signaled, m_last_offset;
     std::vector<std::vector<uint64_t>> m_post_time;  // post time of each signaled WQE, per QP
+    std::vector<send_wr> m_templates;  // per QP: its work request at offset 0 (post_list)
+    std::vector<send_wr> m_list;       // the list being posted (kept: no allocation per post)
     std::vector<uint64_t> m_samples;  // with p.samples: post to completion, in completion order
     // A duration's measurement: the first and last completion polled while sampling, and the WQEs
     // completed after the first.

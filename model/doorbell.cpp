@@ -131,7 +131,8 @@ bool doorbell::blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::
     a.bytes.insert(a.bytes.end(), data, data + reg::bf_chunk);
     if (a.bytes.size() < a.expected) return true;
     const doorbell_word w = a.header;
-    std::vector<uint8_t> wqe(a.bytes.begin() + 8, a.bytes.begin() + 8 + w.ds * 16u);
+    bf_wqe_ptr wqe = bf_wqe::make();
+    wqe->bytes.assign(a.bytes.begin() + 8, a.bytes.begin() + 8 + w.ds * 16u);
     a.reset();
     if (w.qpn >= m_tables.qpc_entries) {
         ++m_malformed;
@@ -190,7 +191,7 @@ bool doorbell::ring(queue q, uint64_t value, const sc_core::sc_time& delay) {
 }
 
 void doorbell::dispatch(queue q, const doorbell_word& w, const sc_core::sc_time& arrival,
-                        std::vector<uint8_t> wqe) {
+                        bf_wqe_ptr wqe) {
     const bool send_queue = q == queue::send;
     ++m_count;
     HCASIM_TRACE(pulse(&m_count, arrival, false));
@@ -202,9 +203,9 @@ void doorbell::dispatch(queue q, const doorbell_word& w, const sc_core::sc_time&
                               (send_queue        ? "send"
                                : q == queue::srq ? "srq"
                                                  : "recv")
-                                  << (wqe.empty() ? " doorbell" : " BlueFlame doorbell") << " qpn "
+                                  << (!wqe ? " doorbell" : " BlueFlame doorbell") << " qpn "
                                   << hex(w.qpn) << " pi " << w.producer_index);
-                   if (!wqe.empty() && on_blueflame)
+                   if (wqe && on_blueflame)
                        return on_blueflame(w.qpn, w.producer_index, std::move(wqe));
                    auto& handler = send_queue ? on_send : q == queue::srq ? on_srq : on_recv;
                    if (handler) handler(w.qpn, w.producer_index);

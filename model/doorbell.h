@@ -26,6 +26,7 @@
 #include "model/device_memory.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
+#include "sim/pooled.h"
 #include "sim/stats.h"
 #include "tlm/hca_interface.h"
 #include "tlm/register_bank.h"
@@ -61,6 +62,14 @@ struct doorbell_config {
     }
 };
 
+// The WQE bytes of a BlueFlame block, handed from the doorbell to the requester; pooled, so the
+// bytes' storage is reused block after block (sim/pooled.h).
+struct bf_wqe : pooled<bf_wqe> {
+    std::vector<uint8_t> bytes;
+    void reuse() { bytes.clear(); }
+};
+using bf_wqe_ptr = pool_ptr<bf_wqe>;
+
 class doorbell : public sc_core::sc_module {
   public:
     tlm_utils::simple_target_socket<doorbell> bar_in;
@@ -71,8 +80,7 @@ class doorbell : public sc_core::sc_module {
     // ibv_req_notify_cq: arm `cqn` for one event after consumer index `ci`.
     std::function<void(uint32_t cqn, uint32_t ci, bool solicited_only)> on_cq_arm;
     // A BlueFlame block: the send doorbell plus the bytes of WQE producer_index - 1.
-    std::function<void(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe)>
-        on_blueflame;
+    std::function<void(uint32_t qpn, uint32_t producer_index, bf_wqe_ptr wqe)> on_blueflame;
     std::function<void(const command_request&)> on_command;
 
     doorbell(sc_core::sc_module_name name, const doorbell_config& cfg, const clock_domain& clk);
@@ -88,7 +96,7 @@ class doorbell : public sc_core::sc_module {
     bool ring(queue q, uint64_t value, const sc_core::sc_time& delay);
     bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);
     void dispatch(queue q, const hca_if::doorbell_word& w, const sc_core::sc_time& arrival,
-                  std::vector<uint8_t> wqe);
+                  bf_wqe_ptr wqe);
 
     struct bf_assembly {
         std::vector<uint8_t> bytes;    // chunks received so far

@@ -44,7 +44,7 @@ hca::hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uin
     m_completion.on_event = [this](const hca_if::eqe& e) { m_event.post(e); };
     m_doorbell.on_srq = [this](uint32_t srqn, uint32_t pi) { m_responder.srq_doorbell(srqn, pi); };
     m_responder.on_event = [this](const hca_if::eqe& e) { m_event.post(e); };
-    m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, std::vector<uint8_t> wqe) {
+    m_doorbell.on_blueflame = [this](uint32_t qpn, uint32_t pi, bf_wqe_ptr wqe) {
         m_requester.blueflame(qpn, pi, std::move(wqe));
     };
     m_doorbell.on_command = [this](const command_request& c) {

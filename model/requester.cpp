@@ -162,7 +162,7 @@ requester::requester(sc_core::sc_module_name name, const requester_config& cfg,
                                   "max_rd_atomic of them outstanding")),
       m_latency(m_stats.latency("latency", "doorbell to completion, per WQE")) {}
 
-void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe) {
+void requester::blueflame(uint32_t qpn, uint32_t producer_index, bf_wqe_ptr wqe) {
     auto& delivered = m_sq[qpn].delivered;
     delivered[producer_index - 1] = std::move(wqe);
     // Bounded: only the latest few can still be ahead of the fetch point.
@@ -170,19 +170,18 @@ void requester::blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uin
     doorbell(qpn, producer_index);
 }
 
-bool requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride,
-                               std::vector<uint8_t>& bytes) {
+bf_wqe_ptr requester::take_delivered(uint32_t qpn, uint32_t first, uint32_t stride) {
     auto& delivered = m_sq[qpn].delivered;
     // Deliveries behind the fetch point were fetched from the ring meanwhile.
     while (!delivered.empty() && static_cast<int32_t>(delivered.begin()->first - first) < 0)
         delivered.erase(delivered.begin());
     auto it = delivered.find(first);
-    if (it == delivered.end()) return false;
-    bytes = std::move(it->second);
-    bytes.resize(std::max<size_t>(bytes.size(), stride), 0);
+    if (it == delivered.end()) return nullptr;
+    bf_wqe_ptr wqe = std::move(it->second);
+    wqe->bytes.resize(std::max<size_t>(wqe->bytes.size(), stride), 0);
     delivered.erase(it);
     ++m_bf_wqes;
-    return true;
+    return wqe;
 }
 
 void requester::doorbell(uint32_t qpn, uint32_t producer_index) {
@@ -232,7 +231,7 @@ void requester::kick(uint32_t qpn) {
         sq.fetching = true;
         const bool ud = ctx->type == qp_type::ud;
         auto fetched = [this, qpn, first, stride = 1u << q.wqe_shift, ud](
-                           bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+                           bool ok, uint32_t count, const std::vector<uint8_t>& bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
             if (!ok) {
@@ -274,17 +273,25 @@ void requester::kick(uint32_t qpn) {
             kick(qpn);
         };
         // A WQE that came by BlueFlame is not fetched (the ring still holds it).
-        std::vector<uint8_t> bytes;
-        if (take_delivered(qpn, first, 1u << q.wqe_shift, bytes))
-            return fetched(true, 1, std::move(bytes));
-        m_fetcher.fetch(q, first, n, fetched);
+        if (bf_wqe_ptr wqe = take_delivered(qpn, first, 1u << q.wqe_shift))
+            return fetched(true, 1, wqe->bytes);
+        m_fetcher.fetch(q, first, n, std::move(fetched));
     });
 }
 
 void requester::advance(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
-    // Starting a WQE may complete (and retire) it at once, so walk a copy of the window.
-    const boost::container::small_vector<slot_ptr, 64> slots(sq.window.begin(), sq.window.end());
+    // Starting a WQE may complete (and retire) it at once, so walk a copy of the part of the
+    // window that can start: the fetched WQEs up to the first window operation in progress.
+    boost::container::small_vector<slot_ptr, 64> slots;
+    for (const slot_ptr& s : sq.window) {
+        if (s->stage == wqe_stage::fetched) {
+            slots.push_back(s);
+        } else if (is_window_op(s->w.opcode) && s->stage != wqe_stage::completed) {
+            slots.push_back(s);
+            break;
+        }
+    }
     for (const slot_ptr& s : slots) {
         if (s->stage == wqe_stage::fetched) start(qpn, sq.ctx, s);
         if (is_window_op(s->w.opcode) && s->stage != wqe_stage::completed) return;

@@ -45,10 +45,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
 #include <systemc>
 
 #include "model/completion.h"
 #include "model/dma_engine.h"
+#include "model/doorbell.h"
 #include "model/port.h"
 #include "model/qpc_cache.h"
 #include "model/tpt.h"
@@ -88,7 +90,7 @@ class requester : public sc_core::sc_module {
 
     void doorbell(uint32_t qpn, uint32_t producer_index);
     // A BlueFlame doorbell: `wqe` is the WQE of index producer_index - 1.
-    void blueflame(uint32_t qpn, uint32_t producer_index, std::vector<uint8_t> wqe);
+    void blueflame(uint32_t qpn, uint32_t producer_index, bf_wqe_ptr wqe);
     void on_response(ib_message_ptr msg);
 
     // Told when a QP enters the error state (the responder flushes its receive queue).
@@ -141,15 +143,16 @@ class requester : public sc_core::sc_module {
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
-        std::map<uint32_t, std::vector<uint8_t>>
-            delivered;  // BlueFlame WQEs by index, not yet taken
+        // BlueFlame WQEs by index, not yet taken (a few at most: a sorted vector).
+        boost::container::flat_map<uint32_t, bf_wqe_ptr> delivered;
         uint32_t fetched() const { return ci + static_cast<uint32_t>(window.size()); }
         bool idle() const { return window.empty() && !fetching; }
     };
 
     void kick(uint32_t qpn);
-    // Takes the WQE at `first` from the BlueFlame deliveries, if there; true when it did.
-    bool take_delivered(uint32_t qpn, uint32_t first, uint32_t stride, std::vector<uint8_t>& bytes);
+    // Takes the WQE at `first` from the BlueFlame deliveries, if there (padded to `stride`);
+    // null when it is not.
+    bf_wqe_ptr take_delivered(uint32_t qpn, uint32_t first, uint32_t stride);
     // Starts fetched WQEs in order; a bind or local invalidation holds back the WQEs after it
     // until it has completed (seed 000: WQEs posted after a bind wait for it).
     void advance(uint32_t qpn);

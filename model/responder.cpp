@@ -190,7 +190,7 @@ void responder::prefetch(uint32_t qpn, const qp_context& c) {
     m_fetcher.fetch(
         q, first, n,
         [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](
-            bool ok, uint32_t count, std::vector<uint8_t> bytes) {
+            bool ok, uint32_t count, const std::vector<uint8_t>& bytes) {
             rq_state& rq = m_rq[qpn];
             if (epoch == rq.epoch) rq.prefetching = false;
             for (uint32_t i = 0; i < n; ++i) {
@@ -258,8 +258,8 @@ void responder::flush_receives(uint32_t qpn) {
         for (; rq.ci != rq.pi; ++rq.ci) {
             ++m_flushed;
             m_fetcher.fetch(q, rq.ci, 1,
-                            [this, c, stride = 1u << q.wqe_shift](bool ok, uint32_t,
-                                                                  std::vector<uint8_t> bytes) {
+                            [this, c, stride = 1u << q.wqe_shift](
+                                bool ok, uint32_t, const std::vector<uint8_t>& bytes) {
                                 cqe e;
                                 e.opcode = cqe_opcode::recv;
                                 e.status = wc_status::wr_flush_err;
@@ -565,7 +565,7 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
                 : queue_desc{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     m_fetcher.fetch(
         q, r->rq_index, 1,
-        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, std::vector<uint8_t> bytes) {
+        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, const std::vector<uint8_t>& bytes) {
             if (!ok) return fn(nullptr);
             recv_wqe w = recv_wqe::decode(bytes.data(), stride);
             r->wr_id = w.wr_id;

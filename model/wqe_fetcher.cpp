@@ -45,7 +45,8 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
     const uint64_t entry_addr = q.buf_table + 8 * (offset >> q.page_shift);
     m_bt.fetch(
         entry_addr, 1,
-        [this, q, offset, page, stride, n, start, fn](bool ok, const std::vector<uint64_t>& w) {
+        [this, q, offset, page, stride, n, start, fn = std::move(fn)](
+            bool ok, const std::vector<uint64_t>& w) mutable {
             if (!ok) {
                 ++m_errors;
                 fn(false, 0, {});
@@ -56,7 +57,7 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
             op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
             op->ptag = q.ptag;
             op->tail = m_clk.cycles(m_cfg.parse_cycles * n);
-            op->done = [this, n, start, fn](dma_op& done) {
+            op->done = [this, n, start, fn = std::move(fn)](dma_op& done) {
                 if (!done.ok) {
                     ++m_errors;
                     fn(false, 0, {});
@@ -64,7 +65,7 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
                 }
                 m_wqes += n;
                 m_latency.add(to_ps(hcasim::now() - start));
-                fn(true, n, std::move(done.data));
+                fn(true, n, done.data);
             };
             ++m_dma_reads;
             m_dma.submit(op);

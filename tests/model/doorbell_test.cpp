@@ -43,8 +43,8 @@ struct bench : sc_core::sc_module {
         bar.bind(unit.bar_in);
         unit.on_send = [this](uint32_t q, uint32_t p) { sends.push_back({q, p, hcasim::now()}); };
         unit.on_recv = [this](uint32_t q, uint32_t p) { recvs.push_back({q, p, hcasim::now()}); };
-        unit.on_blueflame = [this](uint32_t q, uint32_t p, std::vector<uint8_t> w) {
-            bfs.push_back({q, p, std::move(w), hcasim::now()});
+        unit.on_blueflame = [this](uint32_t q, uint32_t p, hcasim::bf_wqe_ptr w) {
+            bfs.push_back({q, p, w->bytes, hcasim::now()});
         };
         unit.on_command = [this](const command_request& c) {
             commands.push_back(c);
