@@ -281,7 +281,11 @@ std::vector<op_decl> build_ops() {
                            "false: the driver-bug mode that writes physical addresses instead of "
                            "DMA-mapping the pages (IO page faults with host.iommu.enabled)",
                            true));
-    add("reg_mr", "register a memory region (ibv_reg_mr / ibv_reg_mr_iova)", s);
+    add("reg_mr",
+        "register a memory region (ibv_reg_mr / ibv_reg_mr_iova); va 0 with length "
+        "0xffffffffffffffff (SIZE_MAX) and on_demand: an implicit on-demand region over the whole "
+        "address space",
+        s);
 
     s = {};
     s.fields = {define(resource_kind::mr, "region name"),
@@ -890,9 +894,9 @@ const std::vector<std::string>& access_names() {
 
 const std::vector<std::string>& errno_names() {
     static const std::vector<std::string> v = {
-        "EPERM",  "ENOENT", "EINTR",  "EIO",        "ENXIO",     "E2BIG",    "EAGAIN",
-        "ENOMEM", "EACCES", "EFAULT", "EBUSY",      "EEXIST",    "ENODEV",   "EINVAL",
-        "ENOSPC", "ERANGE", "ENOSYS", "EOPNOTSUPP", "ETIMEDOUT", "ECANCELED"};
+        "EPERM",  "ENOENT", "EINTR",  "EIO",        "ENXIO",     "E2BIG",     "EAGAIN",
+        "ENOMEM", "EACCES", "EFAULT", "EBUSY",      "EEXIST",    "ENODEV",    "EINVAL",
+        "ENOSPC", "ERANGE", "ENOSYS", "EOPNOTSUPP", "ETIMEDOUT", "ECANCELED", "EOVERFLOW"};
     return v;
 }
 
@@ -941,6 +945,7 @@ const std::vector<std::string>& result_fields() {
         "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",
         "max_ah", "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom", "max_srq",
         "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap", "max_dm_size",
+        "odp_general_caps", "rc_odp_caps", "uc_odp_caps", "ud_odp_caps",
         // alloc_dm, pagemap and migrate (HMM)
         "dm_addr", "device", "migrated",
         // SRQs and async events

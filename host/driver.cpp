@@ -189,9 +189,21 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     if ((attr.access & (access::remote_write | access::remote_atomic)) &&
         !(attr.access & access::local_write))
         return leave(cpu, EINVAL);
+    const bool on_demand = attr.access & access::on_demand;
+    // The whole address space on demand (ibv_reg_mr(pd, NULL, SIZE_MAX, ...ON_DEMAND)): an
+    // implicit region (driver_implicit.cpp).
+    if (on_demand && attr.va == 0 && attr.length == UINT64_MAX) {
+        const int err = reg_implicit_mr(pid, attr, pd->second, out, cpu);
+        leave(cpu, err);
+        if (!err) m_reg_time.add(to_ps(hcasim::now() - t0));
+        return err;
+    }
+    // A range whose page-aligned end wraps: ib_umem_get's EINVAL, ib_umem_odp_get's EOVERFLOW.
+    const uint64_t end = attr.va + attr.length;
+    if (end < attr.va || align_up(end, uint64_t{1} << m_page_shift) < end)
+        return leave(cpu, on_demand ? EOVERFLOW : EINVAL);
     address_space& as = m_process(pid);
-    if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length))
-        return leave(cpu, EFAULT);
+    if (!as.mapped(attr.va, attr.length)) return leave(cpu, EFAULT);
 
     const unsigned shift = as.page_shift_over(attr.va, attr.length);
     const uint64_t page = 1ULL << shift;
@@ -207,7 +219,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     mr_state st;
     st.pid = pid;
     st.mtt_index = *mtt;
-    st.on_demand = attr.access & access::on_demand;
+    st.on_demand = on_demand;
     st.page_shift = shift;
     st.info.va = attr.va;
     uint64_t faults = 0;
@@ -301,6 +313,8 @@ int driver::dereg_mr(uint32_t handle) {
     if (st.dm) {
         // Device memory: no translation entries, nothing pinned.
         if (auto d = m_dms.find(st.dm); d != m_dms.end()) --d->second.regions;
+    } else if (st.implicit) {
+        implicit_release(st, cpu);
     } else {
         if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
         // The HCA has let go of the entries: take the IOVAs away before the pages may move.
@@ -351,14 +365,17 @@ void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, ui
     } else {
         dma_map_pages(iova, st.page_shift, pas, true, cpu);
     }
+    int64_t gained = 0;  // entries made present, for a child of an implicit region
     for (uint64_t k = 0; k < count; ++k) {
         const uint64_t dev = flags[k] & mtt_device ? device[k]
                              : iova                ? iova + (k << st.page_shift)
                                                    : pas[k].value_or(0);
         const bool present = pas[k].has_value() || (flags[k] & mtt_device);
-        m_mem.write_u64(m_mtt.base + (first + k) * mtt_entry_size,
-                        mtt_encode(present ? dev : 0, present, flags[k]));
+        const uint64_t at = m_mtt.base + (first + k) * mtt_entry_size;
+        if (st.parent) gained += int64_t{present} - int64_t{mtt_present(m_mem.read_u64(at))};
+        m_mem.write_u64(at, mtt_encode(present ? dev : 0, present, flags[k]));
     }
+    if (st.parent) m_mrs.at(st.info.handle).present += static_cast<uint64_t>(gained);
 }
 
 int driver::query_mr(uint32_t handle, mr_info& out) const {

@@ -258,7 +258,7 @@ cq_context cq_context::decode(const uint8_t* p) {
 void mpt_entry::encode(uint8_t* p) const {
     std::memset(p, 0, size);
     put<uint8_t>(p + 0, static_cast<uint8_t>((valid ? 1 : 0) | (static_cast<uint8_t>(type) << 1) |
-                                             (device_memory ? 8 : 0)));
+                                             (device_memory ? 8 : 0) | (implicit ? 16 : 0)));
     put<uint8_t>(p + 1, key_byte);
     put<uint8_t>(p + 2, access);
     put<uint8_t>(p + 3, page_shift);
@@ -280,6 +280,7 @@ mpt_entry mpt_entry::decode(const uint8_t* p) {
     e.valid = b0 & 1;
     e.type = static_cast<mpt_type>((b0 >> 1) & 3);
     e.device_memory = b0 & 8;
+    e.implicit = b0 & 16;
     e.key_byte = get<uint8_t>(p + 1);
     e.access = get<uint8_t>(p + 2);
     e.page_shift = get<uint8_t>(p + 3);

@@ -386,11 +386,19 @@ enum class mpt_type : uint8_t { mr = 0, mw1 = 1, mw2 = 2 };
 // A region over device memory (ibv_reg_dm_mr; mlx5's MEMIC access mode) has `device_memory` set
 // and no translation entries: `mtt_index` holds the device-memory address of the byte at `start`,
 // and the HCA's units reach it without PCIe.
+// An implicit on-demand region (reg_mr of the whole address space; mlx5's KSM mkey of 1 GiB
+// children, MLX5_IMR_MTT_SIZE) has `implicit` set: start 0, length 2^64 - 1, and `mtt_count`
+// indirect words from `mtt_index` in the translation table, one per child range of
+// 2^implicit_child_shift bytes (word k covers [k << shift, (k + 1) << shift)). A word names the
+// child region entry that translates its range (ksm_encode), or is 0: no child yet, the access
+// raises a page fault naming the implicit region. A child is an ordinary on-demand region entry
+// (start k << shift, one translation entry per 4 KiB page); a fault on its pages names the child.
 struct mpt_entry {
     static constexpr size_t size = 64;
     bool valid = false;
     mpt_type type = mpt_type::mr;
     bool device_memory = false;
+    bool implicit = false;
     uint8_t key_byte = 0;
     uint8_t access = 0;
     uint8_t page_shift = 12;
@@ -428,6 +436,14 @@ inline bool mtt_present(uint64_t e) {
 }
 inline uint64_t mtt_addr(uint64_t e) {
     return e & ~0xfffULL;
+}
+// An implicit region's indirect word: bit 0 present, bits 39:8 the child's region entry index.
+constexpr unsigned implicit_child_shift = 30;  // 1 GiB per child (mlx5 MLX5_IMR_MTT_SHIFT)
+inline uint64_t ksm_encode(uint32_t child_index) {
+    return (static_cast<uint64_t>(child_index) << 8) | 1;
+}
+inline uint32_t ksm_child(uint64_t word) {
+    return static_cast<uint32_t>(word >> 8);
 }
 
 // ---- WQEs ---------------------------------------------------------------------------------------

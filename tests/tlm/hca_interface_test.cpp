@@ -33,9 +33,9 @@ auto fields(const cq_context& c) {
                            c.cqn);
 }
 auto fields(const mpt_entry& e) {
-    return std::make_tuple(e.valid, e.type, e.key_byte, e.access, e.page_shift, e.pd, e.start,
-                           e.length, e.mtt_index, e.mtt_count, e.ptag, e.qpn, e.parent,
-                           e.page_base);
+    return std::make_tuple(e.valid, e.type, e.device_memory, e.implicit, e.key_byte, e.access,
+                           e.page_shift, e.pd, e.start, e.length, e.mtt_index, e.mtt_count, e.ptag,
+                           e.qpn, e.parent, e.page_base);
 }
 auto fields(const eqe& q) {
     return std::make_tuple(q.type, q.flags, q.owner, q.token, q.mpt_index, q.qpn, q.addr, q.length);
@@ -104,6 +104,7 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
         e.start = r<uint64_t>(), e.length = r<uint64_t>(), e.mtt_index = r<uint64_t>();
         e.mtt_count = r<uint32_t>(), e.ptag = r<uint32_t>(), e.qpn = r<uint32_t>();
         e.parent = r<uint32_t>(), e.page_base = r<uint64_t>();
+        e.device_memory = rng() % 2, e.implicit = rng() % 2;
         expect_round_trip(e, mpt_entry::size);
 
         eqe v;
