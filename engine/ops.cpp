@@ -490,8 +490,9 @@ std::vector<op_decl> build_ops() {
                     "protection domain (its WQEs' L_Keys are checked "
                     "against it)"),
                 integer("max_wr", 0, 4294967295.0, false,
-                        "receive WQEs it holds (rounded up to a power of two); 0 or more than the "
-                        "device's max_srq_wr: EINVAL",
+                        "receive WQEs it holds: a ring of max_wr + 1 rounded up to a power of two, "
+                        "one kept free, so it reports one less as max_wr (mlx5: 7 for 4); 0 or "
+                        "more than the device's max_srq_wr: EINVAL",
                         128),
                 integer("max_sge", 0, 4294967295.0, false,
                         "SGEs per WQE; more than max_srq_sge: EINVAL", 1)};
@@ -500,7 +501,7 @@ std::vector<op_decl> build_ops() {
     s.fields = {ref("srq", resource_kind::srq, true, "shared receive queue"),
                 integer("srq_limit", 0, 4294967295.0, false,
                         "arm the limit (IBV_SRQ_LIMIT): one SRQ_LIMIT_REACHED event once fewer "
-                        "WQEs than this remain, then disarmed; at least max_wr: EINVAL"),
+                        "WQEs than this remain, then disarmed; above max_wr: EINVAL"),
                 integer("max_wr", 0, 4294967295.0, false,
                         "resize (IBV_SRQ_MAX_WR): EINVAL, as mlx5 does not resize SRQs")};
     add("modify_srq", "arm an SRQ's limit (ibv_modify_srq)", s);
@@ -516,7 +517,7 @@ std::vector<op_decl> build_ops() {
                 object("wr", recv_wr_shape(), true, "the receive work request")};
     add("post_srq_recv",
         "post a receive work request to a shared receive queue (ibv_post_srq_recv); ENOMEM when "
-        "full",
+        "full: max_wr WQEs not completed, or the next ring slot's WQE not completed yet",
         s);
     s = {};
     s.fields = {opt("timeout", field_kind::time, "simulated time to wait for one", "1ms")};

@@ -841,12 +841,12 @@ int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const 
     return leave(cpu, 0);
 }
 
-void driver::retire(const cqe& c) {
+void driver::retire(cqe& c) {
     auto it = m_qps.find(c.qpn);
     if (it == m_qps.end()) return;
     qp_state_t& qp = it->second;
     if (is_receive(c.opcode)) {
-        if (qp.attr.srqn) return free_srq_slot(c.qpn);
+        if (qp.attr.srqn) return srq_complete(c.qpn, c);
         if (qp.rq.ci != qp.rq.pi) ++qp.rq.ci;
         return;
     }

@@ -312,7 +312,12 @@ class driver : public sc_core::sc_module {
         uint32_t pd = 0;
         uint32_t max_sge = 1;
         uint32_t qps = 0;  // QPs created with it
-        ring wqes;         // ci: slots freed by receive completions
+        ring wqes;         // max_wr + 1 slots rounded up to a power of two, one kept free (mlx5)
+        // Per ring slot, mlx5's srq->wrid and whether its WQE is out (posted, not completed);
+        // the completion's wqe_counter names the slot it frees.
+        std::vector<uint64_t> wrid;
+        std::vector<uint8_t> out;
+        uint32_t outstanding = 0;
     };
     struct ah_state {
         uint32_t pid = 0;
@@ -401,7 +406,8 @@ class driver : public sc_core::sc_module {
         e.encode(bytes);
         m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
     }
-    void retire(const hca_if::cqe& c);
+    // The WQE a completion ends leaves its queue (an SRQ's: `c` gets the WR's wr_id).
+    void retire(hca_if::cqe& c);
     // The datagram segment of a UD send WR: its address handle's vector, PD included.
     hca_if::datagram_seg datagram_of(uint32_t pid, const send_wr& wr) const;
     // Kernel verbs: wait for boot, charge the system call; `leave` waits out the CPU time.
@@ -546,8 +552,9 @@ class driver : public sc_core::sc_module {
     uint64_t& m_advise_pages = m_stats_ref.counter(
         "advise_mr_pages", "pages",
         "translation entries present after advise_mr's prefetches (per range, once each)");
-    // A receive completion of a QP on an SRQ frees one slot of the SRQ's ring.
-    void free_srq_slot(uint32_t qpn);
+    // A receive completion of a QP on an SRQ (mlx5_free_srq_wqe): frees the ring slot its
+    // wqe_counter names and takes the WR's wr_id from the driver's table, as mlx5 does.
+    void srq_complete(uint32_t qpn, hca_if::cqe& c);
     uint32_t m_next_dm = 1;
     uint64_t m_dm_size = 0;
     bool m_implicit_odp = true;

@@ -173,7 +173,7 @@ void driver::cq_clean(uint32_t cqn, uint32_t qpn) {
         if (c.qpn == qpn) {
             ++freed;
             // A receive of a QP on an SRQ frees its SRQ slot (mlx5_free_srq_wqe).
-            if (is_receive(c.opcode)) free_srq_slot(qpn);
+            if (is_receive(c.opcode)) srq_complete(qpn, c);
         } else if (freed) {
             const uint32_t dest = i + freed;
             c.owner = cqe::owner_for(dest, r.log_depth);

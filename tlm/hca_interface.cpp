@@ -461,14 +461,15 @@ void cqe::encode(uint8_t* p) const {
     put<uint64_t>(p + 0, wr_id);
     put<uint32_t>(p + 8, byte_len);
     put<uint32_t>(p + 12, imm);
-    put<uint32_t>(p + 16, qpn);
+    put<uint32_t>(p + 16, qpn & 0xffffff);
+    put<uint8_t>(p + 19, vendor_err);
     put<uint8_t>(p + 20, static_cast<uint8_t>(opcode));
     put<uint8_t>(p + 21, static_cast<uint8_t>(status));
     put<uint8_t>(p + 22, flags);
     put<uint8_t>(p + 23, owner);
     put<uint32_t>(p + 24, src_qp & 0xffffff);
     put<uint8_t>(p + 27, sl);
-    put<uint16_t>(p + 28, vendor_err);
+    put<uint16_t>(p + 28, wqe_counter);
     put<uint16_t>(p + 30, slid);
 }
 
@@ -477,14 +478,15 @@ cqe cqe::decode(const uint8_t* p) {
     c.wr_id = get<uint64_t>(p + 0);
     c.byte_len = get<uint32_t>(p + 8);
     c.imm = get<uint32_t>(p + 12);
-    c.qpn = get<uint32_t>(p + 16);
+    c.qpn = get<uint32_t>(p + 16) & 0xffffff;
+    c.vendor_err = get<uint8_t>(p + 19);
     c.opcode = static_cast<cqe_opcode>(get<uint8_t>(p + 20));
     c.status = static_cast<wc_status>(get<uint8_t>(p + 21));
     c.flags = get<uint8_t>(p + 22);
     c.owner = get<uint8_t>(p + 23);
     c.src_qp = get<uint32_t>(p + 24) & 0xffffff;
     c.sl = get<uint8_t>(p + 27);
-    c.vendor_err = get<uint16_t>(p + 28);
+    c.wqe_counter = get<uint16_t>(p + 28);
     c.slid = get<uint16_t>(p + 30);
     return c;
 }

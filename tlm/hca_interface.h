@@ -547,19 +547,24 @@ namespace cqe_flags {
 constexpr uint8_t with_imm = 1, with_inv = 2, grh = 4;  // grh: the receive buffer starts with one
 constexpr uint8_t solicited = 8;  // the message asked for a solicited event (SE bit)
 }  // namespace cqe_flags
+// Layout: 0 wr_id | 8 byte_len | 12 imm | 16 u24 qpn, u8 vendor_err | 20 opcode, status, flags,
+// owner | 24 u24 src_qp, u8 sl | 28 u16 wqe_counter | 30 u16 slid.
 struct cqe {
     static constexpr size_t size = 32;
     uint64_t wr_id = 0;
     uint32_t byte_len = 0;
     uint32_t imm = 0;  // immediate data, or the invalidated R_Key
-    uint32_t qpn = 0;
+    uint32_t qpn = 0;  // 24 bits
     cqe_opcode opcode = cqe_opcode::send;
     wc_status status = wc_status::success;
     uint8_t flags = 0;
     uint8_t owner = 0;
-    uint32_t src_qp = 0;  // 24 bits: the sender's QPN (receives)
-    uint8_t sl = 0;       // receives: the service level the message came with
-    uint16_t vendor_err = 0;
+    uint32_t src_qp = 0;     // 24 bits: the sender's QPN (receives)
+    uint8_t sl = 0;          // receives: the service level the message came with
+    uint8_t vendor_err = 0;  // mlx5's vendor_err_synd
+    // Receives: the index of the receive WQE taken (its low 16 bits), as mlx5's wqe_counter; of a
+    // QP on an SRQ, the SRQ's ring slot is it modulo the ring, which the driver frees by it.
+    uint16_t wqe_counter = 0;
     uint16_t slid = 0;  // receives: the sender's LID
 
     void encode(uint8_t* p) const;
