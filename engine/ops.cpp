@@ -281,7 +281,11 @@ std::vector<op_decl> build_ops() {
                            "false: the driver-bug mode that writes physical addresses instead of "
                            "DMA-mapping the pages (IO page faults with host.iommu.enabled)",
                            true));
-    add("reg_mr", "register a memory region (ibv_reg_mr / ibv_reg_mr_iova)", s);
+    add("reg_mr",
+        "register a memory region (ibv_reg_mr / ibv_reg_mr_iova); va 0 with length "
+        "0xffffffffffffffff (SIZE_MAX) and on_demand: an implicit on-demand region over the whole "
+        "address space",
+        s);
 
     s = {};
     s.fields = {define(resource_kind::mr, "region name"),
@@ -486,8 +490,9 @@ std::vector<op_decl> build_ops() {
                     "protection domain (its WQEs' L_Keys are checked "
                     "against it)"),
                 integer("max_wr", 0, 4294967295.0, false,
-                        "receive WQEs it holds (rounded up to a power of two); 0 or more than the "
-                        "device's max_srq_wr: EINVAL",
+                        "receive WQEs it holds: a ring of max_wr + 1 rounded up to a power of two, "
+                        "one kept free, so it reports one less as max_wr (mlx5: 7 for 4); 0 or "
+                        "more than the device's max_srq_wr: EINVAL",
                         128),
                 integer("max_sge", 0, 4294967295.0, false,
                         "SGEs per WQE; more than max_srq_sge: EINVAL", 1)};
@@ -496,7 +501,7 @@ std::vector<op_decl> build_ops() {
     s.fields = {ref("srq", resource_kind::srq, true, "shared receive queue"),
                 integer("srq_limit", 0, 4294967295.0, false,
                         "arm the limit (IBV_SRQ_LIMIT): one SRQ_LIMIT_REACHED event once fewer "
-                        "WQEs than this remain, then disarmed; at least max_wr: EINVAL"),
+                        "WQEs than this remain, then disarmed; above max_wr: EINVAL"),
                 integer("max_wr", 0, 4294967295.0, false,
                         "resize (IBV_SRQ_MAX_WR): EINVAL, as mlx5 does not resize SRQs")};
     add("modify_srq", "arm an SRQ's limit (ibv_modify_srq)", s);
@@ -512,7 +517,7 @@ std::vector<op_decl> build_ops() {
                 object("wr", recv_wr_shape(), true, "the receive work request")};
     add("post_srq_recv",
         "post a receive work request to a shared receive queue (ibv_post_srq_recv); ENOMEM when "
-        "full",
+        "full: max_wr WQEs not completed, or the next ring slot's WQE not completed yet",
         s);
     s = {};
     s.fields = {opt("timeout", field_kind::time, "simulated time to wait for one", "1ms")};
@@ -890,9 +895,9 @@ const std::vector<std::string>& access_names() {
 
 const std::vector<std::string>& errno_names() {
     static const std::vector<std::string> v = {
-        "EPERM",  "ENOENT", "EINTR",  "EIO",        "ENXIO",     "E2BIG",    "EAGAIN",
-        "ENOMEM", "EACCES", "EFAULT", "EBUSY",      "EEXIST",    "ENODEV",   "EINVAL",
-        "ENOSPC", "ERANGE", "ENOSYS", "EOPNOTSUPP", "ETIMEDOUT", "ECANCELED"};
+        "EPERM",  "ENOENT", "EINTR",  "EIO",        "ENXIO",     "E2BIG",     "EAGAIN",
+        "ENOMEM", "EACCES", "EFAULT", "EBUSY",      "EEXIST",    "ENODEV",    "EINVAL",
+        "ENOSPC", "ERANGE", "ENOSYS", "EOPNOTSUPP", "ETIMEDOUT", "ECANCELED", "EOVERFLOW"};
     return v;
 }
 
@@ -941,6 +946,7 @@ const std::vector<std::string>& result_fields() {
         "max_qp_wr", "max_sge", "max_sge_rd", "max_cq", "max_cqe", "max_mr", "max_pd", "max_mw",
         "max_ah", "max_qp_rd_atom", "max_qp_init_rd_atom", "max_res_rd_atom", "max_srq",
         "max_pkeys", "local_ca_ack_delay", "phys_port_cnt", "atomic_cap", "max_dm_size",
+        "odp_general_caps", "rc_odp_caps", "uc_odp_caps", "ud_odp_caps",
         // alloc_dm, pagemap and migrate (HMM)
         "dm_addr", "device", "migrated",
         // SRQs and async events

@@ -64,7 +64,11 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
             {"max_inline_data", d.max_inline_data},
             {"max_dm_size", d.max_dm_size},
             {"max_srq_wr", d.max_srq_wr},
-            {"max_srq_sge", d.max_srq_sge}};
+            {"max_srq_sge", d.max_srq_sge},
+            {"odp_general_caps", d.odp_general_caps},
+            {"rc_odp_caps", d.rc_odp_caps},
+            {"uc_odp_caps", d.uc_odp_caps},
+            {"ud_odp_caps", d.ud_odp_caps}};
         for (const auto& [k, v] : fields) r.fields[k] = v;
         return true;
     }

@@ -189,9 +189,21 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     if ((attr.access & (access::remote_write | access::remote_atomic)) &&
         !(attr.access & access::local_write))
         return leave(cpu, EINVAL);
+    const bool on_demand = attr.access & access::on_demand;
+    // The whole address space on demand (ibv_reg_mr(pd, NULL, SIZE_MAX, ...ON_DEMAND)): an
+    // implicit region (driver_implicit.cpp).
+    if (on_demand && attr.va == 0 && attr.length == UINT64_MAX) {
+        const int err = reg_implicit_mr(pid, attr, pd->second, out, cpu);
+        leave(cpu, err);
+        if (!err) m_reg_time.add(to_ps(hcasim::now() - t0));
+        return err;
+    }
+    // A range whose page-aligned end wraps: ib_umem_get's EINVAL, ib_umem_odp_get's EOVERFLOW.
+    const uint64_t end = attr.va + attr.length;
+    if (end < attr.va || align_up(end, uint64_t{1} << m_page_shift) < end)
+        return leave(cpu, on_demand ? EOVERFLOW : EINVAL);
     address_space& as = m_process(pid);
-    if (attr.va + attr.length < attr.va || !as.mapped(attr.va, attr.length))
-        return leave(cpu, EFAULT);
+    if (!as.mapped(attr.va, attr.length)) return leave(cpu, EFAULT);
 
     const unsigned shift = as.page_shift_over(attr.va, attr.length);
     const uint64_t page = 1ULL << shift;
@@ -207,7 +219,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     mr_state st;
     st.pid = pid;
     st.mtt_index = *mtt;
-    st.on_demand = attr.access & access::on_demand;
+    st.on_demand = on_demand;
     st.page_shift = shift;
     st.info.va = attr.va;
     uint64_t faults = 0;
@@ -241,19 +253,13 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
     auto last = m_last_key_byte.find(*index);
     const uint8_t kb =
         last == m_last_key_byte.end() ? m_first_key_byte : static_cast<uint8_t>(last->second + 1);
-    mpt_entry e;
-    e.valid = true;
-    e.type = mpt_type::mr;
-    e.key_byte = kb;
-    e.access = attr.access;
+    mpt_entry e = mpt_entry::region(kb, attr.access, attr.pd, pid);
     if (attr.has_iova && attr.iova == 0) e.access |= access::zero_based;
     e.page_shift = static_cast<uint8_t>(shift);
-    e.pd = attr.pd;
     e.start = attr.has_iova ? attr.iova : attr.va;
     e.length = attr.length;
     e.mtt_index = *mtt;
     e.mtt_count = static_cast<uint32_t>(npages);
-    e.ptag = pid;
     // The translation origin: `start` minus the offset of the first byte in its page, so that
     // (address - page_base) >> page_shift selects the translation entry also for an IOVA.
     e.page_base = e.start - (attr.va - first_page);
@@ -301,6 +307,8 @@ int driver::dereg_mr(uint32_t handle) {
     if (st.dm) {
         // Device memory: no translation entries, nothing pinned.
         if (auto d = m_dms.find(st.dm); d != m_dms.end()) --d->second.regions;
+    } else if (st.implicit) {
+        implicit_release(st, cpu);
     } else {
         if (!err) err = command(cmd::invalidate_mtt, st.mtt_index, st.info.pages, cpu);
         // The HCA has let go of the entries: take the IOVAs away before the pages may move.
@@ -351,14 +359,17 @@ void driver::write_mtt(const mr_state& st, address_space& as, uint64_t first, ui
     } else {
         dma_map_pages(iova, st.page_shift, pas, true, cpu);
     }
+    int64_t gained = 0;  // entries made present, for a child of an implicit region
     for (uint64_t k = 0; k < count; ++k) {
         const uint64_t dev = flags[k] & mtt_device ? device[k]
                              : iova                ? iova + (k << st.page_shift)
                                                    : pas[k].value_or(0);
         const bool present = pas[k].has_value() || (flags[k] & mtt_device);
-        m_mem.write_u64(m_mtt.base + (first + k) * mtt_entry_size,
-                        mtt_encode(present ? dev : 0, present, flags[k]));
+        const uint64_t at = m_mtt.base + (first + k) * mtt_entry_size;
+        if (st.parent) gained += int64_t{present} - int64_t{mtt_present(m_mem.read_u64(at))};
+        m_mem.write_u64(at, mtt_encode(present ? dev : 0, present, flags[k]));
     }
+    if (st.parent) m_mrs.at(st.info.handle).present += static_cast<uint64_t>(gained);
 }
 
 int driver::query_mr(uint32_t handle, mr_info& out) const {
@@ -824,12 +835,12 @@ int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const 
     return leave(cpu, 0);
 }
 
-void driver::retire(const cqe& c) {
+void driver::retire(cqe& c) {
     auto it = m_qps.find(c.qpn);
     if (it == m_qps.end()) return;
     qp_state_t& qp = it->second;
     if (is_receive(c.opcode)) {
-        if (qp.attr.srqn) return free_srq_slot(c.qpn);
+        if (qp.attr.srqn) return srq_complete(c.qpn, c);
         if (qp.rq.ci != qp.rq.pi) ++qp.rq.ci;
         return;
     }

@@ -51,7 +51,8 @@
 // BAR's BlueFlame buffers; a QP uses a fixed pair of them, in turn), BlueFlame locks.
 // Also here: device memory (driver_dm.cpp), shared receive queues and async events
 // (driver_srq.cpp), completion channels and CQ arming (driver_events.cpp), resizing a CQ
-// (driver_cq_resize.cpp), HMM migration and device-exclusive access (driver_hmm.cpp).
+// (driver_cq_resize.cpp), HMM migration and device-exclusive access (driver_hmm.cpp), implicit
+// on-demand regions (driver_implicit.cpp).
 #pragma once
 
 #include <cstdint>
@@ -60,6 +61,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -177,6 +179,9 @@ class driver : public sc_core::sc_module {
     // What the driver learned of the HCA's device memory when it probed the device (before
     // simulated time starts; mlx5: QUERY_HCA_CAP's device-memory capability).
     void set_device_memory_size(uint64_t bytes);
+    // Whether the device supports implicit on-demand regions (hca.tpt.implicit_odp; mlx5's
+    // IB_ODP_SUPPORT_IMPLICIT), learned at the same probe.
+    void set_implicit_odp(bool supported);
     int alloc_dm(uint32_t pid, const dm_attr& attr, dm_info& out);
     int free_dm(uint32_t handle);
     // ibv_reg_dm_mr: a zero-based region over [offset, offset + length) of the allocation.
@@ -280,6 +285,15 @@ class driver : public sc_core::sc_module {
         uint32_t dm = 0;  // reg_dm_mr: the device-memory allocation (no translation entries)
         unsigned page_shift = 12;  // of the translation entries; they start at info.va's page
         uint64_t dma = 0;  // IOVA of the first entry's page (0: entries hold physical addresses)
+        // Implicit on-demand regions (driver_implicit.cpp). The region: `implicit`, its indirect
+        // words at mtt_index, `children` (child range -> child handle), `dma_map` for its
+        // children. A child (on_demand, 1 GiB): `parent` (the region's handle) and `present`
+        // (its translation entries present now).
+        bool implicit = false;
+        bool dma_map = true;
+        std::map<uint64_t, uint32_t> children;
+        uint32_t parent = 0;
+        uint64_t present = 0;
     };
     struct mw_state {
         uint32_t pid = 0;
@@ -298,7 +312,12 @@ class driver : public sc_core::sc_module {
         uint32_t pd = 0;
         uint32_t max_sge = 1;
         uint32_t qps = 0;  // QPs created with it
-        ring wqes;         // ci: slots freed by receive completions
+        ring wqes;         // max_wr + 1 slots rounded up to a power of two, one kept free (mlx5)
+        // Per ring slot, mlx5's srq->wrid and whether its WQE is out (posted, not completed);
+        // the completion's wqe_counter names the slot it frees.
+        std::vector<uint64_t> wrid;
+        std::vector<uint8_t> out;
+        uint32_t outstanding = 0;
     };
     struct ah_state {
         uint32_t pid = 0;
@@ -387,7 +406,8 @@ class driver : public sc_core::sc_module {
         e.encode(bytes);
         m_mem.write(t.base + index * Entry::size, bytes, sizeof bytes);
     }
-    void retire(const hca_if::cqe& c);
+    // The WQE a completion ends leaves its queue (an SRQ's: `c` gets the WR's wr_id).
+    void retire(hca_if::cqe& c);
     // The datagram segment of a UD send WR: its address handle's vector, PD included.
     hca_if::datagram_seg datagram_of(uint32_t pid, const send_wr& wr) const;
     // Kernel verbs: wait for boot, charge the system call; `leave` waits out the CPU time.
@@ -397,6 +417,30 @@ class driver : public sc_core::sc_module {
     bool setup_events(cpu_clock& cpu);
     void odp_worker();
     void odp_fault(const hca_if::eqe& e);
+    // hmm_range_fault over [addr, addr + length) of an on-demand region (addresses as the region
+    // names them, clipped to it): the pages faulted in, their entries written, invalidate_mtt.
+    // False when a page cannot be faulted in.
+    bool odp_fault_in(const mr_state& st, uint64_t addr, uint64_t length, uint8_t flags,
+                      cpu_clock& cpu);
+    // ---- implicit on-demand regions (driver_implicit.cpp) ----
+    int reg_implicit_mr(uint32_t pid, const mr_attr& attr, pd_state& pd, mr_info& out,
+                        cpu_clock& cpu);
+    // A NIC fault naming the implicit region `handle`: its children created, the pages faulted
+    // in; false when the access is past the last child range or a page cannot be faulted in.
+    bool implicit_fault(uint32_t handle, const hca_if::eqe& e, cpu_clock& cpu);
+    // Every child of [va, va + length) exists (created and published as needed); false when one
+    // cannot be created (no key index or translation entries left) or the region is going.
+    bool implicit_children(uint32_t handle, uint64_t va, uint64_t length, cpu_clock& cpu);
+    // advise_mr's prefetch over an implicit region: children created, then each part prefetched.
+    void implicit_prefetch(uint32_t handle, uint64_t va, uint64_t length, bool fault,
+                           cpu_clock& cpu);
+    // Whether [addr, addr + length) lies below the last child range of an implicit region.
+    static bool implicit_in_range(uint64_t addr, uint64_t length);
+    // Children left without present entries by an invalidation go, in a kernel worker.
+    void implicit_reap(std::vector<uint32_t> children);
+    void implicit_destroy_child(uint32_t handle, cpu_clock& cpu);
+    // dereg_mr of an implicit region (its entry already invalid): every child goes.
+    void implicit_release(mr_state& region, cpu_clock& cpu);
     // Rewrites translation entries [first, first + count) of the region from the page table:
     // present pages get their device address (mapped in the IOMMU when the region has an IOVA
     // range), the others a non-present entry (unmapped in the IOMMU).
@@ -508,10 +552,12 @@ class driver : public sc_core::sc_module {
     uint64_t& m_advise_pages = m_stats_ref.counter(
         "advise_mr_pages", "pages",
         "translation entries present after advise_mr's prefetches (per range, once each)");
-    // A receive completion of a QP on an SRQ frees one slot of the SRQ's ring.
-    void free_srq_slot(uint32_t qpn);
+    // A receive completion of a QP on an SRQ (mlx5_free_srq_wqe): frees the ring slot its
+    // wqe_counter names and takes the WR's wr_id from the driver's table, as mlx5 does.
+    void srq_complete(uint32_t qpn, hca_if::cqe& c);
     uint32_t m_next_dm = 1;
     uint64_t m_dm_size = 0;
+    bool m_implicit_odp = true;
     std::unique_ptr<range_allocator> m_dm_pages;  // free 4 KiB pages of device memory
     uint32_t m_next_ah = 1;
     // Registration steps shared by reg_mr, reg_phys_mr and reg_shared_mr (driver_protection.cpp).
@@ -599,6 +645,16 @@ class driver : public sc_core::sc_module {
         "hmm_migration_time", "a migration to device memory: notifier to device MMU updated");
     histogram& m_hmm_back_time = m_stats_ref.latency(
         "hmm_migrate_back_time", "a device-private page's migration back: CPU fault to mapped");
+    // Implicit on-demand regions (driver_implicit.cpp), after m_stats_ref.
+    // A child that went: a fault naming it that comes later is retried through its region.
+    std::set<uint32_t> m_retired_children;
+    uint64_t& m_implicit_created = m_stats_ref.counter(
+        "implicit_children_created", "children",
+        "children of implicit on-demand regions created at NIC faults or prefetches (1 GiB each)");
+    uint64_t& m_implicit_destroyed = m_stats_ref.counter(
+        "implicit_children_destroyed", "children",
+        "children of implicit on-demand regions destroyed: left without present pages by an "
+        "invalidation, or with their region");
 };
 
 }  // namespace hcasim

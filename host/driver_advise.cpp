@@ -7,7 +7,9 @@
 // Errors, in mlx5's order per SGE: an lkey that names no on-demand region, or with another key
 // byte, ENOENT (mlx5 looks the key up among ODP mkeys only); a window EINVAL; a region of another
 // PD EPERM; PREFETCH_WRITE on a region without local write EPERM; a range outside the region
-// EFAULT. No SGE at all: EINVAL.
+// EFAULT. No SGE at all: EINVAL. An implicit region prefetches through its children, creating
+// them (driver_implicit.cpp); a range past its last child range is EFAULT.
+#include <algorithm>
 #include <cerrno>
 
 #include "host/driver.h"
@@ -30,7 +32,9 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
     for (const sge& g : sges) {
         const uint32_t handle = key_index(g.lkey);
         auto it = m_mrs.find(handle);
-        if (it == m_mrs.end() || !it->second.on_demand || it->second.info.lkey != g.lkey) {
+        // Children of implicit regions are no keys of the program's (mlx5 looks up odp_mkeys).
+        if (it == m_mrs.end() || !(it->second.on_demand || it->second.implicit) ||
+            it->second.parent || it->second.info.lkey != g.lkey) {
             if (m_mws.count(handle)) return leave(cpu, refuse(EINVAL, "advise_mr: a window"));
             return leave(cpu, refuse(ENOENT, "advise_mr: no on-demand region has L_Key " +
                                                  std::to_string(g.lkey)));
@@ -40,7 +44,8 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
         if (advice == mr_advice::prefetch_write && !(st.info.access & access::local_write))
             return leave(cpu, refuse(EPERM, "advise_mr: PREFETCH_WRITE on a read-only region"));
         if (g.addr < st.info.iova || g.length > st.info.length ||
-            g.addr - st.info.iova > st.info.length - g.length)
+            g.addr - st.info.iova > st.info.length - g.length ||
+            (st.implicit && !implicit_in_range(g.addr, std::max<uint64_t>(g.length, 1))))
             return leave(cpu, refuse(EFAULT, "advise_mr: range outside the region"));
         ranges.push_back({handle, g.lkey, st.info.va + (g.addr - st.info.iova), g.length});
     }
@@ -49,8 +54,11 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
             // Deregistered meanwhile (or its index reused): nothing to prefetch.
             auto it = m_mrs.find(r.handle);
             if (it == m_mrs.end() || it->second.info.lkey != r.lkey) continue;
-            prefetch_range(it->second, pid, r.va, r.length, advice != mr_advice::prefetch_no_fault,
-                           c);
+            const bool fault = advice != mr_advice::prefetch_no_fault;
+            if (it->second.implicit)
+                implicit_prefetch(r.handle, r.va, r.length, fault, c);
+            else
+                prefetch_range(it->second, pid, r.va, r.length, fault, c);
         }
     };
     ++m_advise_calls;

@@ -106,17 +106,11 @@ int driver::reg_dm_mr(uint32_t pid, uint32_t pd_handle, uint32_t dm, uint64_t of
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     const uint8_t kb = next_key_byte(*index);
-    mpt_entry e;
-    e.valid = true;
-    e.type = mpt_type::mr;
+    mpt_entry e = mpt_entry::region(kb, acc, pd_handle, pid);
     e.device_memory = true;
-    e.key_byte = kb;
-    e.access = acc;
-    e.pd = pd_handle;
     e.start = 0;  // zero-based
     e.length = length;
     e.mtt_index = st.addr + offset;
-    e.ptag = pid;
     ++d->second.regions;  // held from before the command's wait: free_dm is EBUSY meanwhile
     if (int err = publish_region(e, *index, cpu)) {
         if (auto again = m_dms.find(dm); again != m_dms.end()) --again->second.regions;

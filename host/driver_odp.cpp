@@ -53,47 +53,57 @@ void driver::odp_worker() {
 }
 
 // hmm_range_fault for the HCA: fault the pages of the access in, write their translation entries,
-// make the HCA drop what it cached, and let the waiting translations go.
+// make the HCA drop what it cached, and let the waiting translations go. A fault naming an
+// implicit region creates its children first (driver_implicit.cpp); one naming a child that went
+// meanwhile is answered as resolved, so the access starts over through its region.
 void driver::odp_fault(const eqe& e) {
     const sc_core::sc_time t0 = hcasim::now();
     ++m_nic_faults;
     cpu_clock cpu;
     cpu.add(to_time(m_cfg.cpu.nic_fault));
     bool resolved = false;
-    uint64_t first = 0, count = 0;
     auto it = m_mrs.find(e.mpt_index);
-    if (it != m_mrs.end() && it->second.on_demand) {
-        const mr_state& st = it->second;
-        address_space& as = m_process(st.pid);
-        const uint64_t page = 1ULL << st.page_shift;
-        const uint64_t va = st.info.va + (e.addr - st.info.iova);
-        const uint64_t end =
-            std::min(va + std::max<uint64_t>(e.length, 1), st.info.va + st.info.length);
-        uint64_t faults = 0;
-        // hmm_range_fault with this device as the owner of its device-private pages.
-        if (va >= st.info.va && va < end && as.touch(va, end - va, faults, true) == 0) {
-            if ((e.flags & eqe_flags::atomic) && m_cfg.driver.migration.exclusive_atomics)
-                hmm_grant_exclusive(as, va, end);
-            const uint64_t lo = va & ~(page - 1);
-            first = st.mtt_index + ((lo - first_page_va(st)) >> st.page_shift);
-            count = (end - lo + page - 1) >> st.page_shift;
-            write_mtt(st, as, first, count, cpu);
-            m_nic_fault_pages += count;
-            resolved = true;
-        }
-        m_page_faults += faults;
-        cpu.add(to_time(m_cfg.cpu.page_fault), faults);
-        cpu.add(as.take_io_lag());
-    }
+    if (it != m_mrs.end() && it->second.implicit)
+        resolved = implicit_fault(e.mpt_index, e, cpu);
+    else if (it != m_mrs.end() && it->second.on_demand)
+        resolved = odp_fault_in(it->second, e.addr, e.length, e.flags, cpu);
+    else if (it == m_mrs.end() && m_retired_children.count(e.mpt_index))
+        resolved = true;
     if (!resolved) {
         ++m_nic_fault_failed;
         HCASIM_LOG(name(), host,
                    "NIC page fault token " << e.token << " at " << hex(e.addr) << " not resolved");
     }
-    if (resolved) command(cmd::invalidate_mtt, first, count, cpu);
     command(cmd::page_fault_resume, e.token, resolved ? 0 : 1, cpu);
     cpu.settle();
     m_odp_fault_time.add(to_ps(hcasim::now() - t0));
+}
+
+bool driver::odp_fault_in(const mr_state& st, uint64_t addr, uint64_t length, uint8_t flags,
+                          cpu_clock& cpu) {
+    address_space& as = m_process(st.pid);
+    const uint64_t page = 1ULL << st.page_shift;
+    const uint64_t va = st.info.va + (addr - st.info.iova);
+    const uint64_t end = std::min(va + std::max<uint64_t>(length, 1), st.info.va + st.info.length);
+    uint64_t faults = 0;
+    bool resolved = false;
+    uint64_t first = 0, count = 0;
+    // hmm_range_fault with this device as the owner of its device-private pages.
+    if (va >= st.info.va && va < end && as.touch(va, end - va, faults, true) == 0) {
+        if ((flags & eqe_flags::atomic) && m_cfg.driver.migration.exclusive_atomics)
+            hmm_grant_exclusive(as, va, end);
+        const uint64_t lo = va & ~(page - 1);
+        first = st.mtt_index + ((lo - first_page_va(st)) >> st.page_shift);
+        count = (end - lo + page - 1) >> st.page_shift;
+        write_mtt(st, as, first, count, cpu);
+        m_nic_fault_pages += count;
+        resolved = true;
+    }
+    m_page_faults += faults;
+    cpu.add(to_time(m_cfg.cpu.page_fault), faults);
+    cpu.add(as.take_io_lag());
+    if (resolved) command(cmd::invalidate_mtt, first, count, cpu);
+    return resolved;
 }
 
 bool driver::odp_mirrored(uint32_t pid, uint64_t page_va) const {
@@ -112,7 +122,8 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
     const sc_core::sc_time t0 = hcasim::now();
     std::vector<std::pair<uint64_t, uint64_t>> runs;    // {first entry, count}
     std::vector<std::pair<uint64_t, uint64_t>> mapped;  // {IOVA, bytes} to unmap afterwards
-    for (const auto& [handle, st] : m_mrs) {
+    std::vector<uint32_t> emptied;  // children of implicit regions left without present pages
+    for (auto& [handle, st] : m_mrs) {
         if (!st.on_demand || st.pid != pid) continue;
         const uint64_t lo = first_page_va(st);
         for (uint64_t page_va : pages) {
@@ -123,6 +134,7 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
             if (!mtt_present(old)) continue;
             m_mem.write_u64(addr, 0);
             ++m_odp_invalidations;
+            if (st.parent && --st.present == 0) emptied.push_back(handle);
             if (!runs.empty() && runs.back().first + runs.back().second == index)
                 ++runs.back().second;
             else
@@ -142,6 +154,7 @@ void driver::odp_invalidate(uint32_t pid, const std::vector<uint64_t>& pages) {
     for (const auto& [iova, bytes] : mapped) dma_unmap(iova, bytes, false, cpu);
     cpu.settle();
     m_odp_invalidate_time.add(to_ps(hcasim::now() - t0));
+    if (!emptied.empty()) implicit_reap(std::move(emptied));
 }
 
 void driver::odp_invalidate_range(uint32_t pid, uint64_t va, uint64_t length) {

@@ -97,18 +97,13 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
                         mtt_encode(*iova ? *iova + (uint64_t{i} << shift) : attr.pages[i], true));
     int err = command(cmd::invalidate_mtt, *mtt, attr.pages.size(), cpu);
     const uint8_t kb = next_key_byte(*index);
-    mpt_entry e;
-    e.valid = true;
-    e.type = mpt_type::mr;
-    e.key_byte = kb;
-    e.access = attr.access;
+    // ptag 0: physical pages, no process mapping to check DMA against.
+    mpt_entry e = mpt_entry::region(kb, attr.access, attr.pd, 0);
     e.page_shift = static_cast<uint8_t>(shift);
-    e.pd = attr.pd;
     e.start = attr.iova;
     e.length = attr.length;
     e.mtt_index = *mtt;
     e.mtt_count = static_cast<uint32_t>(attr.pages.size());
-    e.ptag = 0;  // physical pages: no process mapping to check DMA against
     e.page_base = attr.iova - attr.offset;
     if (!err) err = publish_region(e, *index, cpu);
     if (err) {
@@ -148,7 +143,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
         return leave(cpu, EINVAL);
     if (int err = check_access(access)) return leave(cpu, err);
     const mr_state& o = orig->second;
-    if (o.on_demand || o.dm) return leave(cpu, EOPNOTSUPP);
+    if (o.on_demand || o.implicit || o.dm) return leave(cpu, EOPNOTSUPP);
     const uint64_t page = 1ULL << o.page_shift;
     const uint64_t start = va.value_or(o.info.iova);
     // The shared region names the same bytes, so its first byte sits at the same page offset.
@@ -227,6 +222,9 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     mr_state& st = it->second;
     // Device memory regions have no user memory to re-register (mlx5: no umem).
     if (st.dm) return leave(cpu, refuse(EOPNOTSUPP, "rereg_mr: a device memory region"));
+    // mlx5 re-registers no on-demand region of its own making (is_odp_mr: EOPNOTSUPP).
+    if (st.implicit)
+        return leave(cpu, refuse(EOPNOTSUPP, "rereg_mr: an implicit on-demand region"));
     if (read_mpt(handle).bound_windows > 0) return leave(cpu, EBUSY);
     const uint8_t access = attr.access_change ? attr.access : st.info.access;
     if (int err = check_access(access)) return leave(cpu, err);

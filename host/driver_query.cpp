@@ -25,6 +25,10 @@
 //    and 31). max_pkeys 0: hcasim models no P_Key tables.
 //  - max_dm_size (ibv_query_device_ex): the HCA's device memory (hca.device_memory.size), in
 //    whole pages.
+//  - odp_caps (ibv_query_device_ex): ODP_SUPPORT, and ODP_SUPPORT_IMPLICIT when the device has
+//    it (hca.tpt.implicit_odp); per transport the operations whose translations fault on demand
+//    in hcasim's TPT, which parks any translation alike: RC send, receive, write, read, atomic
+//    and SRQ receive; UC send, receive, write and SRQ receive; UD send, receive and SRQ receive.
 //
 // Table sizes. The configured host.driver.log_* are the largest tables the driver sets up; on a
 // smaller host each table is capped, as mlx4's profile (mlx4_make_profile) scales the MTT table to
@@ -92,6 +96,11 @@ device_attr driver::limits() const {
         1);
     d.max_srq_wr = max_srq_wr();
     d.max_srq_sge = k_max_sge;
+    constexpr uint32_t send = 1, recv = 2, write = 4, read = 8, atomic = 16, srq_recv = 32;
+    d.odp_general_caps = 1 | (m_implicit_odp ? 2 : 0);
+    d.rc_odp_caps = send | recv | write | read | atomic | srq_recv;
+    d.uc_odp_caps = send | recv | write | srq_recv;
+    d.ud_odp_caps = send | recv | srq_recv;
     if (m_booted) {
         d.max_qp = static_cast<uint32_t>((uint64_t{1} << m_qpc.log_entries) - first_qpn);
         d.max_cq = static_cast<uint32_t>((uint64_t{1} << m_cqc.log_entries) - 1);
@@ -164,7 +173,7 @@ void driver::cq_clean(uint32_t cqn, uint32_t qpn) {
         if (c.qpn == qpn) {
             ++freed;
             // A receive of a QP on an SRQ frees its SRQ slot (mlx5_free_srq_wqe).
-            if (is_receive(c.opcode)) free_srq_slot(qpn);
+            if (is_receive(c.opcode)) srq_complete(qpn, c);
         } else if (freed) {
             const uint32_t dest = i + freed;
             c.owner = cqe::owner_for(dest, r.log_depth);

@@ -4,18 +4,21 @@
 // allocated, pinned and programmed into the HCA at the first create_srq (mlx4/mlx5 back context
 // memory as it is used). QPs created with an SRQ have no receive queue of their own.
 //  - create_srq: EINVAL for max_wr 0 or above max_srq_wr, max_sge above max_srq_sge, a foreign
-//    PD; ENOMEM when every SRQ context is in use. The ring holds max_wr rounded up to a power of
-//    two.
-//  - modify_srq: IBV_SRQ_LIMIT arms the limit (arm_srq command; EINVAL when it is not below
-//    max_wr); IBV_SRQ_MAX_WR is EINVAL (mlx5 does not resize SRQs).
+//    PD; ENOMEM when every SRQ context is in use. The ring holds max_wr + 1 WQEs rounded up to a
+//    power of two, and the SRQ reports one less as its max_wr (mlx5_alloc_srq_buf keeps a WQE as
+//    the tail of its free list: roundup_pow_of_two(max_wr + 1) - 1).
+//  - modify_srq: IBV_SRQ_LIMIT arms the limit (arm_srq command; EINVAL above max_wr: the kernel's
+//    srq_limit >= msrq.max); IBV_SRQ_MAX_WR is EINVAL (mlx5 does not resize SRQs).
 //  - query_srq: max_wr, max_sge and the limit as the HCA holds it (0 once the event fired).
-//  - post_srq_recv: EINVAL for more SGEs than max_sge, ENOMEM when the SRQ is full. The driver
-//    takes ring slots in order and frees one per receive completion of a QP on the SRQ, where
-//    mlx5 links free WQEs through their next index and frees the one the CQE's wqe_counter names
-//    (hcasim's CQE has no room for it yet). Known limits: with the ring full, a completion that
-//    overtakes an earlier claimed WQE (a long RDMA WRITE with immediate on another QP) frees a
-//    slot the HCA has not read yet; and a claimed WQE whose request ends without a completion
-//    (a NAKed write with immediate) is never freed.
+//  - post_srq_recv: EINVAL for more SGEs than max_sge, ENOMEM when the SRQ is full. The HCA takes
+//    WQEs in ring order; the driver writes the next ring slot and keeps, per slot, the WR's wr_id
+//    and whether its WQE is out. A receive completion names its slot by the CQE's wqe_counter;
+//    the driver frees that slot and reports the wr_id it kept (mlx5_free_srq_wqe, srq->wrid), so
+//    a completion that overtakes an earlier WQE frees its own slot, not the earlier one. Full
+//    means max_wr WQEs out, or the next slot's WQE not completed yet (where mlx5's free list,
+//    linked through each WQE's next index, would hand out another free slot). An RC request
+//    that took a WQE and ends without a receive completion (NAKed, its QP in error) completes it
+//    flushed (model/responder.cpp), so its slot comes back.
 //  - destroy_srq: EBUSY while QPs use it.
 // Async events: the SRQ limit EQE becomes a SRQ_LIMIT_REACHED event that get_async_event returns.
 #include <cerrno>
@@ -71,8 +74,8 @@ int driver::create_srq(uint32_t pid, const srq_attr& attr, srq_info& out) {
     srq.pd = attr.pd;
     srq.max_sge = std::max<uint32_t>(attr.max_sge, 1);
     if (int err =
-            make_ring(pid, attr.max_wr, static_cast<uint32_t>(recv_wqe::stride_for(srq.max_sge)),
-                      srq.wqes, cpu)) {
+            make_ring(pid, attr.max_wr + 1,
+                      static_cast<uint32_t>(recv_wqe::stride_for(srq.max_sge)), srq.wqes, cpu)) {
         m_srqns->free(*id);
         return leave(cpu, err);
     }
@@ -92,8 +95,10 @@ int driver::create_srq(uint32_t pid, const srq_attr& attr, srq_info& out) {
         return leave(cpu, err);
     }
     ++pd->second.members;
+    srq.wrid.assign(srq.wqes.depth, 0);
+    srq.out.assign(srq.wqes.depth, 0);
     out.srqn = ctx.srqn;
-    out.max_wr = srq.wqes.depth;
+    out.max_wr = srq.wqes.depth - 1;
     out.max_sge = srq.max_sge;
     out.srq_limit = 0;
     m_srqs[ctx.srqn] = std::move(srq);
@@ -110,8 +115,8 @@ int driver::modify_srq(uint32_t srqn, std::optional<uint32_t> max_wr,
     if (!limit) return leave(cpu, 0);
     if (*limit >= it->second.wqes.depth)
         return leave(
-            cpu, refuse(EINVAL, "modify_srq: srq_limit " + std::to_string(*limit) +
-                                    " not below max_wr " + std::to_string(it->second.wqes.depth)));
+            cpu, refuse(EINVAL, "modify_srq: srq_limit " + std::to_string(*limit) + " > max_wr " +
+                                    std::to_string(it->second.wqes.depth - 1)));
     return leave(cpu, command(cmd::arm_srq, srqn, *limit, cpu));
 }
 
@@ -125,7 +130,7 @@ int driver::query_srq(uint32_t srqn, srq_info& out) {
     uint8_t bytes[srq_context::size];
     m_mem.read(m_srqc.base + uint64_t{srqn} * srq_context::size, bytes, sizeof bytes);
     out.srqn = srqn;
-    out.max_wr = it->second.wqes.depth;
+    out.max_wr = it->second.wqes.depth - 1;
     out.max_sge = it->second.max_sge;
     out.srq_limit = srq_context::decode(bytes).limit;
     return leave(cpu, 0);
@@ -157,18 +162,26 @@ int driver::post_srq_recv(uint32_t srqn, const recv_wr& wr) {
     if (wr.sges.size() > srq.max_sge)
         return refuse(EINVAL, "post_srq_recv: " + std::to_string(wr.sges.size()) +
                                   " SGEs > max_sge " + std::to_string(srq.max_sge));
-    if (srq.wqes.pi - srq.wqes.ci >= srq.wqes.depth)
+    const uint32_t slot = srq.wqes.pi & (srq.wqes.depth - 1);
+    if (srq.outstanding >= srq.wqes.depth - 1 || srq.out[slot])
         return refuse(ENOMEM, "post_srq_recv: the SRQ is full");
+    srq.wrid[slot] = wr.wr_id;
+    srq.out[slot] = 1;
+    ++srq.outstanding;
     return post_receive(srq.wqes, reg::srq_doorbell, srqn, wr);
 }
 
-void driver::free_srq_slot(uint32_t qpn) {
+void driver::srq_complete(uint32_t qpn, cqe& c) {
     auto qp = m_qps.find(qpn);
     if (qp == m_qps.end()) return;
-    auto srq = m_srqs.find(qp->second.attr.srqn);
-    if (srq == m_srqs.end()) return;
-    ring& r = srq->second.wqes;
-    if (r.ci != r.pi) ++r.ci;
+    auto it = m_srqs.find(qp->second.attr.srqn);
+    if (it == m_srqs.end()) return;
+    srq_state_t& srq = it->second;
+    const uint32_t slot = c.wqe_counter & (srq.wqes.depth - 1);
+    c.wr_id = srq.wrid[slot];
+    if (!srq.out[slot]) return;
+    srq.out[slot] = 0;
+    --srq.outstanding;
 }
 
 void driver::srq_event(const eqe& e) {

@@ -139,6 +139,9 @@ int host::query_mr(uint32_t handle, mr_info& out) {
 void host::set_device_memory_size(uint64_t bytes) {
     m_impl->m_driver->set_device_memory_size(bytes);
 }
+void host::set_implicit_odp(bool supported) {
+    m_impl->m_driver->set_implicit_odp(supported);
+}
 int host::alloc_dm(uint32_t pid, const dm_attr& attr, dm_info& out) {
     return m_impl->m_driver->alloc_dm(pid, attr, out);
 }

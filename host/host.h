@@ -162,7 +162,9 @@ struct host_cpu_config {
         v(copy_line,
           p_time("copy_line",
                  "copying one 64-byte cache line: an inline payload into the WQE, a resized "
-                 "CQ's new ring marked empty and its CQEs not yet polled (cache-resident memcpy)")
+                 "CQ's new ring marked empty and its CQEs not yet polled, an implicit on-demand "
+                 "region's indirect words and a new child's translation entries zeroed "
+                 "(cache-resident memcpy)")
               .from("Intel 64 and IA-32 Optimization Reference Manual (Skylake server): L1D "
                     "sustains 2 x 32 B loads and 1 x 32 B store per cycle, so a 64 B line takes "
                     "~2-3 cycles; ~1 ns at 2-3 GHz"));
@@ -486,8 +488,9 @@ class host : public sc_core::sc_module {
     int memcpy_to_dm(uint32_t pid, uint32_t dm, uint64_t dm_offset, uint64_t va, uint64_t length);
     int memcpy_from_dm(uint32_t pid, uint64_t va, uint32_t dm, uint64_t dm_offset, uint64_t length);
     // What the driver learned of the HCA's device memory when it probed the device (before
-    // simulated time starts): its size.
+    // simulated time starts): its size, and whether implicit on-demand regions are supported.
     void set_device_memory_size(uint64_t bytes);
+    void set_implicit_odp(bool supported);
     int alloc_mw(uint32_t pid, uint32_t pd, uint8_t type, mw_info& out);
     int dealloc_mw(uint32_t handle);
     int query_mw(uint32_t handle, mw_info& out);

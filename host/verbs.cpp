@@ -20,6 +20,7 @@ std::string errno_name(int err) {
         {EINVAL, "EINVAL"},
         {ENOSPC, "ENOSPC"},
         {ERANGE, "ERANGE"},
+        {EOVERFLOW, "EOVERFLOW"},
         {ENOSYS, "ENOSYS"},
         {EOPNOTSUPP, "EOPNOTSUPP"},
         {ETIMEDOUT, "ETIMEDOUT"},

@@ -194,6 +194,10 @@ struct device_attr {
     uint32_t atomic_cap = 0;       // ibv_atomic_cap: 1 = IBV_ATOMIC_HCA
     uint64_t max_dm_size = 0;      // ibv_device_attr_ex: device memory alloc_dm may hand out
     uint32_t max_inline_data = 0;  // largest max_inline_data create_qp accepts (mlx5 caps)
+    // ibv_odp_caps: general (IBV_ODP_SUPPORT 1, IBV_ODP_SUPPORT_IMPLICIT 2) and per transport
+    // (ibv_odp_transport_cap_bits: SEND 1, RECV 2, WRITE 4, READ 8, ATOMIC 16, SRQ_RECV 32).
+    uint64_t odp_general_caps = 0;
+    uint32_t rc_odp_caps = 0, uc_odp_caps = 0, ud_odp_caps = 0;
 };
 
 // ibv_query_qp: the QP's state and attributes as the driver set them.

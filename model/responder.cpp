@@ -482,6 +482,7 @@ bool responder::halted(request_ptr r) {
     qp_context* c = m_qpc.resident(r->ctx.qpn);
     if (!c || c->state != qp_state::err) return false;
     // An earlier request of this QP was NAKed: this one is dropped without effect or answer.
+    flush_srq_claim(r);
     release_read(r);
     r->out->ready = true;
     send_ready(r->msg->dst_qpn);
@@ -810,6 +811,7 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t>
             c->state = qp_state::err;
             m_qpc.mark_dirty(r->ctx.qpn);
         }
+        flush_srq_claim(r);
     }
     if (r->ctx.type == qp_type::rc) {
         auto out = reply_to(*r->msg, op);
@@ -850,8 +852,18 @@ void responder::send_ready(uint32_t qpn) {
     }
 }
 
+void responder::flush_srq_claim(const request_ptr& r) {
+    if (!r->srqn || r->recv_posted || r->ctx.type != qp_type::rc) return;
+    post_recv_cqe(r,
+                  r->msg->op == ib_op::rdma_write_with_imm ? cqe_opcode::recv_rdma_with_imm
+                                                           : cqe_opcode::recv,
+                  wc_status::wr_flush_err, 0);
+}
+
 void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status,
                               uint32_t byte_len) {
+    if (r->recv_posted) return;  // one completion per WQE taken
+    r->recv_posted = true;
     cqe c;
     c.opcode = opcode;
     c.status = status;
@@ -871,6 +883,7 @@ void responder::post_recv_cqe(request_ptr r, cqe_opcode opcode, wc_status status
         c.imm = r->msg->imm;
     }
     c.wr_id = r->wr_id;
+    c.wqe_counter = static_cast<uint16_t>(r->rq_index);
     m_cq.post(r->ctx.recv_cqn, c);
 }
 

@@ -174,6 +174,7 @@ class responder : public sc_core::sc_module {
         uint64_t wr_id = 0;  // of the receive WQE consumed, if any
         sc_core::sc_time ready_at;
         bool read_resource = false;  // holds one of the QP's responder resources (IRD)
+        bool recv_posted = false;    // its receive completion was posted
         void reuse() { *this = request(); }
     };
     using request_ptr = pool_ptr<request>;
@@ -193,6 +194,9 @@ class responder : public sc_core::sc_module {
     void rdma_read(request_ptr r);
     void atomic(request_ptr r);
     void run_next_atomic();
+    // An RC request that took an SRQ WQE and ends without its receive completion completes the
+    // WQE as flushed (its QP is in the error state), so the driver gets the slot back.
+    void flush_srq_claim(const request_ptr& r);
     // `ready`: when each response packet's bytes are on chip (cut-through read responses).
     void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none,
                 std::vector<uint8_t> payload = {}, std::vector<sc_core::sc_time> ready = {});

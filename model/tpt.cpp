@@ -156,6 +156,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
                       [fn = std::move(fn), r = std::move(r)]() mutable { fn(std::move(r)); });
         return;
     }
+    if (region.implicit)
+        return translate_implicit(req, region, region_index, hold, ptag, std::move(fn));
     const uint64_t shift = region.page_shift;
     const uint64_t first_page = (req.addr - region.page_base) >> shift;
     const uint64_t last_page = (req.addr + req.length - 1 - region.page_base) >> shift;
@@ -356,6 +358,7 @@ void tpt::invalidate_mtt_range(uint64_t first, uint64_t count, std::function<voi
 }
 
 void tpt::release(const tpt_result& r) {
+    if (r.parts) return release_parts(r.parts);
     if (!r.ok() || r.mpt_index == 0) return;
     if (r.mtt_count) release_mtt(r.mtt_first, r.mtt_count);
     auto it = m_in_flight.find(r.mpt_index);

@@ -17,6 +17,7 @@
 // device memory (a device segment, no PCIe); with reg::hmm_control set, the TPT counts accesses
 // to on-demand host pages (access-counter events for the driver's migration policy) and makes
 // atomics on on-demand pages fault until the driver grants the page device-exclusive.
+// An implicit on-demand region translates through a child per 1 GiB range (tpt_implicit.cpp).
 #pragma once
 
 #include <cstdint>
@@ -62,6 +63,9 @@ struct tpt_request {
 
 struct tpt_result {
     tpt_fault fault = tpt_fault::none;
+    // An access over several children of an implicit region: the parts it holds (tpt_implicit.cpp),
+    // released together; 0 otherwise.
+    uint32_t parts = 0;
     segment_list segments;
     uint32_t mpt_index = 0;  // entry to release when the transfer is done (0: nothing held)
     uint32_t ptag = 0;
@@ -90,6 +94,7 @@ struct tpt_config {
     } mtt_cache;
     uint64_t check_cycles = 2;
     uint64_t access_counters = 1024;
+    bool implicit_odp = true;
 
     template <class V>
     void visit(V& v) {
@@ -107,6 +112,13 @@ struct tpt_config {
           p_count("check_cycles", "cycles", "cycles for the key, PD, rights and bounds checks")
               .range(0, 1000)
               .from("design estimate"));
+        v(implicit_odp,
+          p_flag("implicit_odp",
+                 "implicit on-demand regions (reg_mr of the whole address space, translated "
+                 "through 1 GiB children); query_device reports IBV_ODP_SUPPORT_IMPLICIT")
+              .from("mlx5 reports IB_ODP_SUPPORT_IMPLICIT for devices with fixed_buffer_size, "
+                    "null_mkey and umr_extended_translation_offset (drivers/infiniband/hw/mlx5/"
+                    "odp.c, internal_fill_odp_caps), as ConnectX-5 has"));
     }
 };
 
@@ -156,6 +168,13 @@ class tpt : public sc_core::sc_module {
     void translate_pages(const tpt_request& req, const hca_if::mpt_entry& region,
                          uint32_t region_index, uint32_t hold, uint32_t ptag, callback fn);
     void fail(tpt_fault f, const callback& fn);
+    // Implicit on-demand regions (tpt_implicit.cpp): the indirect word of the child range, the
+    // child's entry, then its pages; an access over several children part by part.
+    void translate_implicit(const tpt_request& req, const hca_if::mpt_entry& region,
+                            uint32_t region_index, uint32_t hold, uint32_t ptag, callback fn);
+    void translate_children(const tpt_request& req, const hca_if::mpt_entry& region,
+                            uint32_t region_index, uint32_t hold, uint32_t ptag, callback fn);
+    void release_parts(uint32_t parts);
     void finish_waiters(uint32_t index);
     void hold_mtt(uint64_t first, uint64_t count);
     void release_mtt(uint64_t first, uint64_t count);
@@ -211,6 +230,15 @@ class tpt : public sc_core::sc_module {
         "access_events", "events",
         "access-counter events raised (a host page of an on-demand region reached the threshold)");
     uint64_t m_parked_count = 0;
+    std::unordered_map<uint32_t, std::vector<tpt_result>> m_parts;  // by tpt_result::parts
+    uint32_t m_next_parts = 1;
+    uint64_t& m_implicit_lookups = m_stats.counter(
+        "implicit_lookups", "lookups",
+        "translations through an implicit region's indirect words (one per child range touched)");
+    uint64_t& m_implicit_faults = m_stats.counter(
+        "implicit_faults", "faults",
+        "page faults for a child range without a child (or past the last), naming the implicit "
+        "region (translations waiting on one counted once)");
     uint64_t& m_odp_faults = m_stats.counter("odp_faults", "faults",
                                              "page-fault events raised for on-demand regions "
                                              "(translations waiting on one counted once)");

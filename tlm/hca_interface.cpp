@@ -258,7 +258,7 @@ cq_context cq_context::decode(const uint8_t* p) {
 void mpt_entry::encode(uint8_t* p) const {
     std::memset(p, 0, size);
     put<uint8_t>(p + 0, static_cast<uint8_t>((valid ? 1 : 0) | (static_cast<uint8_t>(type) << 1) |
-                                             (device_memory ? 8 : 0)));
+                                             (device_memory ? 8 : 0) | (implicit ? 16 : 0)));
     put<uint8_t>(p + 1, key_byte);
     put<uint8_t>(p + 2, access);
     put<uint8_t>(p + 3, page_shift);
@@ -280,6 +280,7 @@ mpt_entry mpt_entry::decode(const uint8_t* p) {
     e.valid = b0 & 1;
     e.type = static_cast<mpt_type>((b0 >> 1) & 3);
     e.device_memory = b0 & 8;
+    e.implicit = b0 & 16;
     e.key_byte = get<uint8_t>(p + 1);
     e.access = get<uint8_t>(p + 2);
     e.page_shift = get<uint8_t>(p + 3);
@@ -460,14 +461,15 @@ void cqe::encode(uint8_t* p) const {
     put<uint64_t>(p + 0, wr_id);
     put<uint32_t>(p + 8, byte_len);
     put<uint32_t>(p + 12, imm);
-    put<uint32_t>(p + 16, qpn);
+    put<uint32_t>(p + 16, qpn & 0xffffff);
+    put<uint8_t>(p + 19, vendor_err);
     put<uint8_t>(p + 20, static_cast<uint8_t>(opcode));
     put<uint8_t>(p + 21, static_cast<uint8_t>(status));
     put<uint8_t>(p + 22, flags);
     put<uint8_t>(p + 23, owner);
     put<uint32_t>(p + 24, src_qp & 0xffffff);
     put<uint8_t>(p + 27, sl);
-    put<uint16_t>(p + 28, vendor_err);
+    put<uint16_t>(p + 28, wqe_counter);
     put<uint16_t>(p + 30, slid);
 }
 
@@ -476,14 +478,15 @@ cqe cqe::decode(const uint8_t* p) {
     c.wr_id = get<uint64_t>(p + 0);
     c.byte_len = get<uint32_t>(p + 8);
     c.imm = get<uint32_t>(p + 12);
-    c.qpn = get<uint32_t>(p + 16);
+    c.qpn = get<uint32_t>(p + 16) & 0xffffff;
+    c.vendor_err = get<uint8_t>(p + 19);
     c.opcode = static_cast<cqe_opcode>(get<uint8_t>(p + 20));
     c.status = static_cast<wc_status>(get<uint8_t>(p + 21));
     c.flags = get<uint8_t>(p + 22);
     c.owner = get<uint8_t>(p + 23);
     c.src_qp = get<uint32_t>(p + 24) & 0xffffff;
     c.sl = get<uint8_t>(p + 27);
-    c.vendor_err = get<uint16_t>(p + 28);
+    c.wqe_counter = get<uint16_t>(p + 28);
     c.slid = get<uint16_t>(p + 30);
     return c;
 }

@@ -386,11 +386,19 @@ enum class mpt_type : uint8_t { mr = 0, mw1 = 1, mw2 = 2 };
 // A region over device memory (ibv_reg_dm_mr; mlx5's MEMIC access mode) has `device_memory` set
 // and no translation entries: `mtt_index` holds the device-memory address of the byte at `start`,
 // and the HCA's units reach it without PCIe.
+// An implicit on-demand region (reg_mr of the whole address space; mlx5's KSM mkey of 1 GiB
+// children, MLX5_IMR_MTT_SIZE) has `implicit` set: start 0, length 2^64 - 1, and `mtt_count`
+// indirect words from `mtt_index` in the translation table, one per child range of
+// 2^implicit_child_shift bytes (word k covers [k << shift, (k + 1) << shift)). A word names the
+// child region entry that translates its range (ksm_encode), or is 0: no child yet, the access
+// raises a page fault naming the implicit region. A child is an ordinary on-demand region entry
+// (start k << shift, one translation entry per 4 KiB page); a fault on its pages names the child.
 struct mpt_entry {
     static constexpr size_t size = 64;
     bool valid = false;
     mpt_type type = mpt_type::mr;
     bool device_memory = false;
+    bool implicit = false;
     uint8_t key_byte = 0;
     uint8_t access = 0;
     uint8_t page_shift = 12;
@@ -404,6 +412,19 @@ struct mpt_entry {
     uint32_t parent = 0;         // window: index of the region it is bound to
     uint64_t page_base = 0;      // address of the start of the first page (translation origin)
     uint32_t bound_windows = 0;  // HCA-owned (regions): windows currently bound to this region
+
+    // A valid memory region's entry with the fields every registration sets; the caller adds
+    // where it starts, its length and its translation entries.
+    static mpt_entry region(uint8_t key_byte, uint8_t access, uint32_t pd, uint32_t ptag) {
+        mpt_entry e;
+        e.valid = true;
+        e.type = mpt_type::mr;
+        e.key_byte = key_byte;
+        e.access = access;
+        e.pd = pd;
+        e.ptag = ptag;
+        return e;
+    }
 
     void encode(uint8_t* p) const;
     static mpt_entry decode(const uint8_t* p);
@@ -428,6 +449,14 @@ inline bool mtt_present(uint64_t e) {
 }
 inline uint64_t mtt_addr(uint64_t e) {
     return e & ~0xfffULL;
+}
+// An implicit region's indirect word: bit 0 present, bits 39:8 the child's region entry index.
+constexpr unsigned implicit_child_shift = 30;  // 1 GiB per child (mlx5 MLX5_IMR_MTT_SHIFT)
+inline uint64_t ksm_encode(uint32_t child_index) {
+    return (static_cast<uint64_t>(child_index) << 8) | 1;
+}
+inline uint32_t ksm_child(uint64_t word) {
+    return static_cast<uint32_t>(word >> 8);
 }
 
 // ---- WQEs ---------------------------------------------------------------------------------------
@@ -531,19 +560,24 @@ namespace cqe_flags {
 constexpr uint8_t with_imm = 1, with_inv = 2, grh = 4;  // grh: the receive buffer starts with one
 constexpr uint8_t solicited = 8;  // the message asked for a solicited event (SE bit)
 }  // namespace cqe_flags
+// Layout: 0 wr_id | 8 byte_len | 12 imm | 16 u24 qpn, u8 vendor_err | 20 opcode, status, flags,
+// owner | 24 u24 src_qp, u8 sl | 28 u16 wqe_counter | 30 u16 slid.
 struct cqe {
     static constexpr size_t size = 32;
     uint64_t wr_id = 0;
     uint32_t byte_len = 0;
     uint32_t imm = 0;  // immediate data, or the invalidated R_Key
-    uint32_t qpn = 0;
+    uint32_t qpn = 0;  // 24 bits
     cqe_opcode opcode = cqe_opcode::send;
     wc_status status = wc_status::success;
     uint8_t flags = 0;
     uint8_t owner = 0;
-    uint32_t src_qp = 0;  // 24 bits: the sender's QPN (receives)
-    uint8_t sl = 0;       // receives: the service level the message came with
-    uint16_t vendor_err = 0;
+    uint32_t src_qp = 0;     // 24 bits: the sender's QPN (receives)
+    uint8_t sl = 0;          // receives: the service level the message came with
+    uint8_t vendor_err = 0;  // mlx5's vendor_err_synd
+    // Receives: the index of the receive WQE taken (its low 16 bits), as mlx5's wqe_counter; of a
+    // QP on an SRQ, the SRQ's ring slot is it modulo the ring, which the driver frees by it.
+    uint16_t wqe_counter = 0;
     uint16_t slid = 0;  // receives: the sender's LID
 
     void encode(uint8_t* p) const;

@@ -33,16 +33,16 @@ auto fields(const cq_context& c) {
                            c.cqn);
 }
 auto fields(const mpt_entry& e) {
-    return std::make_tuple(e.valid, e.type, e.key_byte, e.access, e.page_shift, e.pd, e.start,
-                           e.length, e.mtt_index, e.mtt_count, e.ptag, e.qpn, e.parent,
-                           e.page_base);
+    return std::make_tuple(e.valid, e.type, e.device_memory, e.implicit, e.key_byte, e.access,
+                           e.page_shift, e.pd, e.start, e.length, e.mtt_index, e.mtt_count, e.ptag,
+                           e.qpn, e.parent, e.page_base);
 }
 auto fields(const eqe& q) {
     return std::make_tuple(q.type, q.flags, q.owner, q.token, q.mpt_index, q.qpn, q.addr, q.length);
 }
 auto fields(const cqe& c) {
     return std::make_tuple(c.wr_id, c.byte_len, c.imm, c.qpn, c.opcode, c.status, c.flags, c.owner,
-                           c.src_qp, c.sl, c.vendor_err, c.slid);
+                           c.src_qp, c.sl, c.vendor_err, c.wqe_counter, c.slid);
 }
 auto sge_fields(const std::array<sge, 16>& s, unsigned n) {
     std::vector<std::tuple<uint32_t, uint32_t, uint64_t>> out;
@@ -104,6 +104,7 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
         e.start = r<uint64_t>(), e.length = r<uint64_t>(), e.mtt_index = r<uint64_t>();
         e.mtt_count = r<uint32_t>(), e.ptag = r<uint32_t>(), e.qpn = r<uint32_t>();
         e.parent = r<uint32_t>(), e.page_base = r<uint64_t>();
+        e.device_memory = rng() % 2, e.implicit = rng() % 2;
         expect_round_trip(e, mpt_entry::size);
 
         eqe v;
@@ -114,10 +115,11 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
 
         cqe k;
         k.wr_id = r<uint64_t>(), k.byte_len = r<uint32_t>(), k.imm = r<uint32_t>();
-        k.qpn = r<uint32_t>(), k.opcode = rng() % 2 ? cqe_opcode::recv : cqe_opcode::fetch_add;
+        k.qpn = r<uint32_t>() & 0xFFFFFF,
+        k.opcode = rng() % 2 ? cqe_opcode::recv : cqe_opcode::fetch_add;
         k.status = static_cast<wc_status>(rng() % 22), k.flags = r<uint8_t>(), k.owner = rng() % 2;
-        k.src_qp = r<uint32_t>() & 0xFFFFFF, k.sl = r<uint8_t>(), k.vendor_err = r<uint16_t>();
-        k.slid = r<uint16_t>();
+        k.src_qp = r<uint32_t>() & 0xFFFFFF, k.sl = r<uint8_t>(), k.vendor_err = r<uint8_t>();
+        k.slid = r<uint16_t>(), k.wqe_counter = r<uint16_t>();
         expect_round_trip(k, cqe::size);
 
         send_wqe w;
@@ -238,13 +240,16 @@ TEST(hca_interface, ud_datagram_segment_and_cqe_offsets) {
     cqe e;
     e.src_qp = 0xABCDEF;
     e.sl = 7;
-    e.vendor_err = 0x1122;
+    e.qpn = 0x123456;
+    e.vendor_err = 0x99;
+    e.wqe_counter = 0x1122;
     e.slid = 0x3344;
     e.flags = cqe_flags::grh;
     uint8_t cb[cqe::size];
     e.encode(cb);
+    EXPECT_EQ(get<uint32_t>(cb + 16), 0x99123456u) << "QPN bits 23:0, vendor_err in byte 19";
     EXPECT_EQ(get<uint32_t>(cb + 24), 0x07ABCDEFu) << "src_qp bits 23:0, SL in byte 27";
-    EXPECT_EQ(get<uint16_t>(cb + 28), 0x1122u) << "vendor_err at byte 28";
+    EXPECT_EQ(get<uint16_t>(cb + 28), 0x1122u) << "wqe_counter at byte 28";
     EXPECT_EQ(get<uint16_t>(cb + 30), 0x3344u) << "SLID at byte 30";
     EXPECT_EQ(cb[22], cqe_flags::grh) << "flags at byte 22";
 }
