@@ -322,6 +322,7 @@ json app_program::to_json() const {
     j["node"] = m_node;
     j["os_pid"] = m_os_pid;
     j["attached_ns"] = static_cast<double>(m_attached_ps) / 1e3;
+    j["calls"] = m_calls;
     j["detached_ns"] = static_cast<double>(m_detached_ps) / 1e3;
     json qps = json::array();
     uint64_t bytes = 0, posted = 0, first = UINT64_MAX, last = 0;

@@ -103,6 +103,7 @@ const std::map<wire::op, app_program::destroyer>& app_program::destroyers() {
 }
 
 void app_program::execute(app_call& call, int& err, wire::writer& reply) {
+    ++m_calls[wire::op_name(call.op)];
     err = 0;
     reply.clear();
     wire::reader in(call.payload);

@@ -161,6 +161,7 @@ class app_program {
     uint32_t m_pid = 0;  // the simulated process
     uint64_t m_scratch = 0, m_scratch_len = 0, m_scratch_at = 0;
     uint64_t m_attached_ps = 0, m_detached_ps = 0;
+    std::map<std::string, uint64_t> m_calls;    // by verb
     std::map<uint64_t, shared_range> m_shared;  // by start address
     std::set<uint32_t> m_pds, m_mrs, m_mws, m_cqs, m_channels, m_srqs, m_ahs, m_dms;
     std::map<uint32_t, qp_record> m_qps;

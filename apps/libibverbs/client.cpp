@@ -24,14 +24,17 @@ wire::attach_rep g_attachment;
 thread_local int t_fd = -1;
 thread_local std::string t_reason;
 
+// The program's name as it was started (argv[0] without its folder).
 std::string program_name() {
-    char buf[256] = {};
-    FILE* f = std::fopen("/proc/self/comm", "r");
+    char buf[4096] = {};
+    FILE* f = std::fopen("/proc/self/cmdline", "re");
     if (f) {
-        if (std::fgets(buf, sizeof buf, f)) buf[std::strcspn(buf, "\n")] = 0;
+        if (!std::fread(buf, 1, sizeof buf - 1, f)) buf[0] = 0;
         std::fclose(f);
     }
-    return buf[0] ? buf : "program";
+    const char* slash = std::strrchr(buf, '/');
+    const char* name = slash ? slash + 1 : buf;
+    return name[0] ? name : "program";
 }
 
 std::string socket_path() {

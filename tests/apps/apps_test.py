@@ -227,14 +227,44 @@ def case_rc_pingpong(hcasim, src, tmp):
 
 
 def case_ud_pingpong(hcasim, src, tmp):
+    """The other pingpong examples: UD, UC, and 16 RC QPs sharing one SRQ."""
     srv = Server(hcasim, os.path.join(src, "scenarios/apps/loopback.json"), tmp)
     try:
         pingpong(srv, "ibv_ud_pingpong", "-n", "200")
+        pingpong(srv, "ibv_uc_pingpong", "-n", "100")
+        pingpong(srv, "ibv_srq_pingpong", "-n", "100")
     finally:
         srv.stop()
     qps = app_qps(srv.stats(), "ibv_ud_pingpong")
     if not all(q["type"] == "UD" for q in qps) or sum(q["recv_completions"] for q in qps) < 400:
         fail("ibv_ud_pingpong's UD QPs did not receive 2 x 200 datagrams: %s" % qps)
+    qps = app_qps(srv.stats(), "ibv_uc_pingpong")
+    if not all(q["type"] == "UC" for q in qps) or sum(q["recv_completions"] for q in qps) < 200:
+        fail("ibv_uc_pingpong's UC QPs did not receive 2 x 100 messages: %s" % qps)
+    qps = app_qps(srv.stats(), "ibv_srq_pingpong")
+    if len(qps) != 32 or sum(q["recv_completions"] for q in qps) < 200:
+        fail("ibv_srq_pingpong's 2 x 16 QPs did not receive 2 x 100 messages through their "
+             "SRQs: %s" % qps)
+
+
+def case_unsupported(hcasim, src, tmp):
+    """What the simulated HCA does not do fails as verbs define it, said on stderr, no crash."""
+    srv = Server(hcasim, os.path.join(src, "scenarios/apps/loopback.json"), tmp)
+    try:
+        python = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else "python3"
+        cq_ex = ("from pyverbs.device import Context, get_device_list\n"
+                 "from pyverbs.cq import CQEX, CqInitAttrEx\n"
+                 "CQEX(Context(name=get_device_list()[0].name.decode()), CqInitAttrEx())\n")
+        for command, verb in ((["ibv_xsrq_pingpong", "-p", str(free_port())], "ibv_open_xrcd"),
+                              ([python, "-c", cq_ex], "ibv_create_cq_ex")):
+            code, out, err = srv.run("a", *command)
+            if code <= 0 or "hcasim: %s:" % verb not in err or \
+                    "not supported by the simulated HCA" not in err:
+                fail("%s should fail (exit > 0, not a signal) saying %s is not supported: exit "
+                     "%d\n%s%s" % (command, verb, code, out, err))
+            print("ok: %s: %s" % (command[0], [l for l in err.splitlines() if "hcasim:" in l][0]))
+    finally:
+        srv.stop()
 
 
 def perftest_pair(srv, test, args):
@@ -359,7 +389,7 @@ def case_record(hcasim, src, tmp):
 
 
 CASES = {"devinfo": case_devinfo, "record": case_record, "rc_pingpong": case_rc_pingpong,
-         "ud_pingpong": case_ud_pingpong, "perftest": case_perftest, "pyverbs": case_pyverbs}
+         "ud_pingpong": case_ud_pingpong, "unsupported": case_unsupported, "perftest": case_perftest, "pyverbs": case_pyverbs}
 
 
 def main():
