@@ -107,11 +107,13 @@ const char* k_serve_usage =
     "  --poll-quantum TIME  the longest an empty ibv_poll_cq waits in simulated time for a\n"
     "                       completion (default 1us)\n"
     "  --hold-limit MS      wall time a program thread running outside verbs holds simulated\n"
-    "                       time before it moves on without it (default 50)\n"
+    "                       time; past it the thread is taken to poll its memory and time\n"
+    "                       goes on to the next DMA write into it (default 2)\n"
     "  --record FILE        write the programs' verbs as a trace (traces/README.md)\n"
     "  --quiet              no lines on stderr about programs attaching and detaching\n"
     "\n"
-    "Ctrl-C or SIGTERM stops the server (stats.json marked \"interrupted\"); exit 130 or 143.\n";
+    "Ctrl-C or SIGTERM stops the server; with programs attached, stats.json holds what was\n"
+    "simulated, marked \"interrupted\", and the exit is 130 or 143.\n";
 
 const char* k_exec_usage =
     "usage: hcasim exec [--socket PATH] [--node NODE] [--scenario FILE] [-o OUTDIR] -- COMMAND "

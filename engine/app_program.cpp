@@ -265,6 +265,10 @@ void app_program::unshare(uint64_t va, uint64_t length) {
     }
 }
 
+void app_program::watch_memory(const std::function<void()>& fn) {
+    for (const auto& [va, r] : m_shared) node_host().watch(m_pid, va, r.length, fn);
+}
+
 void app_program::do_reg_mr(app_call&, wire::reader& in, int& err, wire::writer& out) {
     wire::mr_req q;
     if (!in.get(q) || !m_pds.count(q.pd)) {

@@ -78,6 +78,9 @@ class app_program {
     void execute(app_call& call, int& err, wire::writer& reply);
     // Destroys what the program left (SC_THREAD context).
     void cleanup();
+    // Calls `fn` when a DMA write into memory the program shares becomes visible (once per
+    // shared range at most; a program waiting by polling its memory waits for this).
+    void watch_memory(const std::function<void()>& fn);
     // The program's QPs and totals for stats.json.
     json to_json() const;
     uint64_t attached_ps() const { return m_attached_ps; }

@@ -75,6 +75,11 @@ class app_server : public sc_core::sc_module {
 
   private:
     enum class state { outside, queued, inside, closed };
+    // A thread waiting by polling its memory: the watch on that memory (holds).
+    struct spin_watch {
+        bool armed = false, fired = false, gone = false;
+        wall::time_point fired_at;
+    };
     struct connection {
         int fd = -1;
         int os_pid = 0, tid = 0;
@@ -82,6 +87,7 @@ class app_server : public sc_core::sc_module {
         state st = state::outside;
         sc_core::sc_time clock = sc_core::SC_ZERO_TIME;  // earliest time of its next call
         wall::time_point left = wall::now();             // when its last call returned
+        std::shared_ptr<spin_watch> spin = std::make_shared<spin_watch>();
         sc_core::sc_event wake;
         app_call call;
         bool gone = false;  // its socket closed
@@ -263,19 +269,53 @@ void app_server::take_call(connection& c) {
     c.call.op = static_cast<wire::op>(h.op);
     c.call.fd = fd;
     c.st = state::queued;
+    c.spin->armed = c.spin->fired = false;  // a watch still set fires for nothing
+    // The call happens no earlier than anything the program may have seen: the calendar may
+    // have run the model's callbacks ahead of the kernel's time (sim/kernel.h), and their writes
+    // into the program's memory are already there.
     const sc_core::sc_time now = sc_core::sc_time_stamp();
-    c.wake.notify(c.clock > now ? c.clock - now : sc_core::SC_ZERO_TIME);
+    const sc_core::sc_time at = std::max({c.clock, now, detail::g_now});
+    c.wake.notify(at - now);
 }
 
 bool app_server::holds(connection& c) {
     if (c.st != state::outside || c.gone) return false;
-    const double ms = std::chrono::duration<double, std::milli>(wall::now() - c.left).count();
-    if (ms > m_opts.hold_limit_ms) return false;
+    const wall::time_point t = wall::now();
+    const double ms = std::chrono::duration<double, std::milli>(t - c.left).count();
     // Within a millisecond of its last call a thread is taken to be on its way to the next one
     // (the tight loop of a program polling a CQ): /proc is read only after that.
     if (ms < 1) return true;
     const char s = thread_state(c.os_pid, c.tid);
-    return s == 'R' || s == 'D';
+    if (s != 'R' && s != 'D') return false;
+    if (ms <= m_opts.hold_limit_ms) return true;
+    // Running past the hold limit, the thread is taken to wait by polling its memory: time moves
+    // on without it until a DMA write into its memory becomes visible, and holds there while it
+    // looks (another hold limit), then moves on to the next write.
+    spin_watch& w = *c.spin;
+    if (w.fired) {
+        if (std::chrono::duration<double, std::milli>(t - w.fired_at).count() <=
+            m_opts.hold_limit_ms)
+            return true;
+        w.fired = w.armed = false;
+    }
+    if (!w.armed) {
+        w.armed = true;
+        std::shared_ptr<spin_watch> token = c.spin;
+        connection* conn = &c;
+        c.program->watch_memory([this, token, conn] {
+            if (!token->armed || token->fired || token->gone) return;
+            token->fired = true;
+            token->fired_at = wall::now();
+            conn->clock = hcasim::now();
+            // The run stops here: the program looks at what landed before time goes on.
+            if (conn->clock < m_limit) {
+                m_limit = conn->clock;
+                calendar::get().set_limit(m_limit);
+            }
+            sc_core::sc_pause();
+        });
+    }
+    return false;
 }
 
 bool app_server::horizon(sc_core::sc_time& h) {
@@ -308,9 +348,12 @@ void app_server::advance() {
         return;
     }
     if (h == sc_core::sc_max_time()) {
+        // Nothing to wait for: on to the next event (a slice at least, when it is sooner), the
+        // calendar's callbacks no further (what a program sees of them stays at most a run ahead).
         if (!sc_core::sc_pending_activity()) return;
-        m_limit = sc_core::sc_max_time();
-        run_for(slice, sc_core::SC_EXIT_ON_STARVATION, m_limit);
+        const sc_core::sc_time d = std::max(sc_core::sc_time_to_pending_activity(), slice);
+        m_limit = now + d;
+        run_for(d, sc_core::SC_RUN_TO_TIME, m_limit);
         return;
     }
     m_limit = h;
@@ -345,7 +388,7 @@ int app_server::run(int listen_fd) {
             fds.push_back({c->fd, static_cast<short>(POLLIN | POLLRDHUP), 0});
             who.push_back(c.get());
         }
-        if (poll(fds.data(), fds.size(), !ready || can_run ? 0 : 5) < 0 && errno != EINTR) return 3;
+        if (poll(fds.data(), fds.size(), !ready || can_run ? 0 : 1) < 0 && errno != EINTR) return 3;
         if (fds[0].revents & POLLIN) accept_one(listen_fd);
         for (size_t i = 1; i < fds.size(); ++i) {
             connection& c = *who[i];
@@ -362,6 +405,7 @@ int app_server::run(int listen_fd) {
         // Connections whose thread has ended.
         for (auto it = m_conns.begin(); it != m_conns.end();) {
             if ((*it)->st == state::closed) {
+                (*it)->spin->gone = true;  // a watch set for it fires for nothing
                 close((*it)->fd);
                 it = m_conns.erase(it);
             } else {
@@ -374,7 +418,9 @@ int app_server::run(int listen_fd) {
         }
         if (!m_programs.empty()) m_written = false;
     }
-    if (interrupted) {
+    // Stopped with programs attached: what was simulated so far, marked interrupted. Stopped
+    // idle: the stats of the last detach stand.
+    if (interrupted && !m_programs.empty()) {
         write_stats(true);
         return 128 + interrupted;
     }

@@ -9,10 +9,13 @@
 // event) or outside, while the program computes. A thread outside is charged `cpu_gap` of
 // simulated CPU time before its next call, so the simulation never runs past that point while
 // the thread is running on a real CPU: its next call could come at any moment and must find the
-// simulation as it was then. A thread that sleeps outside verbs (in accept, read on a socket,
-// sleep) holds nothing, and neither does one that has run outside verbs for longer than
-// `hold_limit` of wall time (a program spinning on memory): simulated time then moves on without
-// it, and its next call comes at the simulated time the simulation has reached. So a program that
+// simulation as it was then (a thread is taken to run for the first millisecond after its call
+// returned; /proc tells after that). A thread that sleeps outside verbs (in accept, read on a
+// socket, sleep) holds nothing: simulated time moves on without it, and its next call comes at
+// the simulated time the simulation has reached. One that has run outside verbs for longer than
+// `hold_limit` of wall time is taken to wait by polling its memory (ib_write_lat does): simulated
+// time moves on without it until a DMA write into its memory becomes visible, and holds there
+// for another hold limit while it looks. So a program that
 // polls an empty CQ moves simulated time on, one that blocks in get_cq_event waits in simulated
 // time, and the simulation never waits for nothing: with every connection inside a call or
 // asleep, time advances to the next event.
@@ -38,7 +41,7 @@ struct serve_options {
     std::string record;           // --record: the programs' verbs as a trace (traces/README.md)
     uint64_t cpu_gap_ps = 20000;  // simulated CPU time between two calls of a thread
     uint64_t poll_quantum_ps = 1000000;  // the longest an empty poll waits in simulated time
-    double hold_limit_ms = 50;           // wall time a running thread holds simulated time
+    double hold_limit_ms = 2;  // wall time a running thread holds simulated time (then: spinning)
     std::vector<std::string> command_line, sets;
     std::string scenario_file;
 };
@@ -46,10 +49,10 @@ struct serve_options {
 // $HCASIM_SOCKET, else hcasim.sock in $XDG_RUNTIME_DIR, else /tmp/hcasim-<uid>.sock.
 std::string default_socket_path();
 
-// Serves until interrupted (SIGINT, SIGTERM) or, with `once`, until the last program detached.
+// Serves until stopped (SIGINT, SIGTERM) or, with `once`, until the last program detached.
 // Returns 0, 2 for bad input (a socket path in use or too long, an output folder that cannot be
 // written, a node page size other than the machine's), 3 for an internal error, 130/143 when
-// interrupted.
+// stopped while programs were attached (stats.json then marked interrupted).
 int serve_scenario(const scenario& s, const serve_options& opts);
 
 }  // namespace hcasim
