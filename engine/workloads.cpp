@@ -57,14 +57,14 @@ json run_dma(world& w, const workload_spec& spec) {
     st->end = start;
     for (uint64_t i = 0; i < count; ++i) {
         if (write_read) {
-            auto w = std::make_shared<dma_op>();
+            auto w = dma_op::make();
             w->dir = dma_op::direction::write;
             w->segments = segments;
             w->data = pattern_bytes(7, size);
             w->done = [st](dma_op& d) { st->all_ok = st->all_ok && d.ok; };
             nd.hca().dma().submit(w);
         }
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->dir = write ? dma_op::direction::write : dma_op::direction::read;
         op->segments = segments;
         if (write) op->data = pattern_bytes(7, size);

@@ -100,7 +100,7 @@ void command_unit::copy(const command_request& c, const std::function<void()>& d
         return finish(c, cmd_status::bad_index);
     ++m_copies;
     auto write = [this, c, to_device, done](std::vector<uint8_t> data) {
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->dir = dma_op::direction::write;
         dma_segment dst(to_device ? c.in0 : c.in1, data.size());
         dst.device = to_device;
@@ -115,7 +115,7 @@ void command_unit::copy(const command_request& c, const std::function<void()>& d
         m_dma.submit(std::move(op));
     };
     if (zero) return write(std::vector<uint8_t>(bytes, 0));
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dma_op::direction::read;
     dma_segment src(to_device ? c.in1 : c.in0, bytes);
     src.device = !to_device;

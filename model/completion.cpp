@@ -97,7 +97,7 @@ void completion::write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t 
                 landed(cqn, ring);
                 return;
             }
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::write;
             op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
             op->data.resize(cqe::size);

@@ -162,7 +162,7 @@ class context_cache {
 
     void start_fill(uint64_t index, const sc_core::sc_time& not_before) {
         ++m_filling;
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->dir = dma_op::direction::read;
         op->segments.push_back({m_base + index * Entry::size, Entry::size});
         op->not_before = not_before;

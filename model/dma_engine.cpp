@@ -9,6 +9,21 @@
 
 namespace hcasim {
 
+void dma_op::reuse() {
+    std::vector<dma_segment> s = std::move(segments);
+    std::vector<uint8_t> d = std::move(data);
+    std::vector<dma_pacing> p = std::move(pacing), a = std::move(arrivals);
+    *this = dma_op();
+    segments = std::move(s);
+    segments.clear();
+    data = std::move(d);
+    data.clear();
+    pacing = std::move(p);
+    pacing.clear();
+    arrivals = std::move(a);
+    arrivals.clear();
+}
+
 dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
                        uint64_t mrrs, uint64_t pcie_gen)
     : sc_core::sc_module(name),
@@ -200,7 +215,7 @@ void dma_engine::submit(dma_op_ptr op) {
 }
 
 void dma_engine::read(uint64_t addr, uint64_t length, continuation<void(dma_op&)> done) {
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dma_op::direction::read;
     op->segments.push_back({addr, length});
     op->done = std::move(done);
@@ -208,7 +223,7 @@ void dma_engine::read(uint64_t addr, uint64_t length, continuation<void(dma_op&)
 }
 
 void dma_engine::write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done) {
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dma_op::direction::write;
     op->segments.push_back({addr, data.size()});
     op->data = std::move(data);

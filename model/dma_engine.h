@@ -21,8 +21,10 @@
 #include <tlm>
 
 #include "model/device_memory.h"
+#include "sim/block_pool.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
+#include "sim/pooled.h"
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
 #include "tlm/dma_stream.h"
@@ -84,13 +86,18 @@ struct dma_segment {
     dma_segment(uint64_t a, uint64_t n, const dma_origin& o = {}) : addr(a), length(n), origin(o) {}
 };
 
+// The segments a translation gives (model/tpt.h): made and dropped per transfer, so their
+// storage is reused (sim/block_pool.h).
+using segment_list = std::vector<dma_segment, recycling_allocator<dma_segment>>;
+
 // Bytes from `offset` on become available at `when` (for writes fed by arriving packets).
 struct dma_pacing {
     uint64_t offset = 0;
     sc_core::sc_time when;
 };
 
-struct dma_op {
+// Pooled (sim/pooled.h): a finished operation goes back to its free list with its buffers.
+struct dma_op : pooled<dma_op> {
     enum class direction { read, write } dir = direction::read;
     std::vector<dma_segment> segments;
     std::vector<uint8_t> data;       // read: filled in; write: the bytes to write
@@ -115,9 +122,11 @@ struct dma_op {
         for (const auto& s : segments) n += s.length;
         return n;
     }
+    // Back to a fresh operation, keeping the buffers' capacity (pooled).
+    void reuse();
 };
 
-using dma_op_ptr = std::shared_ptr<dma_op>;
+using dma_op_ptr = pool_ptr<dma_op>;
 
 class dma_engine : public sc_core::sc_module {
   public:

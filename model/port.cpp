@@ -6,20 +6,19 @@
 
 namespace hcasim {
 
-std::vector<dma_pacing> pacing_of(const ib_message& msg) {
-    std::vector<dma_pacing> out;
-    out.reserve(msg.packets());
+void pacing_of(const ib_message& msg, std::vector<dma_pacing>& out) {
+    out.clear();
     uint64_t offset = 0;
     for (uint32_t i = 0; i < msg.packets(); ++i) {
         out.push_back({offset, msg.arrivals[i]});
         offset += msg.packet_payload(i);
     }
-    return out;
 }
 
-std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu) {
+void packet_ready(const dma_op& op, uint64_t length, uint32_t mtu,
+                  std::vector<sc_core::sc_time>& out) {
     const uint32_t n = packets_for(length, mtu);
-    std::vector<sc_core::sc_time> out(n, op.done_at);
+    out.assign(n, op.done_at);
     size_t chunk = 0;
     sc_core::sc_time latest = sc_core::SC_ZERO_TIME;  // all bytes before the current chunk are in
     for (uint32_t i = 0; i < n; ++i) {
@@ -29,7 +28,6 @@ std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, ui
             latest = std::max(latest, op.arrivals[chunk++].when);
         if (!op.arrivals.empty()) out[i] = latest;
     }
-    return out;
 }
 
 port::port(sc_core::sc_module_name name, const port_config& cfg)

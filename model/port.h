@@ -33,13 +33,15 @@ struct port_config {
 };
 
 // Paces a DMA write of a message's payload by its packets' arrival: the bytes of packet i may be
-// written from the time packet i arrived (cut-through, one DMA operation per message).
-std::vector<dma_pacing> pacing_of(const ib_message& msg);
+// written from the time packet i arrived (cut-through, one DMA operation per message). Fills
+// `out` (its storage is reused).
+void pacing_of(const ib_message& msg, std::vector<dma_pacing>& out);
 
 // The other way round: when each packet of a `length`-byte message read by `op` may leave, i.e.
 // when the last of its payload bytes has arrived on chip (cut-through sending; one entry per
-// packet).
-std::vector<sc_core::sc_time> packet_ready(const dma_op& op, uint64_t length, uint32_t mtu);
+// packet), into `out`.
+void packet_ready(const dma_op& op, uint64_t length, uint32_t mtu,
+                  std::vector<sc_core::sc_time>& out);
 
 class port;
 

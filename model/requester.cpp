@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 #include "model/transport_timers.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
@@ -240,7 +242,7 @@ void requester::kick(uint32_t qpn) {
                 return;
             }
             for (uint32_t i = 0; i < count; ++i) {
-                auto s = std::make_shared<wqe_slot>();
+                slot_ptr s = wqe_slot::make();
                 s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride, ud);
                 s->index = first + i;
                 // Only packets consume PSNs (IBA 9.7.1): a bind or local invalidation sends
@@ -282,7 +284,7 @@ void requester::kick(uint32_t qpn) {
 void requester::advance(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
     // Starting a WQE may complete (and retire) it at once, so walk a copy of the window.
-    const std::vector<slot_ptr> slots(sq.window.begin(), sq.window.end());
+    const boost::container::small_vector<slot_ptr, 64> slots(sq.window.begin(), sq.window.end());
     for (const slot_ptr& s : slots) {
         if (s->stage == wqe_stage::fetched) start(qpn, sq.ctx, s);
         if (is_window_op(s->w.opcode) && s->stage != wqe_stage::completed) return;
@@ -375,7 +377,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     s->stage = wqe_stage::translating;
     HCASIM_TRACE(mark(this, "translate", wqe_trace_id(qpn, s->index)));
     s->local.assign(s->w.num_sge, tpt_result{});
-    auto pending = std::make_shared<unsigned>(s->w.num_sge);
+    s->translating = s->w.num_sge;
     for (unsigned i = 0; i < s->w.num_sge; ++i) {
         const sge& g = s->w.sges[i];
         tpt_request req;
@@ -385,9 +387,9 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         req.addr = g.addr;
         req.length = g.length;
         req.rights = scatter_target ? access::local_write : 0;
-        m_tpt.translate(req, [this, qpn, ctx, s, i, pending, scatter_target](tpt_result r) {
+        m_tpt.translate(req, [this, qpn, ctx, s, i, scatter_target](tpt_result r) {
             s->local[i] = std::move(r);
-            if (--*pending > 0) return;
+            if (--s->translating > 0) return;
             if (s->stage == wqe_stage::completed) return;  // flushed meanwhile
             for (const auto& t : s->local)
                 if (!t.ok()) {
@@ -405,7 +407,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
                 return;
             }
             s->stage = wqe_stage::reading;
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::read;
             for (const auto& t : s->local)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
@@ -420,8 +422,9 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
             if (!op->ok) return;  // completes with the error when the read is done
             // Cut-through: the message goes to the port once its first packet's bytes are on chip,
             // and the link holds each later packet until its own bytes are in.
-            s->msg->payload = std::move(op->data);
-            s->msg->ready = packet_ready(*op, s->length, port_of(*s->msg).mtu());
+            // (A swap: the operation keeps the message's spare buffer for its next use.)
+            s->msg->payload.swap(op->data);
+            packet_ready(*op, s->length, port_of(*s->msg).mtu(), s->msg->ready);
             m_queue.at(s->msg->ready.front(), [this, qpn, s] {
                 if (s->stage != wqe_stage::reading) return;
                 s->stage = wqe_stage::ready;
@@ -432,7 +435,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
 }
 
 void requester::build_message(const qp_context& ctx, slot_ptr s) {
-    auto m = std::make_shared<ib_message>();
+    auto m = ib_message::make();
     m->op = wire_opcode(s->w.opcode);
     m->src_lid = m_ports.lid(ctx.port);
     m->dst_lid = ctx.remote_lid;
@@ -502,7 +505,9 @@ void requester::drain(uint32_t qpn) {
         }
         if (s->resend) {
             // A fresh copy: the responder may still hold the first one.
-            s->msg = std::make_shared<ib_message>(*s->msg);
+            ib_message_ptr copy = ib_message::make();
+            *copy = *s->msg;
+            s->msg = std::move(copy);
             s->msg->ready.clear();
             s->resend = false;
             ++m_retransmits;
@@ -578,13 +583,13 @@ void requester::on_response(ib_message_ptr msg) {
             sq.retries = sq.rnr_tries = 0;
             sq.retrying = false;
             drain(qpn);  // a READ or atomic held back by the initiator depth may go now
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::write;
             for (const auto& t : s->local)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             op->data = msg->payload;
             op->data.resize(op->length(), 0);
-            op->pacing = pacing_of(*msg);
+            pacing_of(*msg, op->pacing);
             op->done = [this, qpn, s](dma_op& done) {
                 complete(qpn, s, done.ok ? wc_status::success : wc_status::loc_prot_err);
             };

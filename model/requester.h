@@ -55,6 +55,7 @@
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
 #include "sim/index_map.h"
+#include "sim/pooled.h"
 
 namespace hcasim {
 
@@ -94,7 +95,7 @@ class requester : public sc_core::sc_module {
     std::function<void(uint32_t qpn)> on_qp_error;
 
   private:
-    struct wqe_slot {
+    struct wqe_slot : pooled<wqe_slot> {
         hca_if::send_wqe w;
         uint32_t index = 0;
         uint32_t psn = 0;   // first PSN of the message
@@ -107,9 +108,17 @@ class requester : public sc_core::sc_module {
         sc_core::sc_time doorbell_time;
         sc_core::sc_time sent_at;  // when its last packet left (the transport timer runs from then)
         bool resend = false;       // rewound after it was sent: the next send is a retransmission
+        unsigned translating = 0;  // local translations not yet answered
         uint32_t last_psn() const { return psn + psns - 1; }
+        // Back to a fresh slot, keeping the buffers' capacity (pooled).
+        void reuse() {
+            std::vector<tpt_result> l = std::move(local);
+            *this = wqe_slot();
+            local = std::move(l);
+            local.clear();
+        }
     };
-    using slot_ptr = std::shared_ptr<wqe_slot>;
+    using slot_ptr = pool_ptr<wqe_slot>;
 
     // On-chip state of a QP with work in flight; when nothing is in flight it is resynchronised
     // from the QP context (the driver may have reset the QP meanwhile).

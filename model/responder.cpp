@@ -343,11 +343,11 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
     }
     ++m_messages;
     m_bytes += msg->length;
-    auto r = std::make_shared<request>();
+    auto r = request::make();
     r->msg = msg;
     r->ctx = *ctx;
     r->ready_at = ready_at;
-    r->out = std::make_shared<reply>();
+    r->out = reply::make();
     r->out->psn = msg->psn;
     if (needs_wqe) {
         if (shared)
@@ -450,11 +450,11 @@ void responder::duplicate(const ib_message_ptr& msg, const qp_context& ctx,
                           const sc_core::sc_time& ready_at) {
     ++m_duplicates;
     rq_state& rq = m_rq[ctx.qpn];
-    auto r = std::make_shared<request>();
+    auto r = request::make();
     r->msg = msg;
     r->ctx = ctx;
     r->ready_at = ready_at;
-    r->out = std::make_shared<reply>();
+    r->out = reply::make();
     r->out->psn = msg->psn;
     rq.replies.push_back(r->out);  // answered in order, after what the QP still owes
     switch (msg->op) {
@@ -517,16 +517,16 @@ void responder::rdma_write(request_ptr r) {
             });
         };
         if (r->msg->length == 0) return finish();
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
-        op->segments = t.segments;
+        op->segments.assign(t.segments.begin(), t.segments.end());
         op->data = r->msg->payload;
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
-        op->pacing = pacing_of(*r->msg);
-        op->done = [this, r, t, finish](dma_op& done) {
+        pacing_of(*r->msg, op->pacing);
+        op->done = [this, r, t = std::move(t), finish](dma_op& done) {
             m_tpt.release(t);
             if (!done.ok) return answer(r, ib_op::nak, ib_nak::rem_op);
             finish();
@@ -618,7 +618,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
                     for (const auto& h : *results) m_tpt.release(h);
                     return on_error(wc_status::loc_prot_err, ib_nak::rem_op);
                 }
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->stream = dma_stream::receive;
             op->dir = dma_op::direction::write;
             for (const auto& t : *results)
@@ -627,7 +627,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
-            op->pacing = pacing_of(*r->msg);
+            pacing_of(*r->msg, op->pacing);
             op->done = [this, r, opcode, results, w, length](dma_op& done) {
                 for (const auto& h : *results) m_tpt.release(h);
                 if (!done.ok) {
@@ -680,10 +680,10 @@ void responder::rdma_read(request_ptr r) {
         if (!t.ok()) return answer(r, ib_op::nak, ib_nak::rem_access);
         if (halted(r)) return m_tpt.release(t);
         if (r->msg->length == 0) return answer(r, ib_op::rdma_read_response);
-        auto op = std::make_shared<dma_op>();
+        auto op = dma_op::make();
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::read;
-        op->segments = t.segments;
+        op->segments.assign(t.segments.begin(), t.segments.end());
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
@@ -695,8 +695,8 @@ void responder::rdma_read(request_ptr r) {
         if (!op->ok) return;  // NAKed when the read is done
         // Cut-through: the response goes to the port when its first packet's bytes are on chip;
         // the link holds each later packet until its bytes are in.
-        std::vector<sc_core::sc_time> ready =
-            packet_ready(*op, r->msg->length, m_ports.at(r->ctx.port).mtu());
+        std::vector<sc_core::sc_time> ready;
+        packet_ready(*op, r->msg->length, m_ports.at(r->ctx.port).mtu(), ready);
         const sc_core::sc_time first = ready.front();
         m_queue.at(first, [this, r, op, ready = std::move(ready)]() mutable {
             answer(r, ib_op::rdma_read_response, ib_nak::none, std::move(op->data),
@@ -731,10 +731,10 @@ void responder::run_next_atomic() {
             m_tpt.release(t);
             return next();
         }
-        auto rd = std::make_shared<dma_op>();
+        auto rd = dma_op::make();
         rd->stream = dma_stream::receive;
         rd->dir = dma_op::direction::read;
-        rd->segments = t.segments;
+        rd->segments.assign(t.segments.begin(), t.segments.end());
         rd->ptag = t.ptag;
         rd->not_before = r->ready_at;
         rd->done = [this, r, t, next](dma_op& got) {
@@ -750,10 +750,10 @@ void responder::run_next_atomic() {
                     : original + r->msg->compare_add;
             std::vector<uint8_t> result(8);
             put<uint64_t>(result.data(), original);
-            auto wr = std::make_shared<dma_op>();
+            auto wr = dma_op::make();
             wr->stream = dma_stream::receive;
             wr->dir = dma_op::direction::write;
-            wr->segments = t.segments;
+            wr->segments.assign(t.segments.begin(), t.segments.end());
             wr->ptag = t.ptag;
             wr->data.resize(8);
             put<uint64_t>(wr->data.data(), updated);
@@ -778,7 +778,7 @@ void responder::run_next_atomic() {
 }
 
 ib_message_ptr responder::reply_to(const ib_message& m, ib_op op) const {
-    auto out = std::make_shared<ib_message>();
+    auto out = ib_message::make();
     out->op = op;
     out->src_lid = m.dst_lid;  // the port the request came in on answers it
     out->dst_lid = m.src_lid;

@@ -58,6 +58,7 @@
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
 #include "sim/index_map.h"
+#include "sim/pooled.h"
 
 namespace hcasim {
 
@@ -124,13 +125,14 @@ class responder : public sc_core::sc_module {
   private:
     // The port a reply leaves by: the one whose LID it comes from.
     port& port_of(const ib_message& out) const { return m_ports.at(m_ports.with_lid(out.src_lid)); }
-    struct reply {
+    struct reply : pooled<reply> {
         uint32_t psn = 0;
         bool ready = false;
         ib_message_ptr msg;                // null: nothing to send (unreliable QP)
         std::function<void()> when_front;  // answers it once every earlier reply is sent
+        void reuse() { *this = reply(); }
     };
-    using reply_ptr = std::shared_ptr<reply>;
+    using reply_ptr = pool_ptr<reply>;
 
     using wqe_waiter = std::function<void(const hca_if::recv_wqe*)>;
     struct rq_state {
@@ -163,7 +165,7 @@ class responder : public sc_core::sc_module {
         queue_desc ring;
     };
 
-    struct request {
+    struct request : pooled<request> {
         ib_message_ptr msg;
         hca_if::qp_context ctx;
         reply_ptr out;
@@ -172,8 +174,9 @@ class responder : public sc_core::sc_module {
         uint64_t wr_id = 0;  // of the receive WQE consumed, if any
         sc_core::sc_time ready_at;
         bool read_resource = false;  // holds one of the QP's responder resources (IRD)
+        void reuse() { *this = request(); }
     };
-    using request_ptr = std::shared_ptr<request>;
+    using request_ptr = pool_ptr<request>;
 
     void admit(ib_message_ptr msg, hca_if::qp_context* ctx, const sc_core::sc_time& ready_at);
     // The PSN check of an RC or UC request; false when the request is not to be executed.

@@ -25,6 +25,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include <boost/container/flat_map.hpp>
 #include <systemc>
 
 #include "model/context_cache.h"
@@ -61,7 +62,7 @@ struct tpt_request {
 
 struct tpt_result {
     tpt_fault fault = tpt_fault::none;
-    std::vector<dma_segment> segments;
+    segment_list segments;
     uint32_t mpt_index = 0;  // entry to release when the transfer is done (0: nothing held)
     uint32_t ptag = 0;
     uint64_t mtt_first = 0;  // translation entries the transfer holds until released
@@ -193,7 +194,8 @@ class tpt : public sc_core::sc_module {
         uint64_t first = 0, end = 0;
         std::function<void()> done;
     };
-    std::map<std::pair<uint64_t, uint64_t>, uint32_t> m_mtt_holds;  // [first, end) -> holders
+    // [first, end) -> holders; few at a time, taken and dropped per transfer: a sorted vector.
+    boost::container::flat_map<std::pair<uint64_t, uint64_t>, uint32_t> m_mtt_holds;
     std::vector<mtt_waiter> m_mtt_waiters;
     std::map<uint32_t, pending_fault> m_faults_pending;  // by token
     std::map<uint64_t, uint32_t> m_fault_by_mtt;         // missing entry -> token

@@ -36,7 +36,7 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
     const sc_core::sc_time now = hcasim::now() + after;
     const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(std::max<uint64_t>(1, count)));
     const sc_core::sc_time hit_ready = start + m_clk.cycles(m_geo.hit_cycles + count - 1);
-    auto req = std::make_shared<request>();
+    pool_ptr<request> req = request::make();
     req->words.assign(count, 0);
     req->fn = std::move(fn);
     std::vector<fill_ptr> fresh;
@@ -94,7 +94,7 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
 
 void word_cache::start_fill(const fill_ptr& f) {
     ++m_filling;
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dma_op::direction::read;
     op->segments.push_back({f->addr, 8 * f->n});
     op->not_before = std::max(f->not_before, hcasim::now());

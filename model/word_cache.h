@@ -21,6 +21,7 @@
 #include "model/context_cache.h"
 #include "model/dma_engine.h"
 #include "sim/kernel.h"
+#include "sim/pooled.h"
 #include "sim/set_assoc_cache.h"
 #include "sim/stats.h"
 
@@ -45,15 +46,21 @@ class word_cache {
 
   private:
     // One fetch waiting for its missing entries.
-    struct request {
+    struct request : pooled<request> {
         std::vector<uint64_t> words;
         uint64_t missing = 0;
         bool ok = true;
         callback fn;
+        void reuse() {
+            words.clear();
+            missing = 0;
+            ok = true;
+            fn = nullptr;
+        }
     };
     // Entries [offset, offset + n) of a fill go to request entries [first, first + n).
     struct waiter {
-        std::shared_ptr<request> req;
+        pool_ptr<request> req;
         uint64_t first, offset, n;
     };
     // One DMA read of `n` consecutive entries from `addr`.

@@ -51,7 +51,7 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
                 fn(false, 0, {});
                 return;
             }
-            auto op = std::make_shared<dma_op>();
+            auto op = dma_op::make();
             op->dir = dma_op::direction::read;
             op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
             op->ptag = q.ptag;

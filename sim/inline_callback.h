@@ -2,7 +2,7 @@
 // a continuation or scheduling a callback costs no heap allocation in the common case (a lambda
 // capturing a few pointers, ids, an sc_time, or another such continuation). Larger callables, or
 // ones that cannot be moved without throwing, are kept on the heap (in blocks reused by size,
-// detail::callable_pool), as std::function keeps everything above 16 bytes.
+// sim/block_pool.h), as std::function keeps everything above 16 bytes.
 //
 // `inline_callback`: a `void()` callable of up to 160 bytes, what the calendar keeps per callback
 // (room for a continuation and a few words beside it).
@@ -16,44 +16,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "sim/block_pool.h"
+
 namespace hcasim {
 
-namespace detail {
-// Blocks for callables too big to keep inline, in size classes of 64 bytes up to 1 KiB: a freed
-// block is kept for the next callable of its class, so a steady stream of big continuations costs
-// no malloc after the first few. Bigger callables go to operator new. Per OS thread (the
-// simulation runs on one).
-class callable_pool {
-  public:
-    static void* allocate(std::size_t n) {
-        const std::size_t c = size_class(n);
-        if (c > classes) return ::operator new(n);
-        void*& head = free_list(c);
-        if (!head) return ::operator new(c* granule);
-        void* p = head;
-        head = *static_cast<void**>(p);
-        return p;
-    }
-    static void deallocate(void* p, std::size_t n) noexcept {
-        const std::size_t c = size_class(n);
-        if (c > classes) {
-            ::operator delete(p);
-            return;
-        }
-        void*& head = free_list(c);
-        *static_cast<void**>(p) = head;
-        head = p;
-    }
-
-  private:
-    static constexpr std::size_t granule = 64, classes = 16;
-    static std::size_t size_class(std::size_t n) { return (n + granule - 1) / granule; }
-    static void*& free_list(std::size_t c) {
-        static thread_local void* heads[classes + 1];
-        return heads[c];
-    }
-};
-}  // namespace detail
 
 template <class Sig, std::size_t Capacity>
 class inline_function;
@@ -144,7 +110,7 @@ class inline_function<R(Args...), Capacity> {
             D* d = *static_cast<D**>(p);
             if constexpr (pooled<D>) {
                 d->~D();
-                detail::callable_pool::deallocate(d, sizeof(D));
+                block_pool::deallocate(d, sizeof(D));
             } else {
                 delete d;
             }
@@ -156,11 +122,11 @@ class inline_function<R(Args...), Capacity> {
             ::new (static_cast<void*>(m_buf)) D(std::forward<F>(f));
             m_ops = &inline_ops<D>;
         } else if constexpr (pooled<D>) {
-            void* mem = detail::callable_pool::allocate(sizeof(D));
+            void* mem = block_pool::allocate(sizeof(D));
             try {
                 *reinterpret_cast<D**>(m_buf) = ::new (mem) D(std::forward<F>(f));
             } catch (...) {
-                detail::callable_pool::deallocate(mem, sizeof(D));
+                block_pool::deallocate(mem, sizeof(D));
                 throw;
             }
             m_ops = &heap_ops<D>;

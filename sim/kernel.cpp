@@ -49,7 +49,7 @@ calendar& calendar::get() {
     return *c;
 }
 
-calendar::calendar() : m_limit(sc_core::sc_max_time()) {
+calendar::calendar() : m_limit(sc_core::sc_max_time().value()) {
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.dont_initialize();
@@ -59,22 +59,53 @@ calendar::calendar() : m_limit(sc_core::sc_max_time()) {
 
 uint32_t calendar::take_slot() {
     if (m_free_slots.empty()) {
-        m_slots.emplace_back();
+        const uint32_t slot = static_cast<uint32_t>(m_owner.size());
+        if ((slot >> k_chunk_bits) == m_chunks.size())
+            m_chunks.push_back(std::make_unique<inline_callback[]>(size_t{1} << k_chunk_bits));
         m_owner.push_back(nullptr);
-        return static_cast<uint32_t>(m_slots.size() - 1);
+        return slot;
     }
     const uint32_t slot = m_free_slots.back();
     m_free_slots.pop_back();
     return slot;
 }
 
+uint64_t calendar::earliest(unsigned& bucket) const {
+    if (m_head < m_bucket[0].size()) {
+        bucket = 0;
+        return m_bucket[0][m_head].when;
+    }
+    const unsigned b = 1 + static_cast<unsigned>(__builtin_ctzll(m_used));
+    uint64_t least = UINT64_MAX;
+    for (const item& it : m_bucket[b]) least = std::min(least, it.when);
+    bucket = b;
+    return least;
+}
+
+void calendar::spread(unsigned b, uint64_t least) {
+    m_bucket[0].clear();
+    m_head = 0;
+    m_last = least;
+    std::vector<item>& from = m_bucket[b];
+    // Every item of bucket b lands in a lower bucket, in its order.
+    for (const item& it : from) {
+        const unsigned to = bucket_of(it.when, least);
+        m_bucket[to].push_back(it);
+        if (to) m_used |= uint64_t{1} << (to - 1);
+    }
+    from.clear();
+    m_used &= ~(uint64_t{1} << (b - 1));
+}
+
 void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
-    const sc_core::sc_time t = std::max(when, now());
-    const bool earliest = m_heap.empty() || t < m_heap.front().when;
-    m_heap.push_back(item{t, m_seq++, slot});
-    std::push_heap(m_heap.begin(), m_heap.end(), later{});
-    // While the calendar runs callbacks, it picks this one up itself.
-    if (earliest && !detail::g_ahead) m_wake.notify(t - sc_core::sc_time_stamp());
+    const uint64_t t = std::max(when, now()).value();
+    // While the calendar runs callbacks, it picks this one up itself; otherwise its event is
+    // notified for this time (an event keeps the earlier of two notifications).
+    if (!detail::g_ahead) m_wake.notify(time_value(t) - sc_core::sc_time_stamp());
+    const unsigned b = bucket_of(t, m_last);
+    m_bucket[b].push_back(item{t, slot});
+    if (b) m_used |= uint64_t{1} << (b - 1);
+    ++m_pending;
 }
 
 void calendar::dispatch() {
@@ -86,29 +117,35 @@ void calendar::dispatch() {
     // which a callback may have just notified): everything they touch is then as the thread
     // would find it, as if the kernel had stepped through each callback's time.
     // The kernel's next activity changes only when a callback wakes a process (notify_now).
-    sc_core::sc_time horizon = stamp + sc_core::sc_time_to_pending_activity();
+    uint64_t horizon = (stamp + sc_core::sc_time_to_pending_activity()).value();
     detail::g_kernel_touched = false;
-    while (!m_heap.empty()) {
+    uint64_t next_due = UINT64_MAX;  // the earliest callback left, when one is
+    while (m_pending > 0) {
         if (detail::g_kernel_touched) {
-            horizon = stamp + sc_core::sc_time_to_pending_activity();
+            horizon = (stamp + sc_core::sc_time_to_pending_activity()).value();
             detail::g_kernel_touched = false;
         }
+        unsigned b = 0;
+        const uint64_t when = earliest(b);
         // sc_start(duration) leaves what is due at its end to the next sc_start: so does this.
-        const sc_core::sc_time& when = m_heap.front().when;
-        if (when >= m_limit || when > horizon) break;
-        const uint32_t slot = m_heap.front().slot;
-        detail::g_now = m_heap.front().when;
-        std::pop_heap(m_heap.begin(), m_heap.end(), later{});
-        m_heap.pop_back();
-        // Out of its slot first: the callback may schedule more and grow m_slots.
-        inline_callback fn = std::move(m_slots[slot]);
+        if (when >= m_limit || when > horizon) {
+            next_due = when;
+            break;
+        }
+        if (b != 0) spread(b, when);
+        const uint32_t slot = m_bucket[0][m_head++].slot;
+        --m_pending;
+        if (detail::g_now.value() != when) detail::g_now = time_value(when);
+        // Run in place (the chunk does not move when the callback books more), then free.
+        inline_callback& fn = slot_at(slot);
         --m_owner[slot]->m_pending;
-        m_free_slots.push_back(slot);
         fn();
+        fn = nullptr;
+        m_free_slots.push_back(slot);
     }
     detail::g_ahead = false;
-    if (!m_heap.empty()) {
-        m_wake.notify(m_heap.front().when - stamp);
+    if (next_due != UINT64_MAX) {
+        m_wake.notify(time_value(next_due) - stamp);
     } else if (detail::g_now > stamp && !sc_core::sc_pending_activity()) {
         // Nothing else will move the kernel's time: bring it to the last callback's, where the
         // simulation ends.

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <vector>
 
 #include <systemc>
@@ -90,37 +91,55 @@ class calendar {
     template <class F>
     void at(const sc_core::sc_time& when, F&& fn, callback_queue* owner) {
         const uint32_t slot = take_slot();
-        m_slots[slot].emplace(std::forward<F>(fn));
+        slot_at(slot).emplace(std::forward<F>(fn));
         m_owner[slot] = owner;
         ++owner->m_pending;
         schedule(when, slot);
     }
     // Callbacks run from here stop at `limit` (run_for sets it; the maximum time otherwise).
-    void set_limit(const sc_core::sc_time& limit) { m_limit = limit; }
+    void set_limit(const sc_core::sc_time& limit) { m_limit = limit.value(); }
 
   private:
     calendar();
+    // The pending callbacks in a radix heap on their times (kernel time values). A callback is
+    // never booked before the last one run (callbacks book at or after their own time; a host
+    // thread runs only once the calendar has run everything due by then), so bucket b > 0 holds
+    // the times whose highest bit that differs from the last one run is bit b - 1, and bucket 0
+    // the times equal to it. Booking appends to a bucket; when bucket 0 is used up, the lowest
+    // non-empty bucket is spread over the lower ones around its earliest time, once that
+    // callback is due. Buckets keep their items in booking order and spreading keeps it, so
+    // callbacks due at the same time run in the order they were booked.
     struct item {
-        sc_core::sc_time when;
-        uint64_t seq;
-        uint32_t slot;  // in m_slots
+        uint64_t when;
+        uint32_t slot;  // in the slot chunks
     };
-    struct later {
-        bool operator()(const item& a, const item& b) const {
-            return a.when != b.when ? a.when > b.when : a.seq > b.seq;
-        }
-    };
+    static constexpr unsigned k_buckets = 65;
+    static constexpr unsigned k_chunk_bits = 8;  // slots per chunk: 256
+    static unsigned bucket_of(uint64_t when, uint64_t last) {
+        return when == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(when ^ last));
+    }
+    // The time of the earliest pending callback (there is one), and the bucket it is in.
+    uint64_t earliest(unsigned& bucket) const;
+    // Spreads bucket `b` around its earliest time `least`: the last time run becomes `least`.
+    void spread(unsigned b, uint64_t least);
     void dispatch();
-    uint32_t take_slot();  // a free slot of m_slots
+    uint32_t take_slot();  // a free slot
+    // Slots live in fixed chunks: a callback runs in place while it books more.
+    inline_callback& slot_at(uint32_t slot) {
+        return m_chunks[slot >> k_chunk_bits][slot & ((1u << k_chunk_bits) - 1)];
+    }
     void schedule(const sc_core::sc_time& when, uint32_t slot);
 
-    std::vector<item> m_heap;  // a binary heap under `later`: earliest first, then FIFO
-    std::vector<inline_callback> m_slots;
+    std::vector<item> m_bucket[k_buckets];
+    uint64_t m_used = 0;   // bit b - 1 set: bucket b > 0 is not empty
+    size_t m_head = 0;     // bucket 0's first item not yet taken
+    size_t m_pending = 0;  // items in all buckets
+    uint64_t m_last = 0;   // the time of the last callback taken (the heap's floor)
+    std::vector<std::unique_ptr<inline_callback[]>> m_chunks;
     std::vector<callback_queue*> m_owner;  // by slot
     std::vector<uint32_t> m_free_slots;
     sc_core::sc_event m_wake;
-    uint64_t m_seq = 0;
-    sc_core::sc_time m_limit;
+    uint64_t m_limit;
 };
 
 template <class F>

@@ -24,6 +24,20 @@ uint32_t ib_message::packet_payload(uint32_t i) const {
     return static_cast<uint32_t>(std::min<uint64_t>(mtu, length - begin));
 }
 
+void ib_message::reuse() {
+    std::vector<uint8_t> p = std::move(payload), g = std::move(grh);
+    std::vector<sc_core::sc_time> a = std::move(arrivals), r = std::move(ready);
+    *this = ib_message();
+    payload = std::move(p);
+    payload.clear();
+    grh = std::move(g);
+    grh.clear();
+    arrivals = std::move(a);
+    arrivals.clear();
+    ready = std::move(r);
+    ready.clear();
+}
+
 uint32_t ib_link::header_bytes(ib_op op, bool first, bool last, bool datagram, bool grh) {
     uint32_t h = k_lrh + k_bth + k_icrc + k_vcrc + (datagram ? k_deth : 0) + (grh ? k_grh : 0);
     switch (op) {

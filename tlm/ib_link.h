@@ -42,6 +42,7 @@
 
 #include "sim/kernel.h"
 #include "sim/params.h"
+#include "sim/pooled.h"
 #include "sim/stats.h"
 #include "tlm/flow_credits.h"
 
@@ -74,7 +75,9 @@ enum class ib_nak : uint8_t {
 
 class ib_link;
 
-struct ib_message {
+// A message (request, response, acknowledgement) on its way between two ports; pooled: a
+// delivered message goes back to its free list with its buffers (sim/pooled.h).
+struct ib_message : pooled<ib_message> {
     ib_op op = ib_op::send;
     uint16_t src_lid = 0, dst_lid = 0;
     uint32_t src_qpn = 0, dst_qpn = 0;
@@ -114,9 +117,11 @@ struct ib_message {
     bool intact() const { return first_lost >= packets(); }
     // Payload bytes carried by packet `i`.
     uint32_t packet_payload(uint32_t i) const;
+    // Back to a fresh message, keeping the buffers' capacity (pooled).
+    void reuse();
 };
 
-using ib_message_ptr = std::shared_ptr<ib_message>;
+using ib_message_ptr = pool_ptr<ib_message>;
 
 // Flow-control credits a packet of `bytes` takes in an input buffer: 64-byte blocks (IBA §7.9.4).
 inline uint64_t credit_blocks(uint64_t bytes) {

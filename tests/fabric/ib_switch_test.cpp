@@ -53,7 +53,7 @@ struct bench : sc_core::sc_module {
     }
 
     static ib_message_ptr write(uint32_t length, uint16_t dlid) {
-        auto m = std::make_shared<ib_message>();
+        auto m = ib_message::make();
         m->op = ib_op::rdma_write;
         m->dst_lid = dlid;
         m->length = length;

@@ -58,7 +58,7 @@ struct bench : test::model_bench {
 };
 
 dma_op_ptr make_op(dma_op::direction dir, std::vector<dma_segment> segs) {
-    auto op = std::make_shared<dma_op>();
+    auto op = dma_op::make();
     op->dir = dir;
     op->segments = std::move(segs);
     return op;

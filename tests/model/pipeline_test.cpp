@@ -29,7 +29,8 @@ TEST(pipeline, packet_ready_follows_the_last_request_of_each_packet) {
     for (uint64_t off = 0, i = 0; off < 10000; off += 512, ++i)
         op.arrivals.push_back({off, ns(100 + 10 * static_cast<double>(i))});
     op.done_at = ns(290);
-    const auto ready = packet_ready(op, 10000, 4096);
+    std::vector<sc_time> ready{ns(1)};  // filled, not appended to
+    packet_ready(op, 10000, 4096, ready);
     ASSERT_EQ(ready.size(), 3u) << "10000 bytes at MTU 4096 are 3 packets";
     EXPECT_EQ(ready[0], ns(170))
         << "packet 0 needs bytes up to 4095: the request at 3584 (8th, 170 ns)";
@@ -39,14 +40,17 @@ TEST(pipeline, packet_ready_follows_the_last_request_of_each_packet) {
     dma_op late;
     late.arrivals = {{0, ns(500)}, {512, ns(100)}, {1024, ns(120)}};
     late.done_at = ns(500);
-    const auto r2 = packet_ready(late, 1536, 1024);
+    std::vector<sc_time> r2;
+    packet_ready(late, 1536, 1024, r2);
     ASSERT_EQ(r2.size(), 2u);
     EXPECT_EQ(r2[0], ns(500));
     EXPECT_EQ(r2[1], ns(500)) << "never earlier than an earlier packet's bytes";
     // No read (zero length): ready when the operation is done.
     dma_op none;
     none.done_at = ns(42);
-    EXPECT_EQ(packet_ready(none, 0, 4096), std::vector<sc_time>{ns(42)});
+    std::vector<sc_time> r3;
+    packet_ready(none, 0, 4096, r3);
+    EXPECT_EQ(r3, std::vector<sc_time>{ns(42)});
 }
 
 TEST(pipeline, only_packets_consume_psns) {
@@ -76,7 +80,7 @@ struct link_bench : test::model_bench {
     }
 
     ib_message_ptr message() {
-        auto m = std::make_shared<ib_message>();
+        auto m = ib_message::make();
         m->op = ib_op::rdma_write;
         m->length = 4096;
         m->payload.assign(4096, 1);

@@ -33,7 +33,8 @@ constexpr uint64_t k_va = 0x70000000, k_start = k_va + 0x100, k_len = 5 * 4096 -
 const uint64_t k_pages[5] = {0x50000000, 0x50001000, 0x60000000, 0x40000000, 0x40001000};
 
 // Segments as (address, length) pairs, so gtest compares and prints them.
-std::vector<std::pair<uint64_t, uint64_t>> pairs(const std::vector<dma_segment>& segs) {
+template <class Segments>
+std::vector<std::pair<uint64_t, uint64_t>> pairs(const Segments& segs) {
     std::vector<std::pair<uint64_t, uint64_t>> out;
     for (const auto& s : segs) out.emplace_back(s.addr, s.length);
     return out;

@@ -104,17 +104,17 @@ TEST(continuation, passes_arguments_returns_results_and_nests) {
     EXPECT_EQ(words.back(), 35);
 }
 
-TEST(callable_pool, a_freed_block_serves_the_next_callable_of_its_size_class) {
-    void* a = detail::callable_pool::allocate(200);
-    void* b = detail::callable_pool::allocate(200);
+TEST(block_pool, a_freed_block_serves_the_next_callable_of_its_size_class) {
+    void* a = block_pool::allocate(200);
+    void* b = block_pool::allocate(200);
     EXPECT_NE(a, b);
-    detail::callable_pool::deallocate(a, 200);
-    EXPECT_EQ(detail::callable_pool::allocate(193), a) << "same 64-byte class: the block is reused";
-    void* c = detail::callable_pool::allocate(300);
+    block_pool::deallocate(a, 200);
+    EXPECT_EQ(block_pool::allocate(193), a) << "same 64-byte class: the block is reused";
+    void* c = block_pool::allocate(300);
     EXPECT_NE(c, a);
-    detail::callable_pool::deallocate(a, 193);
-    detail::callable_pool::deallocate(b, 200);
-    detail::callable_pool::deallocate(c, 300);
-    void* huge = detail::callable_pool::allocate(5000);  // beyond the classes: operator new
-    detail::callable_pool::deallocate(huge, 5000);
+    block_pool::deallocate(a, 193);
+    block_pool::deallocate(b, 200);
+    block_pool::deallocate(c, 300);
+    void* huge = block_pool::allocate(5000);  // beyond the classes: operator new
+    block_pool::deallocate(huge, 5000);
 }

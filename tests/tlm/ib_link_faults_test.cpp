@@ -29,7 +29,7 @@ ib_link_config with(double loss, double ber, uint64_t down_at_ns = 0, uint64_t d
 }
 
 ib_message_ptr write(uint32_t length) {
-    auto m = std::make_shared<ib_message>();
+    auto m = ib_message::make();
     m->op = ib_op::rdma_write;
     m->length = length;
     m->payload.assign(length, 0x5a);

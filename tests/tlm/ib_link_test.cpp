@@ -84,7 +84,7 @@ struct bench : sc_core::sc_module {
     }
 
     static ib_message_ptr message(ib_op op, uint32_t length) {
-        auto m = std::make_shared<ib_message>();
+        auto m = ib_message::make();
         m->op = op;
         m->length = length;
         if (reference_carries_payload(op)) m->payload = test::pattern(length, length);
