@@ -265,6 +265,14 @@ def case_unsupported(hcasim, src, tmp):
             print("ok: %s: %s" % (command[0], [l for l in err.splitlines() if "hcasim:" in l][0]))
     finally:
         srv.stop()
+    # With hcasim's library but no server: no device, and the reason on stderr.
+    env = dict(os.environ, LD_LIBRARY_PATH=os.path.join(os.path.dirname(hcasim), "lib", "hcasim"),
+               HCASIM_SOCKET=os.path.join(tmp, "nobody.sock"))
+    p = subprocess.run(["ibv_devinfo"], env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    if p.returncode <= 0 or "cannot reach hcasim serve" not in p.stderr:
+        fail("ibv_devinfo without a server should say so and fail: exit %d\n%s%s" %
+             (p.returncode, p.stdout, p.stderr))
+    print("ok: no server: " + p.stderr.strip().splitlines()[0])
 
 
 def perftest_pair(srv, test, args):
