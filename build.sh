@@ -8,7 +8,10 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-packages=(g++ cmake make pkg-config libsystemc-dev nlohmann-json3-dev libgtest-dev libboost-program-options-dev python3-matplotlib gtkwave)
+# libibverbs-dev: the verbs headers hcasim's libibverbs is built from (apps/); ibverbs-utils,
+# perftest and python3-pyverbs: the unmodified programs the apps tests run on it.
+packages=(g++ cmake make pkg-config libsystemc-dev nlohmann-json3-dev libgtest-dev libboost-program-options-dev python3-matplotlib gtkwave
+          libibverbs-dev ibverbs-utils perftest python3-pyverbs)
 
 install_missing() {
     local missing=()

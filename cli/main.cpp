@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "engine/app_exec.h"
+#include "engine/app_server.h"
 #include "engine/json_file.h"
 #include "engine/perftest_cli.h"
 #include "engine/runner.h"
@@ -40,6 +42,9 @@ const char* k_usage =
     "commands:\n"
     "  run SCENARIO.json    run a scenario, write stats.json (and waves.vcd, trace.json)\n"
     "  perftest TEST [opts] one perftest run (ib_write_bw, ...) with perftest's flags and output\n"
+    "  serve SCENARIO.json  simulate a scenario's nodes for unmodified verbs programs\n"
+    "  exec -- COMMAND      run a verbs program (ibv_rc_pingpong, ib_write_bw, ...) on a node\n"
+    "                       of a running `hcasim serve`\n"
     "  sweep SWEEP.json     run a scenario over a grid of parameter values\n"
     "  plot RESULTS.csv     plot a sweep's results (PNG or SVG)\n"
     "  diff A.json B.json   what changed between two runs' stats.json (config, counters)\n"
@@ -81,6 +86,48 @@ const char* k_run_usage =
     "\n"
     "Ctrl-C or SIGTERM stops the run and writes what was simulated so far (stats.json marked\n"
     "\"interrupted\": true); exit 130 or 143.\n";
+
+const char* k_serve_usage =
+    "usage: hcasim serve SCENARIO.json [--socket PATH] [-o OUTDIR] [--set KEY=VALUE]... [--once]\n"
+    "                    [--idle-exit SEC] [--cpu-gap TIME] [--poll-quantum TIME]\n"
+    "                    [--hold-limit MS] [--record FILE] [--quiet]\n"
+    "\n"
+    "Simulates the scenario's nodes, fabric and hosts (its program and workloads are not run) and\n"
+    "serves unmodified verbs programs started with `hcasim exec` (docs/apps.md). stats.json is\n"
+    "written into OUTDIR whenever the last attached program detaches.\n"
+    "\n"
+    "  --socket PATH        the Unix socket programs attach through (default: $HCASIM_SOCKET,\n"
+    "                       else $XDG_RUNTIME_DIR/hcasim.sock, else /tmp/hcasim-UID.sock)\n"
+    "  -o, --out DIR        output folder (default: out/<scenario name>/)\n"
+    "  --set KEY=VALUE      override a scenario value by dotted path, as run does\n"
+    "  --once               exit once the last attached program has detached\n"
+    "  --idle-exit SEC      exit when no program has been attached for SEC seconds\n"
+    "  --cpu-gap TIME       simulated CPU time a program thread spends between two verbs calls\n"
+    "                       (default 20ns)\n"
+    "  --poll-quantum TIME  the longest an empty ibv_poll_cq waits in simulated time for a\n"
+    "                       completion (default 1us)\n"
+    "  --hold-limit MS      wall time a program thread running outside verbs holds simulated\n"
+    "                       time; past it the thread is taken to poll its memory and time\n"
+    "                       goes on to the next DMA write into it (default 2)\n"
+    "  --record FILE        write the programs' verbs as a trace (traces/README.md)\n"
+    "  --quiet              no lines on stderr about programs attaching and detaching\n"
+    "\n"
+    "Ctrl-C or SIGTERM stops the server; with programs attached, stats.json holds what was\n"
+    "simulated, marked \"interrupted\", and the exit is 130 or 143.\n";
+
+const char* k_exec_usage =
+    "usage: hcasim exec [--socket PATH] [--node NODE] [--scenario FILE] [-o OUTDIR] -- COMMAND "
+    "[ARG]...\n"
+    "\n"
+    "Runs COMMAND, an unmodified verbs program, on the simulated HCA of node NODE of the\n"
+    "`hcasim serve` listening on PATH, with hcasim's libibverbs on its library path. With no\n"
+    "server there, starts one from FILE (default: the bundled scenarios/apps/loopback.json, nodes\n"
+    "a and b) that exits when the program has detached (its stats.json goes to OUTDIR).\n"
+    "\n"
+    "  --socket PATH        the server's socket (default as for serve)\n"
+    "  --node NODE          the node whose HCA the program uses (default a)\n"
+    "  --scenario FILE      the scenario of a server started here\n"
+    "  -o, --out DIR        that server's output folder\n";
 
 const char* k_check_usage =
     "usage: hcasim check FILE.json [--set PATH=VALUE]...\n"
@@ -492,6 +539,136 @@ int cmd_plot(const std::vector<std::string>& args) {
     return k_internal;
 }
 
+// The bundled scenario `hcasim exec` starts a server from when none is running.
+std::string default_apps_scenario() {
+    namespace fs = std::filesystem;
+    const fs::path bin_dir = fs::path(self_binary()).parent_path();
+    for (const fs::path& p : {bin_dir / "../share/hcasim/scenarios/apps/loopback.json"})
+        if (fs::exists(p)) return p.lexically_normal().string();
+#ifdef HCASIM_SOURCE_DIR
+    if (fs::path p = fs::path(HCASIM_SOURCE_DIR) / "scenarios/apps/loopback.json"; fs::exists(p))
+        return p.string();
+#endif
+    return "";
+}
+
+bool parse_time_option(const std::string& text, uint64_t& ps) {
+    auto v = parse_time_ps(json(text));
+    if (!v) return false;
+    ps = *v;
+    return true;
+}
+
+int cmd_serve(const std::vector<std::string>& args) {
+    if (wants_help(args)) {
+        std::cout << k_serve_usage;
+        return k_ok;
+    }
+    std::string file, problem;
+    serve_options opts;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        std::string value;
+        auto take = [&](const std::string& name) {
+            return option_value(args, i, name, value, problem);
+        };
+        if (matches_option(a, "-o") || matches_option(a, "--out")) {
+            if (!take(a.rfind("--out", 0) == 0 ? "--out" : "-o"))
+                return bad_usage("serve", problem);
+            opts.out_dir = value;
+        } else if (matches_option(a, "--socket")) {
+            if (!take("--socket")) return bad_usage("serve", problem);
+            opts.socket_path = value;
+        } else if (matches_option(a, "--set")) {
+            if (!take("--set")) return bad_usage("serve", problem);
+            opts.sets.push_back(value);
+        } else if (matches_option(a, "--record")) {
+            if (!take("--record")) return bad_usage("serve", problem);
+            opts.record = value;
+        } else if (matches_option(a, "--cpu-gap") || matches_option(a, "--poll-quantum")) {
+            const bool gap = a.rfind("--cpu-gap", 0) == 0;
+            if (!take(gap ? "--cpu-gap" : "--poll-quantum")) return bad_usage("serve", problem);
+            uint64_t ps = 0;
+            if (!parse_time_option(value, ps) || (!gap && ps == 0))
+                return bad_usage("serve", std::string(gap ? "--cpu-gap" : "--poll-quantum") +
+                                              ": bad time \"" + value +
+                                              "\" (expected e.g. 20ns or 1us" +
+                                              (gap ? "" : ", above 0") + ")");
+            (gap ? opts.cpu_gap_ps : opts.poll_quantum_ps) = ps;
+        } else if (matches_option(a, "--hold-limit") || matches_option(a, "--idle-exit")) {
+            const bool hold = a.rfind("--hold-limit", 0) == 0;
+            if (!take(hold ? "--hold-limit" : "--idle-exit")) return bad_usage("serve", problem);
+            char* end = nullptr;
+            const double v = std::strtod(value.c_str(), &end);
+            if (value.empty() || *end || !(v > 0) || v > 1e9)
+                return bad_usage("serve", std::string(hold ? "--hold-limit" : "--idle-exit") +
+                                              ": bad number \"" + value +
+                                              "\" (expected a positive number)");
+            (hold ? opts.hold_limit_ms : opts.idle_exit_s) = v;
+        } else if (a == "--once") {
+            opts.once = true;
+        } else if (a == "--quiet" || a == "-q") {
+            opts.quiet = true;
+        } else if (a.size() > 1 && a[0] == '-') {
+            return bad_usage("serve", "unknown option " + a);
+        } else if (file.empty()) {
+            file = a;
+        } else {
+            return bad_usage("serve", "more than one scenario file (" + file + ", " + a + ")");
+        }
+    }
+    if (file.empty()) return bad_usage("serve", "missing SCENARIO.json");
+    scenario s;
+    diag d(file);
+    if (!load_scenario(file, opts.sets, s, d)) return print_problems(d);
+    opts.command_line = {"hcasim", "serve"};
+    opts.command_line.insert(opts.command_line.end(), args.begin(), args.end());
+    opts.scenario_file = file;
+    return serve_scenario(s, opts);
+}
+
+int cmd_exec(const std::vector<std::string>& args) {
+    exec_options opts;
+    opts.self = self_binary();
+    std::string problem;
+    size_t i = 0;
+    for (; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        std::string value;
+        auto take = [&](const std::string& name) {
+            return option_value(args, i, name, value, problem);
+        };
+        if (a == "--") {
+            ++i;
+            break;
+        } else if (a == "-h" || a == "--help") {
+            std::cout << k_exec_usage;
+            return k_ok;
+        } else if (matches_option(a, "--socket")) {
+            if (!take("--socket")) return bad_usage("exec", problem);
+            opts.socket_path = value;
+        } else if (matches_option(a, "--node")) {
+            if (!take("--node")) return bad_usage("exec", problem);
+            opts.node = value;
+        } else if (matches_option(a, "--scenario")) {
+            if (!take("--scenario")) return bad_usage("exec", problem);
+            opts.scenario = value;
+        } else if (matches_option(a, "-o") || matches_option(a, "--out")) {
+            if (!take(a.rfind("--out", 0) == 0 ? "--out" : "-o")) return bad_usage("exec", problem);
+            opts.out_dir = value;
+        } else if (a.size() > 1 && a[0] == '-') {
+            return bad_usage("exec", "unknown option " + a);
+        } else {
+            break;  // the command, without "--"
+        }
+    }
+    opts.command.assign(args.begin() + static_cast<std::ptrdiff_t>(i), args.end());
+    if (opts.command.empty())
+        return bad_usage("exec", "missing COMMAND (hcasim exec -- COMMAND ...)");
+    if (opts.scenario.empty()) opts.scenario = default_apps_scenario();
+    return exec_program(opts);
+}
+
 int cmd_perftest(const std::vector<std::string>& args) {
     perftest_command cmd;
     std::string problem;
@@ -573,7 +750,8 @@ int dispatch(const std::vector<std::string>& args) {
         commands = {{"run", cmd_run},       {"check", cmd_check},
                     {"schema", cmd_schema}, {"sweep", cmd_sweep},
                     {"plot", cmd_plot},     {"stats-reference", cmd_stats_reference},
-                    {"diff", cmd_diff},     {"perftest", cmd_perftest}};
+                    {"diff", cmd_diff},     {"perftest", cmd_perftest},
+                    {"serve", cmd_serve},   {"exec", cmd_exec}};
     for (const auto& [name, fn] : commands)
         if (cmd == name) return fn(rest);
     if (cmd.size() > 1 && cmd[0] == '-') return bad_usage("", "unknown option " + cmd);

@@ -1,8 +1,8 @@
 // The query ops: query_device (ibv_query_device), query_port (ibv_query_port) and query_qp
 // (ibv_query_qp). Every attribute they report is a result field a step's `expect` can check.
 #include <cerrno>
-#include <cmath>
 
+#include "engine/port_query.h"
 #include "engine/program.h"
 #include "engine/program_args.h"
 
@@ -10,25 +10,6 @@ namespace hcasim {
 
 using namespace hca_if;
 using namespace program_args;
-
-namespace {
-
-// ibv_port_attr.active_speed of the IB speed whose 4x data rate is nearest the port's rate
-// (SDR 8, DDR 16, QDR 32, FDR 54.5, EDR 100, HDR 200, NDR 400 Gb/s after line encoding).
-int ib_speed(double gbps) {
-    static const std::pair<double, int> speeds[] = {{8, 1},    {16, 2},   {32, 4},   {54.5, 16},
-                                                    {100, 32}, {200, 64}, {400, 128}};
-    int best = 1;
-    double dist = 1e300;
-    for (const auto& [rate, code] : speeds)
-        if (std::fabs(std::log(gbps / rate)) < dist) {
-            dist = std::fabs(std::log(gbps / rate));
-            best = code;
-        }
-    return best;
-}
-
-}  // namespace
 
 bool program_runner::op_query(const std::string& op, const std::string& n, const json& a,
                               step_result& r) {
@@ -73,25 +54,22 @@ bool program_runner::op_query(const std::string& op, const std::string& n, const
         return true;
     }
     if (op == "query_port") {
-        // The port as the node's HCA has it: always ACTIVE (the fabric is cabled at time 0), the
-        // link's MTU, the LID the subnet gave it; no subnet manager, LMC, P_Key table or GIDs
-        // beyond the port GID are modelled.
+        // The port as the node's HCA has it (engine/port_query.h).
         device_attr d;
         r.err = h.query_device(d);  // the port answers once the driver is up
         const uint64_t num = u64_or(a, "port", 1);
         if (!r.err && (num < 1 || num > d.phys_port_cnt)) r.err = EINVAL;
         if (r.err) return true;
-        auto& hca = m_world.at(n).hca();
-        port& p = hca.ib_port(static_cast<int>(num));
-        r.fields["state"] = p.connected() ? "ACTIVE" : "DOWN";
-        r.fields["max_mtu"] = 4096;
-        r.fields["active_mtu"] = p.mtu();
-        r.fields["lid"] = h.lid(static_cast<int>(num));
+        const port_attributes p = query_port_attributes(m_world.at(n), static_cast<int>(num));
+        r.fields["state"] = p.active ? "ACTIVE" : "DOWN";
+        r.fields["max_mtu"] = p.max_mtu;
+        r.fields["active_mtu"] = p.active_mtu;
+        r.fields["lid"] = p.lid;
         r.fields["lmc"] = 0;
         r.fields["sm_lid"] = 0;
-        r.fields["max_msg_sz"] = 1u << 30;  // mlx5: 1 << log_max_msg (30)
-        r.fields["active_width"] = 2;       // 4X
-        r.fields["active_speed"] = ib_speed(hca.config().port.gbps);
+        r.fields["max_msg_sz"] = p.max_msg_sz;
+        r.fields["active_width"] = p.active_width;
+        r.fields["active_speed"] = p.active_speed;
         r.fields["gid_tbl_len"] = 1;
         r.fields["pkey_tbl_len"] = 0;
         return true;

@@ -178,6 +178,7 @@ void trace_recorder::on_post_send(host& h, uint32_t qpn, const send_wr* wrs, siz
             (far && (wr.remote_addr < far->va || wr.remote_addr - far->va > far->length ||
                      size > far->length - (wr.remote_addr - far->va)))) {
             ++m_skipped;
+            posted({node, qpn, false}, pending_wr{wr.wr_id, "", wr.signaled});
             continue;
         }
         json r = {
@@ -189,11 +190,8 @@ void trace_recorder::on_post_send(host& h, uint32_t qpn, const send_wr* wrs, siz
         }
         if (!wr.signaled) r["signaled"] = false;
         if (wr.inline_data && size <= 256) r["inline"] = true;
-        if (wr.signaled) {
-            const std::string id = take_id(p);
-            r["id"] = id;
-            m_ids[{node, qpn, wr.wr_id}] = id;
-        }
+        if (wr.signaled) r["id"] = take_id(p);
+        posted({node, qpn, false}, pending_wr{wr.wr_id, r.value("id", ""), wr.signaled});
         if (first) released(r, p, called_ps);
         first = false;
         m_records.push_back(std::move(r));
@@ -216,10 +214,11 @@ void trace_recorder::on_post_recv(host& h, uint32_t qpn, const recv_wr& wr, uint
     const region_rec* local = local_region(node, p.name, addr, size);
     if (!local || wr.sges.size() > 1) {
         ++m_skipped;
+        posted({node, qpn, true}, pending_wr{wr.wr_id, "", true});
         return;
     }
     const std::string id = take_id(p);
-    m_ids[{node, qpn, wr.wr_id}] = id;
+    posted({node, qpn, true}, pending_wr{wr.wr_id, id, true});
     json r = {{"op", "post_recv"}, {"process", p.name},          {"qp", q->second.name},
               {"mr", local->name}, {"offset", addr - local->va}, {"size", size},
               {"id", id}};
@@ -236,10 +235,17 @@ void trace_recorder::on_completions(host& h, uint32_t cqn, const work_completion
         auto q = m_qps.find({node, wc.qpn});
         if (q == m_qps.end()) continue;
         process_rec& p = process(h, q->second.pid);
-        auto id = m_ids.find({node, wc.qpn, wc.wr_id});
-        if (id != m_ids.end()) {
-            p.polled.push_back(id->second);
-            m_ids.erase(id);
+        // The oldest WR of its queue that this completion can be: unsignaled sends before it
+        // completed without a CQE (unless flushed, when every WR has one).
+        const bool recv = static_cast<uint8_t>(wc.opcode) & 0x80;
+        auto pending = m_pending.find({node, wc.qpn, recv});
+        while (pending != m_pending.end() && !pending->second.empty()) {
+            const pending_wr wr = pending->second.front();
+            pending->second.pop_front();
+            if (wr.wr_id != wc.wr_id || (!wr.signaled && wc.status == hca_if::wc_status::success))
+                continue;
+            if (!wr.id.empty()) p.polled.push_back(wr.id);
+            break;
         }
         p.last_return = std::max(p.last_return, returned_ps);
     }

@@ -9,6 +9,7 @@
 // covers; a process that waits by polling memory rather than a CQ keeps only the time it waited.
 #pragma once
 
+#include <deque>
 #include <map>
 #include <string>
 #include <tuple>
@@ -80,7 +81,17 @@ class trace_recorder : public verbs_observer {
     std::map<std::pair<std::string, uint32_t>, region_rec> m_regions;      // (node, lkey)
     std::map<std::pair<std::string, uint32_t>, region_rec> m_by_rkey;      // (node, rkey)
     std::map<std::pair<std::string, uint32_t>, qp_rec> m_qps;              // (node, qpn)
-    std::map<std::tuple<std::string, uint32_t, uint64_t>, std::string> m_ids;  // (node, qpn, wr_id)
+    // The work requests of each queue not yet completed, oldest first, with their trace ids
+    // ("" for one not recorded): completions come in posting order, and matching them to posts
+    // that way holds where programs give every WR the same wr_id (perftest does).
+    struct pending_wr {
+        uint64_t wr_id = 0;
+        std::string id;
+        bool signaled = true;
+    };
+    using queue_key = std::tuple<std::string, uint32_t, bool>;  // (node, qpn, receive queue)
+    std::map<queue_key, std::deque<pending_wr>> m_pending;
+    void posted(const queue_key& q, const pending_wr& wr) { m_pending[q].push_back(wr); }
     std::vector<json> m_records;
     uint64_t m_skipped = 0;  // work requests not recorded
 };

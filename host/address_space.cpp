@@ -115,6 +115,29 @@ int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hu
     return 0;
 }
 
+int address_space::mmap_shared(uint64_t va, uint64_t length, uint8_t* bytes) {
+    const uint64_t page = 1ULL << m_base_shift;
+    if (length == 0 || length % page || va % page || va > va_limit - length) return EINVAL;
+    if (overlaps(va, length)) return EEXIST;
+    add_vma(va, length, m_base_shift);
+    m_vmas[va].shared = bytes;
+    for (uint64_t at = va; at < va + length; at += page) {
+        if (int err = fault(at, m_base_shift, false)) {
+            munmap(va, length);
+            return err;
+        }
+        pte p;
+        find_pte(at, p);
+        m_mem.attach(p.pfn, bytes + (at - va));
+    }
+    return 0;
+}
+
+bool address_space::shared_page(uint64_t page_va) const {
+    const auto* v = find_vma(page_va);
+    return v && v->second.shared;
+}
+
 int address_space::populate(uint64_t va, uint64_t npages, unsigned page_shift,
                             const std::vector<uint64_t>& frames) {
     const bool huge = page_shift != m_base_shift;
@@ -144,6 +167,7 @@ void address_space::unmap_page(uint64_t page_va, unsigned page_shift) {
             if (m_hooks.device_page_free) m_hooks.device_page_free(p.pfn);
         } else if (p.kind != page_table::special::migrating) {
             // A page in migration is the migration's to free when it finds the entry gone.
+            if (shared_page(page_va)) m_mem.detach(p.pfn);
             m_frames.release(p.pfn);
         }
         m_pt.erase(vpn(page_va));
@@ -183,8 +207,10 @@ int address_space::munmap(uint64_t va, uint64_t length) {
         if (v.page_shift != m_base_shift && pages > present)
             m_frames.pool_unreserve(v.page_shift, pages - present);
         m_vmas.erase(start);
-        if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift};
-        if (hi < start + v.length) m_vmas[hi] = vma{start + v.length - hi, v.page_shift};
+        if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift, v.shared};
+        if (hi < start + v.length)
+            m_vmas[hi] = vma{start + v.length - hi, v.page_shift,
+                             v.shared ? v.shared + (hi - start) : nullptr};
         remove_vmas(lo, hi - lo);
     }
     return 0;
@@ -298,7 +324,7 @@ int address_space::special_fault(uint64_t page_va, const pte& p, bool device, bo
 
 bool address_space::migratable(uint64_t page_va) const {
     const auto* v = find_vma(page_va);
-    if (!v || v->second.page_shift != m_base_shift) return false;
+    if (!v || v->second.page_shift != m_base_shift || v->second.shared) return false;
     pte p;
     if (!find_pte(page_va, p)) return true;  // pte_none: a zero page, no entry to replace
     if (p.swapped || p.kind != page_table::special::none) return false;
@@ -406,7 +432,7 @@ bool address_space::evictable(uint64_t page_va) const {
     pte p;
     if (!find_pte(page_va, p) || p.swapped || p.kind != page_table::special::none) return false;
     const auto* v = find_vma(page_va);
-    if (!v || v->second.page_shift != m_base_shift) return false;
+    if (!v || v->second.page_shift != m_base_shift || v->second.shared) return false;
     return m_frames.use(p.pfn) == frame_use::user && m_frames.pin_count(p.pfn) == 0;
 }
 

@@ -17,8 +17,13 @@
 // entry naming the device page: not present, reported as swapped, counted resident as ordinary
 // pages); a page being migrated has a migration entry; a page the device holds exclusive has a
 // device-exclusive entry. A CPU touch of any of them faults, and the driver's hooks resolve it.
-// Abstracted: permissions (every mapping is read-write), file mappings, fork/COW, the shared zero
-// page (a read fault allocates a frame like a write fault), the accessed bit set by DMA.
+// A shared mapping (mmap_shared) is backed by bytes outside the simulation: an attached verbs
+// program's memory (engine/app_program.h). Its pages are populated at once, their frames attached
+// to those bytes in physical memory (host/phys_mem.h) and never reclaimed or migrated (as an
+// mlocked shared file mapping), until munmap detaches them.
+// Abstracted: permissions (every mapping is read-write), file mappings other than shared ones,
+// fork/COW, the shared zero page (a read fault allocates a frame like a write fault), the accessed
+// bit set by DMA.
 #pragma once
 
 #include <cstdint>
@@ -71,6 +76,9 @@ class address_space : public frame_mapper {
     int mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
              const std::vector<uint64_t>& frames, uint64_t& va_out);
     int munmap(uint64_t va, uint64_t length);
+    // A base-page mapping of `length` bytes at `va` whose pages hold `bytes` (as many, page
+    // aligned, the caller's until munmap): EINVAL, EEXIST, ENOMEM as mmap.
+    int mmap_shared(uint64_t va, uint64_t length, uint8_t* bytes);
 
     // True when every byte of the range lies in a mapping.
     bool mapped(uint64_t va, uint64_t length) const;
@@ -179,7 +187,10 @@ class address_space : public frame_mapper {
     struct vma {
         uint64_t length = 0;
         unsigned page_shift = 12;
+        uint8_t* shared = nullptr;  // mmap_shared: the bytes of the mapping's first page
     };
+    // The page lies in a shared mapping.
+    bool shared_page(uint64_t page_va) const;
     using pte = page_table::entry;
     uint64_t vpn(uint64_t va) const { return va >> m_base_shift; }
     bool find_pte(uint64_t page_va, pte& out) const { return m_pt.get(vpn(page_va), out); }

@@ -652,7 +652,8 @@ bool driver::legal_transition(qp_state from, qp_state to) {
 int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                       std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                       std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
-                      std::optional<uint32_t> port, std::optional<uint32_t> sl) {
+                      std::optional<uint32_t> port, std::optional<uint32_t> sl,
+                      std::optional<uint8_t> access) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
     auto it = m_qps.find(qpn);
@@ -710,6 +711,7 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
         if (port) ctx.port = static_cast<uint8_t>(*port);
         if (sl) ctx.sl = static_cast<uint8_t>(*sl);
         if (qkey) ctx.qkey = *qkey;
+        if (access) ctx.access = qp.attr.access = *access & k_remote_rights;
         if (reliability.timeout) ctx.timeout = static_cast<uint8_t>(*reliability.timeout);
         if (reliability.retry_cnt) ctx.retry_cnt = static_cast<uint8_t>(*reliability.retry_cnt);
         if (reliability.rnr_retry) ctx.rnr_retry = static_cast<uint8_t>(*reliability.rnr_retry);

@@ -130,7 +130,8 @@ class driver : public sc_core::sc_module {
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
                   const qp_reliability& reliability = {},
                   std::optional<uint32_t> port = std::nullopt,
-                  std::optional<uint32_t> sl = std::nullopt);
+                  std::optional<uint32_t> sl = std::nullopt,
+                  std::optional<uint8_t> access = std::nullopt);
     int query_qp(uint32_t qpn, hca_if::qp_state& state);
     // ibv_query_qp: state (read back from the HCA's context) and the attributes (driver_query.cpp).
     int query_qp(uint32_t qpn, qp_query& out);

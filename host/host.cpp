@@ -52,6 +52,14 @@ int host::munmap(uint32_t pid, uint64_t va, uint64_t length) {
     return err;
 }
 
+int host::mmap_shared(uint32_t pid, uint64_t va, uint64_t length, uint8_t* bytes) {
+    cpu_clock cpu;
+    cpu.add(to_time(m_cfg.cpu.syscall));
+    int err = m_impl->process(pid).mmap_shared(va, length, bytes);
+    cpu.settle();
+    return err;
+}
+
 // The CPU's accesses go page by page, each page faulted in just before it is used, so reclaim
 // that a fault runs cannot take a page the access has already faulted in and not yet used.
 template <class Fn>
@@ -279,10 +287,11 @@ int host::destroy_qp(uint32_t qpn) {
 int host::modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                     std::optional<uint32_t> qkey, std::optional<uint32_t> max_rd_atomic,
                     std::optional<uint32_t> max_dest_rd_atomic, const qp_reliability& reliability,
-                    std::optional<uint32_t> port, std::optional<uint32_t> sl) {
+                    std::optional<uint32_t> port, std::optional<uint32_t> sl,
+                    std::optional<uint8_t> access) {
     const int err =
         m_impl->m_driver->modify_qp(qpn, state, remote_qpn, remote_lid, qkey, max_rd_atomic,
-                                    max_dest_rd_atomic, reliability, port, sl);
+                                    max_dest_rd_atomic, reliability, port, sl, access);
     if (!err && m_observer) m_observer->on_modify_qp(*this, qpn, state, remote_qpn, remote_lid);
     return err;
 }

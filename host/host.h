@@ -445,6 +445,9 @@ class host : public sc_core::sc_module {
     int mmap(uint32_t pid, uint64_t length, std::optional<uint64_t> va, uint64_t hugepage,
              const std::vector<uint64_t>& frames, uint64_t& va_out);
     int munmap(uint32_t pid, uint64_t va, uint64_t length);
+    // A mapping of `length` bytes at `va` backed by `bytes` outside the simulation (a real
+    // program's memory shared with it: engine/app_program.h), populated at once; munmap ends it.
+    int mmap_shared(uint32_t pid, uint64_t va, uint64_t length, uint8_t* bytes);
     // The process touching its memory: faults pages in (EFAULT on unmapped memory).
     int write_mem(uint32_t pid, uint64_t va, const std::vector<uint8_t>& data);
     int read_mem(uint32_t pid, uint64_t va, uint64_t length, std::vector<uint8_t>& out);
@@ -524,14 +527,16 @@ class host : public sc_core::sc_module {
     // RC: `max_rd_atomic` (initiator depth) and `max_dest_rd_atomic` (responder resources),
     // 0..max_qp_rd_atom (16), default 16; EINVAL beyond. `port` (IBV_QP_PORT, on the way to
     // INIT): the HCA port the QP uses, 1..phys_port_cnt, default 1. `sl` (RC/UC, the address
-    // vector's service level on the way to RTR): 0..15, default 0.
+    // vector's service level on the way to RTR): 0..15, default 0. `access` (IBV_QP_ACCESS_FLAGS):
+    // the remote rights incoming requests may use from now on (create_qp's qp_attr.access).
     int modify_qp(uint32_t qpn, hca_if::qp_state state, uint32_t remote_qpn, uint16_t remote_lid,
                   std::optional<uint32_t> qkey = std::nullopt,
                   std::optional<uint32_t> max_rd_atomic = std::nullopt,
                   std::optional<uint32_t> max_dest_rd_atomic = std::nullopt,
                   const qp_reliability& reliability = {},
                   std::optional<uint32_t> port = std::nullopt,
-                  std::optional<uint32_t> sl = std::nullopt);
+                  std::optional<uint32_t> sl = std::nullopt,
+                  std::optional<uint8_t> access = std::nullopt);
     // Address handles (ibv_create_ah / ibv_destroy_ah): `handle` names one in UD send WRs.
     int create_ah(uint32_t pid, const ah_attr& attr, uint32_t& handle);
     int destroy_ah(uint32_t handle);

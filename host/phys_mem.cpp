@@ -22,7 +22,7 @@ void phys_mem::for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn) {
     }
 }
 
-void phys_mem::read(uint64_t addr, uint8_t* out, uint64_t len) const {
+void phys_mem::read_stored(uint64_t addr, uint8_t* out, uint64_t len) const {
     const frame* f = nullptr;
     uint64_t f_number = ~uint64_t{0};
     for_each_chunk(addr, len,
@@ -39,7 +39,7 @@ void phys_mem::read(uint64_t addr, uint8_t* out, uint64_t len) const {
                    });
 }
 
-void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
+void phys_mem::write_stored(uint64_t addr, const uint8_t* data, uint64_t len) {
     frame* f = nullptr;
     uint64_t f_number = ~uint64_t{0};
     for_each_chunk(addr, len,
@@ -58,7 +58,7 @@ void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
                    });
 }
 
-void phys_mem::zero(uint64_t addr, uint64_t len) {
+void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
     // Frame by frame: one lookup each, and nothing to do for frames that hold no bytes (a page
     // fault zeroes a whole frame that was usually never written).
     uint64_t done = 0;
@@ -86,6 +86,58 @@ void phys_mem::zero(uint64_t addr, uint64_t len) {
         }
         if (f.held == 0) m_frames.erase(it);
     }
+}
+
+template <class Fn>
+void phys_mem::for_each_frame(uint64_t addr, uint64_t len, Fn&& fn) const {
+    uint64_t done = 0;
+    while (done < len) {
+        const uint64_t a = addr + done;
+        const uint64_t n = std::min(len - done, frame_bytes - a % frame_bytes);
+        auto it = m_attached.find(a / frame_bytes);
+        fn(a, n, done, it == m_attached.end() ? nullptr : it->second + a % frame_bytes);
+        done += n;
+    }
+}
+
+// Without attached frames (every run but `hcasim serve`'s) the store is all there is.
+void phys_mem::read(uint64_t addr, uint8_t* out, uint64_t len) const {
+    if (m_attached.empty()) return read_stored(addr, out, len);
+    for_each_frame(addr, len, [&](uint64_t a, uint64_t n, uint64_t done, uint8_t* outside) {
+        if (outside)
+            std::memcpy(out + done, outside, n);
+        else
+            read_stored(a, out + done, n);
+    });
+}
+
+void phys_mem::write(uint64_t addr, const uint8_t* data, uint64_t len) {
+    if (m_attached.empty()) return write_stored(addr, data, len);
+    for_each_frame(addr, len, [&](uint64_t a, uint64_t n, uint64_t done, uint8_t* outside) {
+        if (outside)
+            std::memcpy(outside, data + done, n);
+        else
+            write_stored(a, data + done, n);
+    });
+}
+
+void phys_mem::zero(uint64_t addr, uint64_t len) {
+    if (m_attached.empty()) return zero_stored(addr, len);
+    for_each_frame(addr, len, [&](uint64_t a, uint64_t n, uint64_t, uint8_t* outside) {
+        if (outside)
+            std::memset(outside, 0, n);
+        else
+            zero_stored(a, n);
+    });
+}
+
+void phys_mem::attach(uint64_t frame, uint8_t* bytes) {
+    zero_stored(frame * frame_bytes, frame_bytes);
+    m_attached[frame] = bytes;
+}
+
+void phys_mem::detach(uint64_t frame) {
+    m_attached.erase(frame);
 }
 
 uint64_t phys_mem::read_u64(uint64_t addr) const {

@@ -4,6 +4,10 @@
 // freshly zeroed DRAM would. Simulator memory therefore grows with the touched bytes, not with the
 // simulated size: a 1 TiB host costs nothing until used, and a frame holding one 8-byte
 // doorbell record or a two-entry buffer table costs one granule, not 4 KiB.
+// A frame may instead be attached to bytes outside: 4 KiB the simulator shares with a real
+// program (a verbs application attached to `hcasim serve`, engine/app_program.h). Every read and
+// write of an attached frame goes to those bytes, so what the HCA DMA-writes appears in the
+// program's memory and what the program writes is what the HCA reads.
 // Abstracted: DRAM timing (the root complex adds one latency per access), ECC, NUMA.
 #pragma once
 
@@ -31,6 +35,12 @@ class phys_mem {
     // Clears [addr, addr+len); frames cleared entirely drop their storage.
     void zero(uint64_t addr, uint64_t len);
 
+    // Frame `frame` (a frame number) holds its bytes at `bytes` (frame_bytes of them, owned by the
+    // caller, who detaches the frame before they go) instead of in this store.
+    void attach(uint64_t frame, uint8_t* bytes);
+    void detach(uint64_t frame);
+    uint64_t attached_frames() const { return m_attached.size(); }
+
     uint64_t read_u64(uint64_t addr) const;
     void write_u64(uint64_t addr, uint64_t value);
 
@@ -47,10 +57,19 @@ class phys_mem {
     };
     template <class Fn>
     static void for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn);
+    // The store's own bytes (no attached frame in the range).
+    void read_stored(uint64_t addr, uint8_t* out, uint64_t len) const;
+    void write_stored(uint64_t addr, const uint8_t* data, uint64_t len);
+    void zero_stored(uint64_t addr, uint64_t len);
+    // Splits [addr, addr + len) at frame boundaries: fn(address, bytes, bytes done before,
+    // the attached bytes of the frame or nullptr).
+    template <class Fn>
+    void for_each_frame(uint64_t addr, uint64_t len, Fn&& fn) const;
 
     uint64_t m_size;
     std::unordered_map<uint64_t, frame> m_frames;
     uint64_t m_granules = 0;
+    std::unordered_map<uint64_t, uint8_t*> m_attached;
 };
 
 }  // namespace hcasim

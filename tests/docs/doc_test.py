@@ -33,7 +33,7 @@ import tempfile
 
 MARKER = re.compile(r"^<!-- doc-test:(.*?)-->", re.S | re.M)
 FOLDERS = ("scenarios", "traces", "bench", "docs", "tools", "tests", "engine", "model", "host",
-           "tlm", "sim", "cli", "fabric", "cmake")
+           "tlm", "sim", "cli", "fabric", "cmake", "apps")
 # The top-level entries the scratch folder links to, and that the paths a page names start with.
 TOP_LEVEL = FOLDERS + ("README.md", "build.sh", "CMakeLists.txt")
 # Repository paths a page names in backticks, checked for existence (links are LINK's).

@@ -256,3 +256,42 @@ TEST(address_space, placement_matches_top_down_first_fit) {
     }
     EXPECT_GT(b.as.mappings(), 100u);
 }
+
+// A shared mapping: the process's pages are the outside bytes, both ways; the frames are never
+// evictable, and munmap gives them back detached (a later owner of the frame writes the store).
+TEST(address_space, shared_mapping_is_the_outside_bytes) {
+    bench b;
+    std::vector<uint8_t> outside(3 * page, 0x5a);
+    const uint64_t va = 0x7ffd12340000ULL;
+    ASSERT_EQ(b.as.mmap_shared(va, 3 * page, outside.data()), 0);
+    EXPECT_EQ(b.as.resident_pages(), 3u) << "populated at once";
+    EXPECT_EQ(b.mem.attached_frames(), 3u);
+    uint8_t byte = 0;
+    b.as.read(va + page + 7, &byte, 1);
+    EXPECT_EQ(byte, 0x5a) << "the process reads the outside bytes, not a zeroed frame";
+
+    const uint64_t pa = *b.as.translate(va + 2 * page + 100);
+    const uint8_t dma[4] = {1, 2, 3, 4};
+    b.mem.write(pa, dma, 4);
+    EXPECT_EQ(outside[2 * page + 100], 1) << "a DMA write to the frame lands outside";
+    EXPECT_EQ(outside[2 * page + 103], 4);
+    outside[5] = 0x77;
+    b.mem.read(*b.as.translate(va + 5), &byte, 1);
+    EXPECT_EQ(byte, 0x77) << "a DMA read sees what the program wrote";
+    EXPECT_FALSE(b.as.evictable(va)) << "shared pages are never reclaimed";
+    EXPECT_FALSE(b.as.migratable(va)) << "nor migrated";
+    EXPECT_EQ(b.as.mmap_shared(va + page, page, outside.data()), EEXIST);
+    EXPECT_EQ(b.as.mmap_shared(va + 1, page, outside.data()), EINVAL);
+
+    // Unmapping the middle page splits the mapping; the rest stays attached at its offset.
+    ASSERT_EQ(b.as.munmap(va + page, page), 0);
+    EXPECT_EQ(b.mem.attached_frames(), 2u);
+    b.mem.write(*b.as.translate(va + 2 * page), dma, 1);
+    EXPECT_EQ(outside[2 * page], 1) << "the split-off page keeps its offset in the outside bytes";
+    const uint64_t freed = pa / page;
+    ASSERT_EQ(b.as.munmap(va, 3 * page), 0);
+    EXPECT_EQ(b.mem.attached_frames(), 0u);
+    EXPECT_EQ(b.frames.owner(freed).use, frame_use::free);
+    b.mem.write(freed * page, dma + 3, 1);
+    EXPECT_EQ(outside[2 * page], 1) << "a freed frame no longer writes outside";
+}
