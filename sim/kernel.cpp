@@ -153,28 +153,15 @@ void calendar::dispatch() {
     }
 }
 
-void serial_resource::prune(const sc_core::sc_time& now) {
-    while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
-}
-
-sc_core::sc_time serial_resource::free_at() const {
-    return m_calendar.empty() ? sc_core::SC_ZERO_TIME : m_calendar.back().end;
-}
-
-sc_core::sc_time serial_resource::first_fit(const sc_core::sc_time& earliest,
-                                            const sc_core::sc_time& duration) {
-    prune(now());
+sc_core::sc_time serial_resource::search_gap(const sc_core::sc_time& earliest,
+                                             const sc_core::sc_time& duration) {
     sc_core::sc_time start = earliest;
-    // Only a booking that starts before the end of the calendar searches it for a gap; the
-    // common case (back-to-back TLPs of one transfer, a link that keeps up) starts after it.
-    if (!m_calendar.empty() && start < m_calendar.back().end) {
-        auto it = std::upper_bound(
-            m_calendar.begin(), m_calendar.end(), start,
-            [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; });
-        if (it != m_calendar.begin() && std::prev(it)->end > start) start = std::prev(it)->end;
-        for (; it != m_calendar.end() && it->start < start + duration; ++it)
-            if (it->end > start) start = it->end;
-    }
+    auto it = std::upper_bound(
+        m_calendar.begin(), m_calendar.end(), start,
+        [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; });
+    if (it != m_calendar.begin() && std::prev(it)->end > start) start = std::prev(it)->end;
+    for (; it != m_calendar.end() && it->start < start + duration; ++it)
+        if (it->end > start) start = it->end;
     return start;
 }
 
@@ -212,19 +199,10 @@ sc_core::sc_time serial_resource::book_over(const sc_core::sc_time& start,
     return book(first_fit(start, duration), duration);
 }
 
-sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,
-                                       const sc_core::sc_time& duration) {
-    m_busy += duration;
-    if (duration == sc_core::SC_ZERO_TIME) return start;
-    sc_core::sc_time end = start + duration;
-    // Insert [start, end), merging with touching neighbours to keep the calendar short; a
-    // booking after the last interval goes at the back without a search.
-    auto next = m_calendar.empty() || start >= m_calendar.back().end
-                    ? m_calendar.end()
-                    : std::lower_bound(m_calendar.begin(), m_calendar.end(), start,
-                                       [](const interval& iv, const sc_core::sc_time& t) {
-                                           return iv.start < t;
-                                       });
+void serial_resource::insert(const sc_core::sc_time& start, sc_core::sc_time end) {
+    auto next = std::lower_bound(
+        m_calendar.begin(), m_calendar.end(), start,
+        [](const interval& iv, const sc_core::sc_time& t) { return iv.start < t; });
     if (next != m_calendar.end() && next->start == end) {
         end = next->end;
         next = m_calendar.erase(next);
@@ -236,7 +214,6 @@ sc_core::sc_time serial_resource::book(const sc_core::sc_time& start,
     } else {
         m_calendar.insert(next, interval{start, end});
     }
-    return start;
 }
 
 void clock_domain::set_frequency(double hz) {

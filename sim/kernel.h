@@ -162,10 +162,27 @@ class serial_resource {
         return book(first_fit(earliest, duration), duration);
     }
     // The start `reserve` would give, without booking (intervals that ended are pruned).
-    sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
+        prune(now());
+        // Only a booking that starts before the end of the calendar searches it for a gap; the
+        // common case (a link that keeps up) starts after it.
+        if (m_calendar.empty() || earliest >= m_calendar.back().end) return earliest;
+        return search_gap(earliest, duration);
+    }
     // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
     // not searched again); returns it.
-    sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration);
+    sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
+        m_busy += duration;
+        if (duration == sc_core::SC_ZERO_TIME) return start;
+        // After the last interval (the common case): appended, or merged with it when touching.
+        if (m_calendar.empty() || start > m_calendar.back().end)
+            m_calendar.push_back(interval{start, start + duration});
+        else if (start == m_calendar.back().end)
+            m_calendar.back().end = start + duration;
+        else
+            insert(start, start + duration);
+        return start;
+    }
     // For a short item that the sender's arbiter puts ahead of items booked before it that have
     // not started (a read request passing another stream's queued writes): it starts at
     // `earliest`, or, when the resource is busy then, after the item in progress, taken to end
@@ -188,14 +205,28 @@ class serial_resource {
     sc_core::sc_time book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration);
     const sc_core::sc_time& busy_time() const { return m_busy; }
     // End of the last booked interval.
-    sc_core::sc_time free_at() const;
+    sc_core::sc_time free_at() const {
+        return m_calendar.empty() ? sc_core::SC_ZERO_TIME : m_calendar.back().end;
+    }
+    // Whether nothing is booked at or after `t` (intervals that ended are pruned): an item
+    // starting at `t` may then be booked with `book` without a search.
+    bool free_from(const sc_core::sc_time& t) {
+        prune(now());
+        return t >= free_at();
+    }
     size_t booked_intervals() const { return m_calendar.size(); }
 
   private:
     struct interval {
         sc_core::sc_time start, end;
     };
-    void prune(const sc_core::sc_time& now);
+    void prune(const sc_core::sc_time& now) {
+        while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
+    }
+    // first_fit's search when `earliest` is before the end of the calendar.
+    sc_core::sc_time search_gap(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
+    // book's insertion of [start, end) before the last interval, merging with touching neighbours.
+    void insert(const sc_core::sc_time& start, sc_core::sc_time end);
     front_vector<interval> m_calendar;                        // disjoint, by start
     sc_core::sc_time m_cut_in_start = sc_core::SC_ZERO_TIME;  // the last cut_in item
     sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;

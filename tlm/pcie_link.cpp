@@ -157,6 +157,15 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
     const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
     uint64_t left = payload;
+    // TLPs that leave back to back after everything booked on the direction are gathered into
+    // one run [run_start, run_end) and booked once: the calendar would merge them into that one
+    // interval anyway. A TLP that waits for its data (line_interval) starts a new run. Credits
+    // and cut-in TLPs take their own bookings.
+    const bool runs = !credits.headers && !pass_queued;
+    bool in_run = false;
+    sc_core::sc_time run_start, run_end;
+    uint64_t last_bytes = 0;
+    sc_core::sc_time dur;
     do {
         uint64_t chunk = std::min({left, max_payload, 4096 - (addr % 4096)});
         if (align > 1 && chunk < left) {
@@ -166,29 +175,50 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         if (line_interval > sc_core::SC_ZERO_TIME)
             ready = std::max(ready,
                              start + scaled(line_interval, (addr + chunk - 1) / 64 - first_line));
-        uint64_t bytes = chunk + overhead;
-        sc_core::sc_time dur = wire_time(bytes);
-        const uint64_t data_credits = (chunk + 15) / 16;
-        if (credits.headers) {
-            // Held from now until the TLP has crossed and the UpdateFC has crossed back.
-            const sc_core::sc_time free =
-                credits_free(credits, ready, data_credits, dur + 2 * to_time(m_cfg.latency));
-            m_credit_wait_ps += to_ps(free - ready);
-            ready = free;
+        const uint64_t bytes = chunk + overhead;
+        if (bytes != last_bytes) {  // the TLPs of a transfer mostly share one size
+            dur = wire_time(bytes);
+            last_bytes = bytes;
         }
-        // A TLP put ahead of queued ones shows as busy where its time was booked (the end of
-        // their backlog), so the waveform stays one transfer at a time.
-        sc_core::sc_time shown;
-        const sc_core::sc_time begin = pass_queued ? dir.cut_in(ready, dur, m_max_tlp, &shown)
-                                                   : (shown = dir.reserve(ready, dur));
-        if (credits.headers) {
-            const sc_core::sc_time back = begin + dur + 2 * to_time(m_cfg.latency);
-            credits.headers->book(ready, back, 1);
-            if (credits.data) credits.data->book(ready, back, data_credits);
-            if (credits.returned) credits.returned->emplace_back(back, data_credits);
+        sc_core::sc_time begin;
+        if (in_run) {
+            if (ready > run_end) {  // a gap: the run so far is booked, a new one starts
+                dir.book(run_start, run_end - run_start);
+                run_start = ready;
+            }
+            begin = std::max(ready, run_end);
+            run_end = begin + dur;
+            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
+                              begin, run_end));
+        } else if (runs && dir.free_from(ready)) {
+            in_run = true;
+            begin = run_start = ready;
+            run_end = begin + dur;
+            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
+                              begin, run_end));
+        } else {
+            const uint64_t data_credits = (chunk + 15) / 16;
+            if (credits.headers) {
+                // Held from now until the TLP has crossed and the UpdateFC has crossed back.
+                const sc_core::sc_time free =
+                    credits_free(credits, ready, data_credits, dur + 2 * to_time(m_cfg.latency));
+                m_credit_wait_ps += to_ps(free - ready);
+                ready = free;
+            }
+            // A TLP put ahead of queued ones shows as busy where its time was booked (the end
+            // of their backlog), so the waveform stays one transfer at a time.
+            sc_core::sc_time shown;
+            begin = pass_queued ? dir.cut_in(ready, dur, m_max_tlp, &shown)
+                                : (shown = dir.reserve(ready, dur));
+            if (credits.headers) {
+                const sc_core::sc_time back = begin + dur + 2 * to_time(m_cfg.latency);
+                credits.headers->book(ready, back, 1);
+                if (credits.data) credits.data->book(ready, back, data_credits);
+                if (credits.returned) credits.returned->emplace_back(back, data_credits);
+            }
+            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
+                              shown, shown + dur));
         }
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
-                          shown + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
         bytes_counter += bytes;
@@ -196,6 +226,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         addr += chunk;
         left -= chunk;
     } while (left > 0);
+    if (in_run) dir.book(run_start, run_end - run_start);
     if (last_sent) *last_sent = done;
     return done + to_time(m_cfg.latency);
 }
