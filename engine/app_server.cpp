@@ -53,6 +53,16 @@ char thread_state(int pid, int tid) {
     return close != std::string::npos && close + 2 < line.size() ? line[close + 2] : 0;
 }
 
+// Nanoseconds a program's thread has run on a CPU (/proc/PID/task/TID/schedstat, first field);
+// -1 when the kernel does not say (no schedstat, or the thread is gone).
+int64_t thread_run_ns(int pid, int tid) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(tid) +
+                     "/schedstat");
+    int64_t run = -1;
+    if (!(in >> run)) return -1;
+    return run;
+}
+
 class app_server : public sc_core::sc_module {
   public:
     SC_HAS_PROCESS(app_server);
@@ -79,6 +89,7 @@ class app_server : public sc_core::sc_module {
     struct spin_watch {
         bool armed = false, fired = false, gone = false;
         wall::time_point fired_at;
+        int64_t fired_run_ns = -1;  // the thread's CPU time when the write landed (-1: unknown)
     };
     struct connection {
         int fd = -1;
@@ -87,6 +98,9 @@ class app_server : public sc_core::sc_module {
         state st = state::outside;
         sc_core::sc_time clock = sc_core::SC_ZERO_TIME;  // earliest time of its next call
         wall::time_point left = wall::now();             // when its last call returned
+        // The thread's CPU time (schedstat) at the first look in /proc after its last call; -2:
+        // not looked yet, -1: the kernel does not say.
+        int64_t run_base_ns = -2;
         std::shared_ptr<spin_watch> spin = std::make_shared<spin_watch>();
         sc_core::sc_event wake;
         app_call call;
@@ -149,6 +163,7 @@ void app_server::serve(connection& c) {
         c.st = state::outside;
         c.clock = hcasim::now() + m_cpu_gap;
         c.left = wall::now();
+        c.run_base_ns = -2;
         // The run must stop where this thread may call next: nothing may happen past it first.
         if (c.clock < m_limit) {
             m_limit = c.clock;
@@ -287,15 +302,26 @@ bool app_server::holds(connection& c) {
     if (ms < 1) return true;
     const char s = thread_state(c.os_pid, c.tid);
     if (s != 'R' && s != 'D') return false;
-    if (ms <= m_opts.hold_limit_ms) return true;
+    // How long it has been running: the millisecond above, then the CPU time it has had since
+    // the first look. A thread waiting for a CPU on a loaded machine has not run, so it still
+    // holds (wall time would take it for a thread polling its memory); without schedstat, wall
+    // time.
+    const int64_t run = thread_run_ns(c.os_pid, c.tid);
+    if (c.run_base_ns == -2) c.run_base_ns = run;
+    const double running_ms =
+        run >= 0 && c.run_base_ns >= 0 ? 1 + static_cast<double>(run - c.run_base_ns) / 1e6 : ms;
+    if (running_ms <= m_opts.hold_limit_ms) return true;
     // Running past the hold limit, the thread is taken to wait by polling its memory: time moves
     // on without it until a DMA write into its memory becomes visible, and holds there while it
-    // looks (another hold limit), then moves on to the next write.
+    // looks (another hold limit of its CPU time), then moves on to the next write.
     spin_watch& w = *c.spin;
     if (w.fired) {
-        if (std::chrono::duration<double, std::milli>(t - w.fired_at).count() <=
-            m_opts.hold_limit_ms)
-            return true;
+        if (w.fired_run_ns == -2) w.fired_run_ns = run;  // its first look since the write
+        const double looked_ms =
+            run >= 0 && w.fired_run_ns >= 0
+                ? static_cast<double>(run - w.fired_run_ns) / 1e6
+                : std::chrono::duration<double, std::milli>(t - w.fired_at).count();
+        if (looked_ms <= m_opts.hold_limit_ms) return true;
         w.fired = w.armed = false;
     }
     if (!w.armed) {
@@ -306,6 +332,7 @@ bool app_server::holds(connection& c) {
             if (!token->armed || token->fired || token->gone) return;
             token->fired = true;
             token->fired_at = wall::now();
+            token->fired_run_ns = -2;  // read at the thread's next look
             conn->clock = hcasim::now();
             // The run stops here: the program looks at what landed before time goes on.
             if (conn->clock < m_limit) {

@@ -13,9 +13,11 @@
 // returned; /proc tells after that). A thread that sleeps outside verbs (in accept, read on a
 // socket, sleep) holds nothing: simulated time moves on without it, and its next call comes at
 // the simulated time the simulation has reached. One that has run outside verbs for longer than
-// `hold_limit` of wall time is taken to wait by polling its memory (ib_write_lat does): simulated
-// time moves on without it until a DMA write into its memory becomes visible, and holds there
-// for another hold limit while it looks. So a program that
+// `hold_limit` (its first millisecond, then the CPU time the kernel counts for it in schedstat,
+// so a thread waiting for a CPU on a loaded machine is not taken for a spinning one) is taken to
+// wait by polling its memory (ib_write_lat does): simulated time moves on without it until a DMA
+// write into its memory becomes visible, and holds there while it looks for another hold limit
+// of its CPU time. So a program that
 // polls an empty CQ moves simulated time on, one that blocks in get_cq_event waits in simulated
 // time, and the simulation never waits for nothing: with every connection inside a call or
 // asleep, time advances to the next event.
@@ -41,7 +43,7 @@ struct serve_options {
     std::string record;           // --record: the programs' verbs as a trace (traces/README.md)
     uint64_t cpu_gap_ps = 20000;  // simulated CPU time between two calls of a thread
     uint64_t poll_quantum_ps = 1000000;  // the longest an empty poll waits in simulated time
-    double hold_limit_ms = 2;  // wall time a running thread holds simulated time (then: spinning)
+    double hold_limit_ms = 2;  // running time a thread outside verbs holds simulated time (then: spinning)
     std::vector<std::string> command_line, sets;
     std::string scenario_file;
 };
