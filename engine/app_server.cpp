@@ -307,21 +307,21 @@ bool app_server::holds(connection& c) {
     // holds (wall time would take it for a thread polling its memory); without schedstat, wall
     // time.
     const int64_t run = thread_run_ns(c.os_pid, c.tid);
-    if (c.run_base_ns == -2) c.run_base_ns = run;
-    const double running_ms =
-        run >= 0 && c.run_base_ns >= 0 ? 1 + static_cast<double>(run - c.run_base_ns) / 1e6 : ms;
-    if (running_ms <= m_opts.hold_limit_ms) return true;
+    // Milliseconds of CPU time since `base` (read at a first look: -2 until then), or of wall
+    // time since `from` when the kernel does not say.
+    auto ran_ms = [&](int64_t& base, wall::time_point from) {
+        if (base == -2) base = run;
+        return run >= 0 && base >= 0 ? static_cast<double>(run - base) / 1e6
+                                     : std::chrono::duration<double, std::milli>(t - from).count();
+    };
+    if (ran_ms(c.run_base_ns, c.left + std::chrono::milliseconds(1)) + 1 <= m_opts.hold_limit_ms)
+        return true;
     // Running past the hold limit, the thread is taken to wait by polling its memory: time moves
     // on without it until a DMA write into its memory becomes visible, and holds there while it
     // looks (another hold limit of its CPU time), then moves on to the next write.
     spin_watch& w = *c.spin;
     if (w.fired) {
-        if (w.fired_run_ns == -2) w.fired_run_ns = run;  // its first look since the write
-        const double looked_ms =
-            run >= 0 && w.fired_run_ns >= 0
-                ? static_cast<double>(run - w.fired_run_ns) / 1e6
-                : std::chrono::duration<double, std::milli>(t - w.fired_at).count();
-        if (looked_ms <= m_opts.hold_limit_ms) return true;
+        if (ran_ms(w.fired_run_ns, w.fired_at) <= m_opts.hold_limit_ms) return true;
         w.fired = w.armed = false;
     }
     if (!w.armed) {

@@ -55,8 +55,7 @@ field_decl integer(std::string key, double lo, double hi, bool required, std::st
     return d;
 }
 
-field_decl real(std::string key, double lo, double hi, bool required, std::string desc,
-                json def) {
+field_decl real(std::string key, double lo, double hi, bool required, std::string desc, json def) {
     field_decl d = f(std::move(key), field_kind::number, required, std::move(desc));
     d.min = lo;
     d.max = hi;
@@ -98,8 +97,8 @@ std::vector<field_decl> qp_attribute_fields() {
                     "above: EINVAL. Default 0")};
 }
 
-field_decl list(std::string key, field_decl item, bool required, std::string desc,
-                size_t min_items, size_t max_items) {
+field_decl list(std::string key, field_decl item, bool required, std::string desc, size_t min_items,
+                size_t max_items) {
     field_decl d = f(std::move(key), field_kind::list, required, std::move(desc));
     d.item.push_back(std::move(item));
     d.min_items = min_items;

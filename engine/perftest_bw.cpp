@@ -277,7 +277,7 @@ class stream {
     std::vector<std::vector<uint64_t>> m_post_time;  // post time of each signaled WQE, per QP
     std::vector<send_wr> m_templates;  // per QP: its work request at offset 0 (post_list)
     std::vector<send_wr> m_list;       // the list being posted (kept: no allocation per post)
-    std::vector<uint64_t> m_samples;  // with p.samples: post to completion, in completion order
+    std::vector<uint64_t> m_samples;   // with p.samples: post to completion, in completion order
     // A duration's measurement: the first and last completion polled while sampling, and the WQEs
     // completed after the first.
     uint64_t m_first = UINT64_MAX, m_last = 0, m_measured = 0;

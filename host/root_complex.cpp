@@ -150,8 +150,9 @@ sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arri
                                                     sc_core::sc_time at) {
     const sc_core::sc_time now = hcasim::now();
     while (!m_commits.empty() && m_commits.front().second <= now) m_commits.pop_front();
-    auto it = std::upper_bound(m_commits.begin(), m_commits.end(), arrival,
-                               [](const sc_core::sc_time& t, const auto& c) { return t < c.first; });
+    auto it =
+        std::upper_bound(m_commits.begin(), m_commits.end(), arrival,
+                         [](const sc_core::sc_time& t, const auto& c) { return t < c.first; });
     if (it != m_commits.begin()) at = std::max(at, std::prev(it)->second);
     return at;
 }

@@ -7,24 +7,12 @@ namespace hcasim {
 
 std::string errno_name(int err) {
     static const std::pair<int, const char*> names[] = {
-        {EPERM, "EPERM"},
-        {ENOENT, "ENOENT"},
-        {EIO, "EIO"},
-        {EAGAIN, "EAGAIN"},
-        {ENOMEM, "ENOMEM"},
-        {EACCES, "EACCES"},
-        {EFAULT, "EFAULT"},
-        {EBUSY, "EBUSY"},
-        {EEXIST, "EEXIST"},
-        {ENODEV, "ENODEV"},
-        {EINVAL, "EINVAL"},
-        {ENOSPC, "ENOSPC"},
-        {ERANGE, "ERANGE"},
-        {EOVERFLOW, "EOVERFLOW"},
-        {ENOSYS, "ENOSYS"},
-        {EOPNOTSUPP, "EOPNOTSUPP"},
-        {ETIMEDOUT, "ETIMEDOUT"},
-        {ECONNREFUSED, "ECONNREFUSED"},
+        {EPERM, "EPERM"},           {ENOENT, "ENOENT"},       {EIO, "EIO"},
+        {EAGAIN, "EAGAIN"},         {ENOMEM, "ENOMEM"},       {EACCES, "EACCES"},
+        {EFAULT, "EFAULT"},         {EBUSY, "EBUSY"},         {EEXIST, "EEXIST"},
+        {ENODEV, "ENODEV"},         {EINVAL, "EINVAL"},       {ENOSPC, "ENOSPC"},
+        {ERANGE, "ERANGE"},         {EOVERFLOW, "EOVERFLOW"}, {ENOSYS, "ENOSYS"},
+        {EOPNOTSUPP, "EOPNOTSUPP"}, {ETIMEDOUT, "ETIMEDOUT"}, {ECONNREFUSED, "ECONNREFUSED"},
     };
     if (err == 0) return "";
     for (const auto& [value, name] : names) {

@@ -43,33 +43,32 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
     const uint64_t offset = (index & (depth - 1)) * stride;
     const uint32_t n = batch(q, index, count);
     const uint64_t entry_addr = q.buf_table + 8 * (offset >> q.page_shift);
-    m_bt.fetch(
-        entry_addr, 1,
-        [this, q, offset, page, stride, n, start, fn = std::move(fn)](
-            bool ok, const std::vector<uint64_t>& w) mutable {
-            if (!ok) {
-                ++m_errors;
-                fn(false, 0, {});
-                return;
-            }
-            auto op = dma_op::make();
-            op->dir = dma_op::direction::read;
-            op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
-            op->ptag = q.ptag;
-            op->tail = m_clk.cycles(m_cfg.parse_cycles * n);
-            op->done = [this, n, start, fn = std::move(fn)](dma_op& done) {
-                if (!done.ok) {
-                    ++m_errors;
-                    fn(false, 0, {});
-                    return;
-                }
-                m_wqes += n;
-                m_latency.add(to_ps(hcasim::now() - start));
-                fn(true, n, done.data);
-            };
-            ++m_dma_reads;
-            m_dma.submit(op);
-        });
+    m_bt.fetch(entry_addr, 1,
+               [this, q, offset, page, stride, n, start, fn = std::move(fn)](
+                   bool ok, const std::vector<uint64_t>& w) mutable {
+                   if (!ok) {
+                       ++m_errors;
+                       fn(false, 0, {});
+                       return;
+                   }
+                   auto op = dma_op::make();
+                   op->dir = dma_op::direction::read;
+                   op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, n * stride});
+                   op->ptag = q.ptag;
+                   op->tail = m_clk.cycles(m_cfg.parse_cycles * n);
+                   op->done = [this, n, start, fn = std::move(fn)](dma_op& done) {
+                       if (!done.ok) {
+                           ++m_errors;
+                           fn(false, 0, {});
+                           return;
+                       }
+                       m_wqes += n;
+                       m_latency.add(to_ps(hcasim::now() - start));
+                       fn(true, n, done.data);
+                   };
+                   ++m_dma_reads;
+                   m_dma.submit(op);
+               });
 }
 
 void wqe_fetcher::forget(const queue_desc& q) {

@@ -21,7 +21,7 @@ class block_pool {
         const std::size_t c = size_class(n);
         if (c > classes) return ::operator new(n);
         void*& head = free_list(c);
-        if (!head) return ::operator new(c * granule);
+        if (!head) return ::operator new(c* granule);
         void* p = head;
         head = *static_cast<void**>(p);
         return p;
@@ -39,7 +39,9 @@ class block_pool {
 
   private:
     static constexpr std::size_t granule = 64, classes = 64;
-    static std::size_t size_class(std::size_t n) { return n == 0 ? 1 : (n + granule - 1) / granule; }
+    static std::size_t size_class(std::size_t n) {
+        return n == 0 ? 1 : (n + granule - 1) / granule;
+    }
     static void*& free_list(std::size_t c) {
         static thread_local void* heads[classes + 1];
         return heads[c];

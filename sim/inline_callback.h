@@ -20,7 +20,6 @@
 
 namespace hcasim {
 
-
 template <class Sig, std::size_t Capacity>
 class inline_function;
 

@@ -6,8 +6,9 @@
 // `T` derives from `pooled<T>` and defines `void reuse()`, which brings an object back to the
 // state of a freshly built one (every field to its default, vectors cleared: clear() keeps their
 // capacity). It runs when the last reference drops, so what the object holds (captured
-// references in a continuation, say) is released then, as a destructor would. `T::make()` hands out one; `pool_ptr<T>` (boost::intrusive_ptr) is the shared
-// reference, with a plain (non-atomic) count: the simulation runs on one OS thread.
+// references in a continuation, say) is released then, as a destructor would. `T::make()` hands out
+// one; `pool_ptr<T>` (boost::intrusive_ptr) is the shared reference, with a plain (non-atomic)
+// count: the simulation runs on one OS thread.
 #pragma once
 
 #include <cstdint>

@@ -180,22 +180,20 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             dur = wire_time(bytes);
             last_bytes = bytes;
         }
-        sc_core::sc_time begin;
+        // A TLP put ahead of queued ones shows as busy where its time was booked (the end of
+        // their backlog), so the waveform stays one transfer at a time.
+        sc_core::sc_time begin, shown;
         if (in_run) {
             if (ready > run_end) {  // a gap: the run so far is booked, a new one starts
                 dir.book(run_start, run_end - run_start);
                 run_start = ready;
             }
-            begin = std::max(ready, run_end);
+            shown = begin = std::max(ready, run_end);
             run_end = begin + dur;
-            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
-                              begin, run_end));
         } else if (runs && dir.free_from(ready)) {
             in_run = true;
-            begin = run_start = ready;
+            shown = begin = run_start = ready;
             run_end = begin + dur;
-            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
-                              begin, run_end));
         } else {
             const uint64_t data_credits = (chunk + 15) / 16;
             if (credits.headers) {
@@ -205,9 +203,6 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                 m_credit_wait_ps += to_ps(free - ready);
                 ready = free;
             }
-            // A TLP put ahead of queued ones shows as busy where its time was booked (the end
-            // of their backlog), so the waveform stays one transfer at a time.
-            sc_core::sc_time shown;
             begin = pass_queued ? dir.cut_in(ready, dur, m_max_tlp, &shown)
                                 : (shown = dir.reserve(ready, dur));
             if (credits.headers) {
@@ -216,9 +211,9 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                 if (credits.data) credits.data->book(ready, back, data_credits);
                 if (credits.returned) credits.returned->emplace_back(back, data_credits);
             }
-            HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy",
-                              shown, shown + dur));
         }
+        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
+                          shown + dur));
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
         bytes_counter += bytes;

@@ -124,7 +124,8 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
 
         send_wqe w;
         // Any flags but inline_data (its WQEs carry bytes instead of SGEs; round-tripped below).
-        w.opcode = static_cast<wqe_opcode>(rng() % 10), w.flags = r<uint8_t>() & ~wqe_flags::inline_data;
+        w.opcode = static_cast<wqe_opcode>(rng() % 10),
+        w.flags = r<uint8_t>() & ~wqe_flags::inline_data;
         w.num_sge = static_cast<uint8_t>(rng() % 5), w.imm = r<uint32_t>(), w.wr_id = r<uint64_t>();
         w.remote_addr = r<uint64_t>(), w.rkey = r<uint32_t>(), w.compare_add = r<uint64_t>();
         w.swap = r<uint64_t>(), w.sges = random_sges(w.num_sge);
@@ -139,7 +140,8 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
             std::vector<uint8_t> ib(send_wqe::stride_for(1, 200), 0xA5);
             in.encode(ib.data());
             EXPECT_EQ(ib[3], in.size() / 16) << "ds";
-            EXPECT_EQ(get<uint32_t>(ib.data() + send_wqe_header), in.inline_bytes.size() | inline_seg_bit);
+            EXPECT_EQ(get<uint32_t>(ib.data() + send_wqe_header),
+                      in.inline_bytes.size() | inline_seg_bit);
             const send_wqe back = send_wqe::decode(ib.data(), in.size());
             EXPECT_EQ(fields(back), fields(in));
             EXPECT_EQ(back.inline_bytes, in.inline_bytes);
