@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <optional>
 
+#include "engine/perftest_peak.h"
 #include "engine/sim_threads.h"
 #include "sim/splitmix.h"
 
@@ -119,23 +120,11 @@ class stream {
     }
 
   private:
-    // perftest's BW peak (print_report_bw): the best rate over any stretch from the post of a
-    // list to a later completion, (tcompleted[j] - tposted[i]) / (j - i + 1), over the WR
-    // indices i at each post call and j at each cq_mod-th completion (and the last). A run of a
-    // duration, -N, or more than 20,000 iterations has none (perftest prints 0.00): null.
+    // perftest's BW peak (print_report_bw, engine/perftest_peak.h). A run of a duration, -N, or
+    // more than 20,000 iterations has none (perftest prints 0.00): null.
     json peak_gbps() const {
         if (!m_peak) return json();
-        const uint64_t total = m_p.iters * m_p.qps, mod = m_cq_mod, list = m_p.post_list;
-        uint64_t best = UINT64_MAX;
-        auto consider = [&](uint64_t i, uint64_t j) {
-            if (m_tcompleted[j] <= m_tposted[i]) return;  // not stamped, or another QP's
-            best = std::min(best, (m_tcompleted[j] - m_tposted[i]) / (j - i + 1));
-        };
-        for (uint64_t i = 0; i < total; i += list) {
-            for (uint64_t j = (i + 1 + mod - 1) / mod * mod - 1; j < total; j += mod)
-                consider(i, j);
-            if (total % mod) consider(i, total - 1);
-        }
+        const uint64_t best = peak_time_per_wr(m_tposted, m_tcompleted, m_p.post_list, m_cq_mod);
         if (best == UINT64_MAX || best == 0) return json();
         const double bytes = static_cast<double>(is_atomic(m_p.type) ? 8 : m_p.size);
         return bytes * 8 / (static_cast<double>(best) * 1e-12) / 1e9;
