@@ -34,11 +34,9 @@ class stream {
           m_last_offset(p.qps, 0),
           m_post_time(p.qps),
           m_expected(p.timed() ? 0 : p.iters * p.qps),
-          // perftest's BW peak search is quadratic: past k_peak_steps it is not worth the time,
-          // and then the times it would read are not kept either.
+          // The peak keeps two times per WR: past k_peak_wrs it is left out (null).
           m_peak(!p.timed() && !p.no_peak && p.iters <= k_peak_iters &&
-                 (p.iters * p.qps / p.post_list + 1) * (p.iters * p.qps / m_cq_mod + 1) <=
-                     k_peak_steps) {
+                 p.iters * p.qps <= k_peak_wrs) {
         if (p.zipf_s > 0) {
             m_slots_per_page = std::max<uint64_t>(1, 4096 / std::max<uint64_t>(p.size, 1));
             m_zipf = zipf_ranks((m_slots + m_slots_per_page - 1) / m_slots_per_page, p.zipf_s);
@@ -276,8 +274,8 @@ class stream {
     uint64_t m_start = 0, m_end = 0;
     // BW peak: post time of each list by its first WR's index over all QPs, completion time at
     // each signaled WR's index (perftest's tposted, tcompleted, totscnt, totccnt).
-    static constexpr uint64_t k_peak_iters = 20000;      // perftest: -n above it implies -N
-    static constexpr uint64_t k_peak_steps = 400000000;  // the search's bound
+    static constexpr uint64_t k_peak_iters = 20000;            // perftest: -n above it implies -N
+    static constexpr uint64_t k_peak_wrs = uint64_t{1} << 23;  // 128 MiB of times
     const bool m_peak;
     std::vector<uint64_t> m_tposted, m_tcompleted;
     uint64_t m_scnt = 0, m_ccnt = 0;
