@@ -4,18 +4,10 @@
 #include <cerrno>
 #include <iterator>
 
+#include "sim/bits.h"
 #include "sim/kernel.h"
 
 namespace hcasim {
-
-namespace {
-uint64_t align_down(uint64_t v, uint64_t a) {
-    return v & ~(a - 1);
-}
-uint64_t align_up(uint64_t v, uint64_t a) {
-    return (v + a - 1) & ~(a - 1);
-}
-}  // namespace
 
 address_space::address_space(uint32_t pid, frame_allocator& frames, phys_mem& mem,
                              uint64_t memlock_limit)

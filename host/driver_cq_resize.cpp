@@ -20,17 +20,13 @@
 #include <cerrno>
 
 #include "host/driver.h"
+#include "sim/bits.h"
 
 namespace hcasim {
 
 using namespace hca_if;
 
 namespace {
-uint8_t log2_ceil(uint32_t v) {
-    uint8_t l = 0;
-    while ((1ULL << l) < v) ++l;
-    return l;
-}
 uint64_t lines(uint64_t bytes) {
     return (bytes + 63) / 64;
 }

@@ -3,16 +3,9 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace hcasim {
+#include "sim/bits.h"
 
-namespace {
-unsigned log2_floor(uint64_t v) {
-    return 63 - static_cast<unsigned>(__builtin_clzll(v));
-}
-unsigned log2_ceil(uint64_t v) {
-    return v <= 1 ? 0 : log2_floor(v - 1) + 1;
-}
-}  // namespace
+namespace hcasim {
 
 frame_allocator::frame_allocator(uint64_t memory, uint64_t page_size, uint64_t seed,
                                  frame_placement placement)
