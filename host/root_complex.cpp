@@ -89,12 +89,17 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         uint32_t pid = 0;
         uint64_t va = 0;
         dma_origin o;
+        if (ext && ext->transfer && ext->transfer == m_owned.transfer && pfn == m_owned.pfn &&
+            ext->origin.advanced(offset).mtt_index == m_owned.mtt_index)
+            continue;  // found the origin's a request ago, in the same operation
         const bool resolved = ext && m_resolve && m_mapping &&
                               (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
         const bool ok = resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
         if (!ok) {
             report_stale(pfn, write, o, resolved, pid, va);
             stale = true;
+        } else if (ext && ext->transfer) {
+            m_owned = owned_page{ext->transfer, pfn, ext->origin.advanced(offset).mtt_index};
         }
     }
     return stale;

@@ -130,6 +130,13 @@ class root_complex : public sc_core::sc_module {
                      uint64_t origin_offset);
     void report_stale(uint64_t pfn, bool write, const dma_origin& o, bool resolved, uint32_t pid,
                       uint64_t va);
+    // The last page an operation's request was found to own (dma_origin_ext::transfer): its
+    // next requests to that page are not checked again.
+    struct owned_page {
+        uint64_t transfer = 0;
+        uint64_t pfn = 0;
+        uint64_t mtt_index = 0;
+    } m_owned;
 
     callback_queue m_notify;
     phys_mem& m_mem;

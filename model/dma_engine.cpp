@@ -87,6 +87,7 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
     dma_origin_ext ext;
     ext.origin = origin;
+    ext.transfer = op.transfer;
     if (origin.valid()) gp.set_extension(&ext);
     dma_stream_ext stream;
     stream.stream = op.stream;
@@ -116,6 +117,8 @@ sc_core::sc_time dma_engine::device_access(bool write, const dma_segment& seg, u
 }
 
 void dma_engine::submit(dma_op_ptr op) {
+    static uint64_t transfers = 0;  // numbers operations across engines: one root complex may
+    op->transfer = ++transfers;     // serve several
     const sc_core::sc_time now = hcasim::now();
     const sc_core::sc_time begin = std::max(now, op->not_before) + m_clk.cycles(m_cfg.issue_cycles);
     sc_core::sc_time finish = begin;

@@ -113,6 +113,7 @@ struct dma_op : pooled<dma_op> {
     // data path is the receive stream, everything else the transmit stream.
     dma_stream stream = dma_stream::transmit;
     uint64_t trace_id = 0;  // the WQE this operation works for (traces), 0 if none
+    uint64_t transfer = 0;  // its number among the operations submitted (dma_origin_ext)
     bool ok = true;         // false if any transaction got an error response
     sc_core::sc_time done_at;
     continuation<void(dma_op&)> done;

@@ -34,10 +34,15 @@ struct dma_origin {
 class dma_origin_ext : public tlm::tlm_extension<dma_origin_ext> {
   public:
     dma_origin origin;
+    // The DMA operation the request is part of (0: not said). An operation's requests are issued
+    // one after another with nothing else running between them: a page checked for one of them
+    // needs no second check for the next.
+    uint64_t transfer = 0;
 
     tlm::tlm_extension_base* clone() const override { return new dma_origin_ext(*this); }
     void copy_from(const tlm::tlm_extension_base& other) override {
         origin = static_cast<const dma_origin_ext&>(other).origin;
+        transfer = static_cast<const dma_origin_ext&>(other).transfer;
     }
 };
 

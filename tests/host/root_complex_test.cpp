@@ -18,14 +18,20 @@ namespace {
 constexpr uint64_t page = 4096;
 
 using hcasim::test::rc_dma;
+
+// 64 MiB of memory behind a root complex, frames handed to (process, page) owners by the test.
+struct rc_bench {
+    phys_mem mem{64ULL << 20};
+    frame_allocator frames{64ULL << 20, page, 1, frame_placement::sequential};
+    stats_group stats{"rc_bench"};
+    root_complex rc{"rc", mem, frames, sc_core::sc_time(90, sc_core::SC_NS), stats};
+    hcasim::test::user_frames owners{frames};
+};
 }  // namespace
 
 TEST(root_complex, stale_dma_names_frame_owners_and_key) {
-    phys_mem mem(64ULL << 20);
-    frame_allocator frames(64ULL << 20, page, 1, frame_placement::sequential);
-    stats_group stats("rc_bench");
-    root_complex rc("rc", mem, frames, sc_core::sc_time(90, sc_core::SC_NS), stats);
-    hcasim::test::user_frames owners(frames);
+    rc_bench b;
+    auto& [mem, frames, stats, rc, owners] = b;
     rc.set_mapping_resolver([&](uint32_t pid, uint64_t va) { return owners.frame_at(pid, va); });
     // Reference: translation entries 100..103 were written for pid 1, pages 0x10..0x13.
     std::map<uint64_t, std::pair<uint32_t, uint64_t>> entries;
@@ -78,6 +84,52 @@ TEST(root_complex, stale_dma_names_frame_owners_and_key) {
     EXPECT_EQ(stats.to_json()["stale_dma"], 2) << "kernel-style DMA to an allocated frame is fine";
     EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x42000, small, nullptr), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(stats.to_json()["stale_dma"], 3) << "but not to a free one";
+}
+
+// The requests of one DMA operation are issued together, nothing running between them: a page
+// found to be the origin's for one request is not checked again for the next of the same
+// operation; the next operation checks it again.
+TEST(root_complex, a_page_is_checked_once_per_operation) {
+    rc_bench b;
+    auto& [mem, frames, stats, rc, owners] = b;
+    uint64_t lookups = 0;
+    rc.set_mapping_resolver([&](uint32_t pid, uint64_t va) {
+        ++lookups;
+        return owners.frame_at(pid, va);
+    });
+    ASSERT_EQ(owners.claim(0x40, 1, 0x10), 0);
+    ASSERT_EQ(owners.claim(0x41, 1, 0x11), 0);
+    rc.set_origin_resolver([&](const dma_origin& o, uint32_t& pid, uint64_t& va) {
+        pid = 1;
+        va = ((0x10 + o.mtt_index - 100) << 12) + o.page_offset;
+        return true;
+    });
+    dma_origin o;
+    o.key = 0x1234;
+    o.mtt_index = 100;
+    std::vector<uint8_t> half(page / 2);
+    // Operation 7 reads page 0x40 in two requests, then page 0x41.
+    dma_origin second = o.advanced(page / 2), third = o.advanced(page);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40000, half, &o, nullptr, 7),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40800, half, &second, nullptr, 7),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(lookups, 1u) << "the second request of the operation, same page: not looked up";
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, half, &third, nullptr, 7),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(lookups, 2u) << "another page";
+    // Page 0x10 goes away and its frame goes to pid 2: operation 8 finds it, twice.
+    owners.release(0x40);
+    ASSERT_EQ(owners.claim(0x40, 2, 0x77), 0);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40000, half, &o, nullptr, 8),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40800, half, &second, nullptr, 8),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(stats.to_json()["stale_dma"], 2) << "a stale page is checked (and counted) each time";
+    // Without an operation number every request is checked.
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, half, &third), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, half, &third), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(lookups, 6u);
 }
 
 TEST(root_complex, origin_advances_across_pages) {

@@ -145,8 +145,8 @@ inline json group_stats(const std::string& path) {
 // One request into the root complex; `delay` (when given) in: its arrival, out: done.
 inline tlm::tlm_response_status rc_dma(root_complex& rc, tlm::tlm_command cmd, uint64_t addr,
                                        std::vector<uint8_t>& data,
-                                       const dma_origin* origin = nullptr,
-                                       sc_time* delay = nullptr) {
+                                       const dma_origin* origin = nullptr, sc_time* delay = nullptr,
+                                       uint64_t transfer = 0) {
     tlm::tlm_generic_payload gp;
     gp.set_command(cmd);
     gp.set_address(addr);
@@ -156,6 +156,7 @@ inline tlm::tlm_response_status rc_dma(root_complex& rc, tlm::tlm_command cmd, u
     dma_origin_ext ext;
     if (origin) {
         ext.origin = *origin;
+        ext.transfer = transfer;
         gp.set_extension(&ext);
     }
     sc_time zero = sc_core::SC_ZERO_TIME;
