@@ -16,8 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 #include <systemc>
@@ -234,14 +236,16 @@ class serial_resource {
 };
 
 // An sc_time of `v` kernel time values. SystemC's sc_time::from_value is out of line and looks up
-// the simulation context on every call (tens of times per WQE on the hot path); scaling a
-// one-value time by `v` is inline and exact while `v + 0.5` (SystemC rounds) is exact in a double:
-// below 2^52 (2^52 ps is 75 minutes of simulated time); larger values take from_value.
+// the simulation context on every call, and scaling a one-value time goes through a volatile
+// double (tens of times per WQE on the hot path, each a store, a reload and two conversions); an
+// sc_time is its 64-bit value and nothing else (SystemC 2.3's only data member), so the value is
+// copied in. hcasim never changes the time resolution (it stays SystemC's default, 1 ps).
 inline sc_core::sc_time time_value(uint64_t v) {
-    static const sc_core::sc_time one = sc_core::sc_time::from_value(1);
-    if (v >= (uint64_t{1} << 52)) return sc_core::sc_time::from_value(v);
-    sc_core::sc_time t = one;
-    t *= static_cast<double>(v);
+    static_assert(sizeof(sc_core::sc_time) == sizeof(uint64_t) &&
+                      std::is_standard_layout<sc_core::sc_time>::value,
+                  "sc_time holds its value only");
+    sc_core::sc_time t;
+    std::memcpy(static_cast<void*>(&t), &v, sizeof v);
     return t;
 }
 
