@@ -387,7 +387,9 @@ TEST_F(sweep_cli, an_interrupted_point_keeps_its_partial_stats_and_gets_no_row) 
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     while (!fs::exists(out + "/points/0/stderr.txt") && std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    // Past the point's loading and elaboration (a signal before its run starts ends it without
+    // stats): under a sanitizer on a loaded machine that took more than half a second.
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
     kill(pid, SIGINT);
     EXPECT_EQ(finish(pid), 130) << slurp(f.dir + "/stderr.txt");
     const json stats = json::parse(slurp(out + "/points/0/stats.json"), nullptr, false);
