@@ -43,8 +43,8 @@ struct serve_options {
     std::string record;           // --record: the programs' verbs as a trace (traces/README.md)
     uint64_t cpu_gap_ps = 20000;  // simulated CPU time between two calls of a thread
     uint64_t poll_quantum_ps = 1000000;  // the longest an empty poll waits in simulated time
-    double hold_limit_ms =
-        2;  // running time a thread outside verbs holds simulated time (then: spinning)
+    // Running time a thread outside verbs holds simulated time (then: spinning).
+    double hold_limit_ms = 2;
     std::vector<std::string> command_line, sets;
     std::string scenario_file;
 };

@@ -12,13 +12,11 @@ using namespace program_args;
 
 namespace {
 
+// A state by the name to_string(qp_state) gives it.
 bool parse_state(const std::string& s, qp_state& out) {
-    static const std::pair<const char*, qp_state> states[] = {
-        {"RESET", qp_state::reset}, {"INIT", qp_state::init}, {"RTR", qp_state::rtr},
-        {"RTS", qp_state::rts},     {"SQD", qp_state::sqd},   {"SQE", qp_state::sqe},
-        {"ERR", qp_state::err}};
-    for (const auto& [n, st] : states)
-        if (s == n) {
+    for (qp_state st : {qp_state::reset, qp_state::init, qp_state::rtr, qp_state::rts,
+                        qp_state::sqd, qp_state::sqe, qp_state::err})
+        if (s == to_string(st)) {
             out = st;
             return true;
         }

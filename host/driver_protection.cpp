@@ -7,29 +7,11 @@
 #include <cerrno>
 
 #include "host/driver.h"
+#include "sim/bits.h"
 
 namespace hcasim {
 
 using namespace hca_if;
-
-namespace {
-constexpr uint8_t k_remote = access::remote_read | access::remote_write | access::remote_atomic;
-
-uint64_t round_down(uint64_t v, uint64_t a) {
-    return v & ~(a - 1);
-}
-uint64_t round_up(uint64_t v, uint64_t a) {
-    return (v + a - 1) & ~(a - 1);
-}
-bool power_of_two(uint64_t v) {
-    return v && !(v & (v - 1));
-}
-unsigned log2_of(uint64_t v) {
-    unsigned s = 0;
-    while ((1ULL << s) < v) ++s;
-    return s;
-}
-}  // namespace
 
 int driver::check_access(uint8_t a) const {
     // Remote write and remote atomic require local write (seed 000 §1.2.3).
@@ -62,9 +44,9 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     if (pd == m_pds.end() || pd->second.pid != pid) return leave(cpu, EINVAL);
     if (int err = check_access(attr.access)) return leave(cpu, err);
     // Every page starts and ends on an HCA page boundary and the list covers offset + length.
-    if (attr.length == 0 || !power_of_two(attr.page_size) || attr.page_size < 4096 ||
+    if (attr.length == 0 || !is_pow2(attr.page_size) || attr.page_size < 4096 ||
         attr.offset >= attr.page_size ||
-        attr.pages.size() != round_up(attr.offset + attr.length, attr.page_size) / attr.page_size)
+        attr.pages.size() != align_up(attr.offset + attr.length, attr.page_size) / attr.page_size)
         return leave(cpu, EINVAL);
     for (uint64_t p : attr.pages)
         if (p % attr.page_size)
@@ -80,7 +62,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     auto index = m_key_indices->alloc();
     if (!index) return leave(cpu, ENOMEM);
     auto mtt = m_mtt_space->alloc(attr.pages.size());
-    const unsigned shift = log2_of(attr.page_size);
+    const unsigned shift = log2_ceil(attr.page_size);
     const uint64_t bytes = attr.pages.size() * attr.page_size;
     // With the IOMMU on the driver maps the pages it is handed and gives the HCA IOVAs.
     auto iova = mtt ? dma_reserve(bytes, cpu) : std::nullopt;
@@ -121,7 +103,7 @@ int driver::reg_phys_mr(uint32_t pid, const phys_mr_attr& attr, mr_info& out) {
     st.physical = true;
     st.info.handle = static_cast<uint32_t>(*index);
     st.info.lkey = make_key(st.info.handle, kb);
-    st.info.rkey = (attr.access & k_remote) ? st.info.lkey : 0;
+    st.info.rkey = (attr.access & access::remote) ? st.info.lkey : 0;
     st.info.va = attr.iova;
     st.info.iova = attr.iova;
     st.info.length = attr.length;
@@ -188,7 +170,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     e.access = access;
     e.pd = pd_handle;
     e.start = start;
-    e.page_base = round_down(start, page);
+    e.page_base = align_down(start, page);
     e.mtt_index = *mtt;
     e.ptag = pid;
     e.bound_windows = 0;
@@ -204,7 +186,7 @@ int driver::reg_shared_mr(uint32_t pid, uint32_t mr, uint32_t pd_handle, std::op
     st.info = o.info;
     st.info.handle = static_cast<uint32_t>(*index);
     st.info.lkey = make_key(st.info.handle, kb);
-    st.info.rkey = (access & k_remote) ? st.info.lkey : 0;
+    st.info.rkey = (access & hca_if::access::remote) ? st.info.lkey : 0;
     st.info.va = start;
     st.info.iova = start;
     st.info.access = access;
@@ -246,8 +228,8 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
             return leave(cpu, EFAULT);
         const unsigned shift = as.page_shift_over(attr.va, attr.length);
         const uint64_t page = 1ULL << shift;
-        const uint64_t first = round_down(attr.va, page);
-        const uint64_t npages = (round_up(attr.va + attr.length, page) - first) >> shift;
+        const uint64_t first = align_down(attr.va, page);
+        const uint64_t npages = (align_up(attr.va + attr.length, page) - first) >> shift;
         auto mtt = m_mtt_space->alloc(npages);
         if (!mtt) return leave(cpu, ENOMEM);
         std::vector<uint64_t> pinned;
@@ -310,7 +292,7 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
     }
     st.info.pd = new_pd->first;
     st.info.access = access;
-    st.info.rkey = (access & k_remote) ? st.info.lkey : 0;
+    st.info.rkey = (access & hca_if::access::remote) ? st.info.lkey : 0;
     out = st.info;
     return leave(cpu, err);
 }

@@ -83,23 +83,25 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
                                uint64_t origin_offset) {
     if (len == 0) return false;
     const unsigned shift = m_frames.page_shift();
+    const bool can_resolve = ext && m_resolve && m_mapping;
     bool stale = false;
     for (uint64_t pfn = addr >> shift; pfn <= (addr + len - 1) >> shift; ++pfn) {
-        const uint64_t offset = origin_offset + std::max(addr, pfn << shift) - addr;
+        // The origin of the page's first byte in the access.
+        const dma_origin o =
+            ext ? ext->origin.advanced(origin_offset + std::max(addr, pfn << shift) - addr)
+                : dma_origin{};
+        if (ext && ext->transfer && ext->transfer == m_owned.transfer && pfn == m_owned.pfn &&
+            o.mtt_index == m_owned.mtt_index)
+            continue;  // found the origin's a request ago, in the same operation
         uint32_t pid = 0;
         uint64_t va = 0;
-        dma_origin o;
-        if (ext && ext->transfer && ext->transfer == m_owned.transfer && pfn == m_owned.pfn &&
-            ext->origin.advanced(offset).mtt_index == m_owned.mtt_index)
-            continue;  // found the origin's a request ago, in the same operation
-        const bool resolved = ext && m_resolve && m_mapping &&
-                              (o = ext->origin.advanced(offset), m_resolve(o, pid, va));
+        const bool resolved = can_resolve && m_resolve(o, pid, va);
         const bool ok = resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
         if (!ok) {
-            report_stale(pfn, write, o, resolved, pid, va);
+            report_stale(pfn, write, can_resolve ? o : dma_origin{}, resolved, pid, va);
             stale = true;
         } else if (ext && ext->transfer) {
-            m_owned = owned_page{ext->transfer, pfn, ext->origin.advanced(offset).mtt_index};
+            m_owned = owned_page{ext->transfer, pfn, o.mtt_index};
         }
     }
     return stale;

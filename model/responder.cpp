@@ -113,13 +113,7 @@ void responder::admit(ib_message_ptr msg, qp_context* ctx, const sc_core::sc_tim
         ++m_qkey_violations;
         return;
     }
-    rq_state& rq = m_rq[qpn];
-    if (!rq.known || rq.replies.empty()) {
-        rq.known = true;
-        rq.expected_psn = ctx->expected_psn;
-        rq.pi = ctx->rq_pi;
-        rq.ci = ctx->rq_ci;
-    }
+    rq_state& rq = rq_from(qpn, *ctx);
     if (ud && !msg->intact()) {
         ++m_incomplete;  // a datagram that lost its packet is gone
         return;

@@ -203,6 +203,9 @@ class responder : public sc_core::sc_module {
     // Fetches posted receive WQEs of the QP ahead into the on-chip buffer, within its bounds.
     void prefetch(uint32_t qpn, const hca_if::qp_context& c);
     void drop_prefetched(rq_state& rq);
+    // The QP's receive state, its indices and expected PSN taken from the context while the
+    // responder holds nothing of its own for the QP (first use, or no reply pending).
+    rq_state& rq_from(uint32_t qpn, const hca_if::qp_context& ctx);
     // True (and the request retired without effect) when an earlier NAK put the QP in error.
     bool halted(request_ptr r);
     // Gives back the responder resource (IRD) a READ or atomic held, once.

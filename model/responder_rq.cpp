@@ -175,16 +175,21 @@ void responder::enter_error(uint32_t qpn) {
     });
 }
 
+responder::rq_state& responder::rq_from(uint32_t qpn, const qp_context& ctx) {
+    rq_state& rq = m_rq[qpn];
+    if (!rq.known || rq.replies.empty()) {
+        rq.known = true;
+        rq.expected_psn = ctx.expected_psn;
+        rq.pi = ctx.rq_pi;
+        rq.ci = ctx.rq_ci;
+    }
+    return rq;
+}
+
 void responder::flush_receives(uint32_t qpn) {
     m_qpc.lookup(qpn, [this, qpn](qp_context* ctx) {
         if (!ctx) return;
-        rq_state& rq = m_rq[qpn];
-        if (!rq.known || rq.replies.empty()) {
-            rq.known = true;
-            rq.ci = ctx->rq_ci;
-            rq.pi = ctx->rq_pi;
-            rq.expected_psn = ctx->expected_psn;
-        }
+        rq_state& rq = rq_from(qpn, *ctx);
         drop_prefetched(rq);
         const qp_context c = *ctx;
         const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};

@@ -13,6 +13,9 @@ inline unsigned log2_floor(uint64_t v) {
 inline unsigned log2_ceil(uint64_t v) {
     return v <= 1 ? 0 : log2_floor(v - 1) + 1;
 }
+inline bool is_pow2(uint64_t v) {
+    return v && !(v & (v - 1));
+}
 // `v` rounded down and up to a multiple of `a`, a power of two.
 inline uint64_t align_down(uint64_t v, uint64_t a) {
     return v & ~(a - 1);

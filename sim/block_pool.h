@@ -21,7 +21,7 @@ class block_pool {
         const std::size_t c = size_class(n);
         if (c > classes) return ::operator new(n);
         void*& head = free_list(c);
-        if (!head) return ::operator new(c* granule);
+        if (!head) return ::operator new(granule* c);
         void* p = head;
         head = *static_cast<void**>(p);
         return p;

@@ -276,8 +276,8 @@ void bench::run() {
             << "a window's fault names the region it is bound to (whose pages the driver mirrors)";
         EXPECT_EQ(events[0].addr, k_va + 0x3000) << "the first missing byte";
         EXPECT_EQ(events[0].flags & eqe_flags::write, eqe_flags::write);
-        put_mtt(43, k_pages[3],
-                true);  // the driver writes the entry, drops the cached one, resumes
+        // The driver writes the entry, drops the cached one, resumes.
+        put_mtt(43, k_pages[3], true);
         unit.invalidate_mtt(43, 1);
         EXPECT_TRUE(unit.resume(events[0].token, true));
         ASSERT_TRUE(wait_for([&] { return got; })) << "resumed, the translation starts over";

@@ -124,7 +124,7 @@ TEST(hca_interface, every_layout_round_trips_random_field_values) {
 
         send_wqe w;
         // Any flags but inline_data (its WQEs carry bytes instead of SGEs; round-tripped below).
-        w.opcode = static_cast<wqe_opcode>(rng() % 10),
+        w.opcode = static_cast<wqe_opcode>(rng() % 10);
         w.flags = r<uint8_t>() & ~wqe_flags::inline_data;
         w.num_sge = static_cast<uint8_t>(rng() % 5), w.imm = r<uint32_t>(), w.wr_id = r<uint64_t>();
         w.remote_addr = r<uint64_t>(), w.rkey = r<uint32_t>(), w.compare_add = r<uint64_t>();
