@@ -32,7 +32,7 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
       m_clk(clk),
       m_mrrs(mrrs),
       m_tags(cfg.tags_for(pcie_gen)),
-      m_tag_free(m_tags, sc_core::SC_ZERO_TIME),
+      m_tag_free(m_tags),
       m_done("done"),
       m_stats(this->name()),
       m_read_bytes(m_stats.counter("read_bytes", "bytes", "bytes read from host memory")),
@@ -65,8 +65,9 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
 
 uint64_t dma_engine::outstanding_reads() const {
     const sc_core::sc_time now = hcasim::now();
-    return static_cast<uint64_t>(std::count_if(m_tag_free.begin(), m_tag_free.end(),
-                                               [&](const sc_core::sc_time& t) { return t > now; }));
+    uint64_t n = 0;
+    m_tag_free.each([&](const sc_core::sc_time& t) { n += t > now; });
+    return n;
 }
 
 sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
@@ -142,10 +143,8 @@ void dma_engine::submit(dma_op_ptr op) {
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
                 uint64_t chunk = std::min({left, m_mrrs, 4096 - (addr % 4096)});
-                // The tag free soonest (the heap's top; tags are interchangeable).
-                std::pop_heap(m_tag_free.begin(), m_tag_free.end(), std::greater<>());
-                const sc_core::sc_time tag_free = m_tag_free.back();
-                m_tag_free.pop_back();
+                // The tag free soonest (tags are interchangeable).
+                const sc_core::sc_time tag_free = m_tag_free.take();
                 if (tag_free > issue) {
                     m_tag_wait_ps += to_ps(tag_free - issue);
                     issue = tag_free;
@@ -153,8 +152,7 @@ void dma_engine::submit(dma_op_ptr op) {
                 sc_core::sc_time arrived = transact(
                     tlm::TLM_READ_COMMAND, addr, op->data.data() + offset, chunk, issue, *op,
                     seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin);
-                m_tag_free.push_back(arrived);
-                std::push_heap(m_tag_free.begin(), m_tag_free.end(), std::greater<>());
+                m_tag_free.give(arrived);
                 op->arrivals.push_back({offset, arrived});
                 if (m_cfg.line_cycles)  // the data path reaches the next request after these lines
                     issue +=

@@ -21,6 +21,7 @@
 #include <tlm>
 
 #include "model/device_memory.h"
+#include "model/read_tags.h"
 #include "sim/block_pool.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
@@ -159,8 +160,7 @@ class dma_engine : public sc_core::sc_module {
     device_memory* m_dm = nullptr;
     uint64_t m_mrrs;
     uint64_t m_tags;
-    // When each read tag is free again, a min-heap (std::greater): a request takes the top.
-    std::vector<sc_core::sc_time> m_tag_free;
+    read_tags m_tag_free;  // when each read tag is free again
     // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
     // target ever issued one, gets its own.
     tlm::tlm_generic_payload m_gp;
