@@ -99,7 +99,7 @@ void command_unit::copy(const command_request& c, const std::function<void()>& d
     if (!bytes || !m_dm.contains(c.in0, bytes) || (zero && !to_device))
         return finish(c, cmd_status::bad_index);
     ++m_copies;
-    auto write = [this, c, to_device, done](std::vector<uint8_t> data) {
+    auto write = [this, c, to_device, done](byte_vector data) {
         auto op = dma_op::make();
         op->dir = dma_op::direction::write;
         dma_segment dst(to_device ? c.in0 : c.in1, data.size());
@@ -114,7 +114,7 @@ void command_unit::copy(const command_request& c, const std::function<void()>& d
         };
         m_dma.submit(std::move(op));
     };
-    if (zero) return write(std::vector<uint8_t>(bytes, 0));
+    if (zero) return write(byte_vector(bytes, 0));
     auto op = dma_op::make();
     op->dir = dma_op::direction::read;
     dma_segment src(to_device ? c.in1 : c.in0, bytes);
@@ -133,7 +133,7 @@ void command_unit::finish(const command_request& c, cmd_status status) {
     HCASIM_LOG(name(), qp,
                "command " << static_cast<int>(c.op) << " token " << c.token << " status "
                           << static_cast<int>(status));
-    std::vector<uint8_t> record(cmd_record_size, 0);
+    byte_vector record(cmd_record_size, 0);
     put<uint32_t>(record.data(), c.token);
     put<uint8_t>(record.data() + 4, static_cast<uint8_t>(status));
     const sc_core::sc_time started = m_started;

@@ -100,7 +100,7 @@ void completion::write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t 
             auto op = dma_op::make();
             op->dir = dma_op::direction::write;
             op->segments.push_back({(w[0] & ~(page - 1)) + offset % page, cqe::size});
-            op->data.resize(cqe::size);
+            op->data.resize(cqe::size, 0);
             op->trace_id = p.trace_id;
             p.c.encode(op->data.data());
             op->done = [this, cqn, posted, ring, c = p.c, written = std::move(p.written)](dma_op&) {

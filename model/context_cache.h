@@ -196,7 +196,7 @@ class context_cache {
 
     void write_back(uint64_t index, const Entry& e, continuation<void(dma_op&)> done) {
         ++m_writebacks;
-        std::vector<uint8_t> bytes(Entry::size);
+        byte_vector bytes(Entry::size, 0);
         e.encode(bytes.data());
         m_dma.write(m_base + index * Entry::size, std::move(bytes), std::move(done));
     }

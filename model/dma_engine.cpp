@@ -1,6 +1,7 @@
 #include "model/dma_engine.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <optional>
 
@@ -11,7 +12,7 @@ namespace hcasim {
 
 void dma_op::reuse() {
     std::vector<dma_segment> s = std::move(segments);
-    std::vector<uint8_t> d = std::move(data);
+    byte_vector d = std::move(data);
     std::vector<dma_pacing> p = std::move(pacing), a = std::move(arrivals);
     *this = dma_op();
     segments = std::move(s);
@@ -101,6 +102,7 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     if (!gp.is_response_ok()) {
         op.ok = false;
         ++m_errors;
+        if (cmd == tlm::TLM_READ_COMMAND) std::memset(data, 0, len);
     }
     return now + delay;
 }
@@ -113,6 +115,7 @@ sc_core::sc_time dma_engine::device_access(bool write, const dma_segment& seg, u
     if (!ok) {
         op.ok = false;
         ++m_errors;
+        if (!write) std::memset(data, 0, seg.length);
     }
     return done;
 }
@@ -126,7 +129,7 @@ void dma_engine::submit(dma_op_ptr op) {
     const uint64_t total = op->length();
     if (op->dir == dma_op::direction::read) {
         ++m_read_ops;
-        op->data.assign(total, 0);
+        op->data.resize(total);  // not zeroed: every request fills its bytes (zeros if it fails)
         op->arrivals.clear();
         uint64_t offset = 0;
         sc_core::sc_time issue = begin;
@@ -223,7 +226,7 @@ void dma_engine::read(uint64_t addr, uint64_t length, continuation<void(dma_op&)
     submit(op);
 }
 
-void dma_engine::write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done) {
+void dma_engine::write(uint64_t addr, byte_vector data, continuation<void(dma_op&)> done) {
     auto op = dma_op::make();
     op->dir = dma_op::direction::write;
     op->segments.push_back({addr, data.size()});

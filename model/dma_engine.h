@@ -23,6 +23,7 @@
 #include "model/device_memory.h"
 #include "model/read_tags.h"
 #include "sim/block_pool.h"
+#include "sim/byte_vector.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/pooled.h"
@@ -101,7 +102,7 @@ struct dma_pacing {
 struct dma_op : pooled<dma_op> {
     enum class direction { read, write } dir = direction::read;
     std::vector<dma_segment> segments;
-    std::vector<uint8_t> data;       // read: filled in; write: the bytes to write
+    byte_vector data;                // read: filled in; write: the bytes to write
     std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
     // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
     // `offset` up to the next entry's offset are on chip at `when` (the request's last completion
@@ -141,7 +142,7 @@ class dma_engine : public sc_core::sc_module {
     void submit(dma_op_ptr op);
     // Convenience: read `length` bytes at one address.
     void read(uint64_t addr, uint64_t length, continuation<void(dma_op&)> done);
-    void write(uint64_t addr, std::vector<uint8_t> data, continuation<void(dma_op&)> done);
+    void write(uint64_t addr, byte_vector data, continuation<void(dma_op&)> done);
 
     uint64_t outstanding_reads() const;
     // The device memory `device` segments reach (the HCA's, set at construction).

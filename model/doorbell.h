@@ -24,6 +24,7 @@
 #include <tlm>
 
 #include "model/device_memory.h"
+#include "sim/byte_vector.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/pooled.h"
@@ -65,7 +66,7 @@ struct doorbell_config {
 // The WQE bytes of a BlueFlame block, handed from the doorbell to the requester; pooled, so the
 // bytes' storage is reused block after block (sim/pooled.h).
 struct bf_wqe : pooled<bf_wqe> {
-    std::vector<uint8_t> bytes;
+    byte_vector bytes;
     void reuse() { bytes.clear(); }
 };
 using bf_wqe_ptr = pool_ptr<bf_wqe>;

@@ -36,14 +36,14 @@ void event_unit::post(const eqe& e) {
     eqe out = e;
     out.owner = cqe::owner_for(index, static_cast<uint8_t>(log_entries));
     m_queue.at(start + m_clk.cycles(m_cfg.eqe_cycles), [this, out, index] {
-        std::vector<uint8_t> bytes(eqe::size);
+        byte_vector bytes(eqe::size, 0);
         out.encode(bytes.data());
         const uint64_t slot =
             m_tables.eq_base + uint64_t{index & (m_tables.eq_entries - 1)} * eqe::size;
         ++m_events;
         m_dma.write(slot, std::move(bytes), [](dma_op&) {});
         if (m_tables.msi_addr == 0) return;
-        std::vector<uint8_t> msg(8);
+        byte_vector msg(8, 0);
         put<uint64_t>(msg.data(), m_tables.msi_data);
         ++m_interrupts;
         m_dma.write(m_tables.msi_addr, std::move(msg), [](dma_op&) {});

@@ -231,7 +231,7 @@ void requester::kick(uint32_t qpn) {
         sq.fetching = true;
         const bool ud = ctx->type == qp_type::ud;
         auto fetched = [this, qpn, first, stride = 1u << q.wqe_shift, ud](
-                           bool ok, uint32_t count, const std::vector<uint8_t>& bytes) {
+                           bool ok, uint32_t count, const byte_vector& bytes) {
             sq_state& sq = m_sq[qpn];
             sq.fetching = false;
             if (!ok) {
@@ -370,7 +370,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         // The payload came in the WQE: no local key to check, nothing to read.
         ++m_inline_wqes;
         build_message(ctx, s);
-        s->msg->payload = std::move(s->w.inline_bytes);
+        s->msg->payload.assign(s->w.inline_bytes.begin(), s->w.inline_bytes.end());
         s->stage = wqe_stage::ready;
         drain(qpn);
         return;

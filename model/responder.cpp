@@ -364,7 +364,7 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
                 : queue_desc{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
     m_fetcher.fetch(
         q, r->rq_index, 1,
-        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, const std::vector<uint8_t>& bytes) {
+        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, const byte_vector& bytes) {
             if (!ok) return fn(nullptr);
             recv_wqe w = recv_wqe::decode(bytes.data(), stride);
             r->wr_id = w.wr_id;
@@ -422,7 +422,7 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             op->dir = dma_op::direction::write;
             for (const auto& t : *results)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
-            op->data = grh ? r->msg->grh : std::vector<uint8_t>();
+            if (grh) op->data.assign(r->msg->grh.begin(), r->msg->grh.end());
             op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
@@ -547,7 +547,7 @@ void responder::run_next_atomic() {
                 r->msg->op == ib_op::atomic_cmp_swp
                     ? (original == r->msg->compare_add ? r->msg->swap : original)
                     : original + r->msg->compare_add;
-            std::vector<uint8_t> result(8);
+            byte_vector result(8, 0);
             put<uint64_t>(result.data(), original);
             auto wr = dma_op::make();
             wr->stream = dma_stream::receive;
@@ -598,7 +598,7 @@ void responder::nak_now(const ib_message_ptr& msg, ib_nak nak, const sc_core::sc
     port_of(*out).send(out, earliest);
 }
 
-void responder::answer(request_ptr r, ib_op op, ib_nak nak, std::vector<uint8_t> payload,
+void responder::answer(request_ptr r, ib_op op, ib_nak nak, byte_vector payload,
                        std::vector<sc_core::sc_time> ready) {
     release_read(r);
     if (op == ib_op::nak && r->ctx.type == qp_type::rc) ++m_naks;

@@ -145,8 +145,7 @@ class responder : public sc_core::sc_module {
         bool refusing = false;  // a request waits to be NAKed: later ones are not executed
         bool nak_sent =
             false;  // a sequence or RNR NAK is out: out-of-sequence requests are dropped
-        std::deque<std::pair<uint32_t, std::vector<uint8_t>>>
-            atomic_replay;  // PSN -> original value
+        std::deque<std::pair<uint32_t, byte_vector>> atomic_replay;  // PSN -> original value
         // Receive WQE prefetch: WQEs [ci, prefetch_next) are on chip or being fetched.
         uint32_t prefetch_next = 0;
         uint32_t epoch = 0;  // bumped when the on-chip copies are dropped
@@ -198,8 +197,8 @@ class responder : public sc_core::sc_module {
     // WQE as flushed (its QP is in the error state), so the driver gets the slot back.
     void flush_srq_claim(const request_ptr& r);
     // `ready`: when each response packet's bytes are on chip (cut-through read responses).
-    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none,
-                std::vector<uint8_t> payload = {}, std::vector<sc_core::sc_time> ready = {});
+    void answer(request_ptr r, ib_op op, ib_nak nak = ib_nak::none, byte_vector payload = {},
+                std::vector<sc_core::sc_time> ready = {});
     // Fetches posted receive WQEs of the QP ahead into the on-chip buffer, within its bounds.
     void prefetch(uint32_t qpn, const hca_if::qp_context& c);
     void drop_prefetched(rq_state& rq);

@@ -123,7 +123,7 @@ void responder::prefetch(uint32_t qpn, const qp_context& c) {
     m_fetcher.fetch(
         q, first, n,
         [this, qpn, first, n, epoch = rq.epoch, stride = 1u << q.wqe_shift](
-            bool ok, uint32_t count, const std::vector<uint8_t>& bytes) {
+            bool ok, uint32_t count, const byte_vector& bytes) {
             rq_state& rq = m_rq[qpn];
             if (epoch == rq.epoch) rq.prefetching = false;
             for (uint32_t i = 0; i < n; ++i) {
@@ -195,16 +195,16 @@ void responder::flush_receives(uint32_t qpn) {
         const queue_desc q{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
         for (; rq.ci != rq.pi; ++rq.ci) {
             ++m_flushed;
-            m_fetcher.fetch(q, rq.ci, 1,
-                            [this, c, stride = 1u << q.wqe_shift](
-                                bool ok, uint32_t, const std::vector<uint8_t>& bytes) {
-                                cqe e;
-                                e.opcode = cqe_opcode::recv;
-                                e.status = wc_status::wr_flush_err;
-                                e.qpn = c.qpn;
-                                if (ok) e.wr_id = recv_wqe::decode(bytes.data(), stride).wr_id;
-                                m_cq.post(c.recv_cqn, e);
-                            });
+            m_fetcher.fetch(
+                q, rq.ci, 1,
+                [this, c, stride = 1u << q.wqe_shift](bool ok, uint32_t, const byte_vector& bytes) {
+                    cqe e;
+                    e.opcode = cqe_opcode::recv;
+                    e.status = wc_status::wr_flush_err;
+                    e.qpn = c.qpn;
+                    if (ok) e.wr_id = recv_wqe::decode(bytes.data(), stride).wr_id;
+                    m_cq.post(c.recv_cqn, e);
+                });
         }
         save_indices(qpn);
     });

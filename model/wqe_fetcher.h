@@ -52,7 +52,7 @@ struct queue_desc {
 
 class wqe_fetcher : public sc_core::sc_module {
   public:
-    using callback = continuation<void(bool ok, uint32_t count, const std::vector<uint8_t>& bytes)>;
+    using callback = continuation<void(bool ok, uint32_t count, const byte_vector& bytes)>;
 
     wqe_fetcher(sc_core::sc_module_name name, const wqe_fetcher_config& cfg,
                 const clock_domain& clk, dma_engine& dma);

@@ -25,7 +25,8 @@ uint32_t ib_message::packet_payload(uint32_t i) const {
 }
 
 void ib_message::reuse() {
-    std::vector<uint8_t> p = std::move(payload), g = std::move(grh);
+    byte_vector p = std::move(payload);
+    std::vector<uint8_t> g = std::move(grh);
     std::vector<sc_core::sc_time> a = std::move(arrivals), r = std::move(ready);
     *this = ib_message();
     payload = std::move(p);

@@ -40,6 +40,7 @@
 
 #include <systemc>
 
+#include "sim/byte_vector.h"
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/pooled.h"
@@ -91,7 +92,7 @@ struct ib_message : pooled<ib_message> {
     ib_nak nak = ib_nak::none;
     uint8_t rnr_timer = 0;  // RNR NAK: the responder's min_rnr_timer (IBA Table 45 encoding)
     uint64_t trace_id = 0;  // the WQE this message belongs to, for traces
-    std::vector<uint8_t> payload;
+    byte_vector payload;
     // Unreliable datagram (UD): one packet with a DETH carrying `qkey` (and src_qpn).
     bool datagram = false;
     uint32_t qkey = 0;

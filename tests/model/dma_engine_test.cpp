@@ -169,6 +169,13 @@ void bench::run() {
         auto op = make_op(dma_op::direction::read, {{0x6FF00, 0x200}});
         run_op(op);
         EXPECT_FALSE(op->ok) << "a read that touched the bad range fails";
+        ASSERT_EQ(op->data.size(), 0x200u);
+        EXPECT_EQ(std::vector<uint8_t>(op->data.begin(), op->data.begin() + 0x100),
+                  mem.read(0x6FF00, 0x100))
+            << "the request before the bad range read its bytes";
+        EXPECT_EQ(std::vector<uint8_t>(op->data.begin() + 0x100, op->data.end()),
+                  std::vector<uint8_t>(0x100, 0))
+            << "the failed request's bytes are zeros (not a reused buffer's old bytes)";
         auto w = make_op(dma_op::direction::write, {{0x70010, 8}});
         w->data.assign(8, 0xFF);
         run_op(w);

@@ -44,7 +44,7 @@ struct bench : sc_core::sc_module {
         unit.on_send = [this](uint32_t q, uint32_t p) { sends.push_back({q, p, hcasim::now()}); };
         unit.on_recv = [this](uint32_t q, uint32_t p) { recvs.push_back({q, p, hcasim::now()}); };
         unit.on_blueflame = [this](uint32_t q, uint32_t p, hcasim::bf_wqe_ptr w) {
-            bfs.push_back({q, p, w->bytes, hcasim::now()});
+            bfs.push_back({q, p, w->bytes.to_vector(), hcasim::now()});
         };
         unit.on_command = [this](const command_request& c) {
             commands.push_back(c);

@@ -37,8 +37,8 @@ struct bench : test::model_bench {
         bool got = false, ok = false;
         uint32_t n = 0;
         std::vector<uint8_t> bytes;
-        fetcher.fetch(d, index, count, [&](bool k, uint32_t c, std::vector<uint8_t> b) {
-            got = true, ok = k, n = c, bytes = std::move(b);
+        fetcher.fetch(d, index, count, [&](bool k, uint32_t c, const byte_vector& b) {
+            got = true, ok = k, n = c, bytes = b.to_vector();
         });
         EXPECT_TRUE(wait_for([&] { return got; }));
         EXPECT_EQ(ok, expect_ok) << "fetch at index " << index;
