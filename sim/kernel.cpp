@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iterator>
+#include <stdexcept>
 
 namespace hcasim {
 
@@ -50,6 +51,8 @@ calendar& calendar::get() {
 }
 
 calendar::calendar() : m_limit(sc_core::sc_max_time().value()) {
+    if (sc_core::sc_time(1, sc_core::SC_PS).value() != ticks_per_ps())
+        throw std::logic_error("hcasim needs SystemC's default time resolution, 1 ps");
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.dont_initialize();

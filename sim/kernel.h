@@ -266,10 +266,11 @@ class clock_domain {
     sc_core::sc_time m_period;
 };
 
-// Kernel time values per picosecond (1 at SystemC's default resolution), read once.
-inline uint64_t ticks_per_ps() {
-    static const uint64_t ticks = sc_core::sc_time(1, sc_core::SC_PS).value();
-    return ticks;
+// Kernel time values per picosecond: hcasim keeps SystemC's default time resolution, 1 ps (the
+// calendar checks it when the simulation is built), so a time value is a picosecond and the
+// conversions below are copies, not a multiplication and a 64-bit division.
+constexpr uint64_t ticks_per_ps() {
+    return 1;
 }
 // Integer picoseconds to and from sc_time without going through double.
 inline sc_core::sc_time ps_time(uint64_t ps) {
