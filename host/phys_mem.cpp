@@ -22,14 +22,31 @@ void phys_mem::for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn) {
     }
 }
 
+phys_mem::frame* phys_mem::find_frame(uint64_t number) {
+    if (number != m_last_number) {
+        m_last = &m_frames[number];
+        m_last_number = number;
+    }
+    return m_last;
+}
+
+const phys_mem::frame* phys_mem::find_frame(uint64_t number) const {
+    if (number == m_last_number) return m_last;
+    auto it = m_frames.find(number);
+    if (it == m_frames.end()) return nullptr;  // not remembered: a write may make it
+    // The map's own (non-const) node: remembered for writes as well.
+    m_last = const_cast<frame*>(&it->second);
+    m_last_number = number;
+    return m_last;
+}
+
 void phys_mem::read_stored(uint64_t addr, uint8_t* out, uint64_t len) const {
     const frame* f = nullptr;
     uint64_t f_number = ~uint64_t{0};
     for_each_chunk(addr, len,
                    [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
                        if (fn != f_number) {
-                           auto it = m_frames.find(fn);
-                           f = it == m_frames.end() ? nullptr : &it->second;
+                           f = find_frame(fn);
                            f_number = fn;
                        }
                        if (f && f->g[gi])
@@ -45,7 +62,7 @@ void phys_mem::write_stored(uint64_t addr, const uint8_t* data, uint64_t len) {
     for_each_chunk(addr, len,
                    [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
                        if (fn != f_number) {
-                           f = &m_frames[fn];
+                           f = find_frame(fn);
                            f_number = fn;
                        }
                        auto& g = f->g[gi];
@@ -84,7 +101,10 @@ void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
             --m_granules;
             --f.held;
         }
-        if (f.held == 0) m_frames.erase(it);
+        if (f.held == 0) {
+            if (fn == m_last_number) m_last_number = ~uint64_t{0};
+            m_frames.erase(it);
+        }
     }
 }
 

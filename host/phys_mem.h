@@ -66,9 +66,17 @@ class phys_mem {
     template <class Fn>
     void for_each_frame(uint64_t addr, uint64_t len, Fn&& fn) const;
 
+    // The stored frame `number`, or nullptr; made when missing (writes) or not (reads).
+    frame* find_frame(uint64_t number);
+    const frame* find_frame(uint64_t number) const;
+
     uint64_t m_size;
     std::unordered_map<uint64_t, frame> m_frames;
     uint64_t m_granules = 0;
+    // The frame found last (the requests of a transfer, a ring's entries, stay in one frame): a
+    // map node, so it stays where it is until that frame is erased, which forgets it.
+    mutable uint64_t m_last_number = ~uint64_t{0};
+    mutable frame* m_last = nullptr;
     std::unordered_map<uint64_t, uint8_t*> m_attached;
 };
 
