@@ -172,6 +172,8 @@ void dma_engine::submit(dma_op_ptr op) {
         m_read_latency.add(to_ps(finish - begin));
     } else {
         ++m_write_ops;
+        // TLM's data pointer is not const; a write only reads through it.
+        uint8_t* const bytes = op->source ? const_cast<uint8_t*>(op->source) : op->data.data();
         // Split the segments further where paced bytes become available.
         size_t pace = 0;
         uint64_t offset = 0;
@@ -196,12 +198,11 @@ void dma_engine::submit(dma_op_ptr op) {
                     path = ready;
                 }
                 sc_core::sc_time sent =
-                    seg.device ? device_access(true, dma_segment(addr, chunk),
-                                               op->data.data() + offset, ready, *op)
-                               : transact(tlm::TLM_WRITE_COMMAND, addr, op->data.data() + offset,
-                                          chunk, ready, *op,
-                                          seg.origin.valid() ? seg.origin.advanced(addr - seg.addr)
-                                                             : seg.origin);
+                    seg.device
+                        ? device_access(true, dma_segment(addr, chunk), bytes + offset, ready, *op)
+                        : transact(tlm::TLM_WRITE_COMMAND, addr, bytes + offset, chunk, ready, *op,
+                                   seg.origin.valid() ? seg.origin.advanced(addr - seg.addr)
+                                                      : seg.origin);
                 finish = std::max(finish, sent);
                 addr += chunk;
                 offset += chunk;

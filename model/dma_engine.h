@@ -102,7 +102,10 @@ struct dma_pacing {
 struct dma_op : pooled<dma_op> {
     enum class direction { read, write } dir = direction::read;
     std::vector<dma_segment> segments;
-    byte_vector data;                // read: filled in; write: the bytes to write
+    byte_vector data;  // read: filled in; write: the bytes to write
+    // Write only: the bytes to write when they are not copied into `data` (a buffer whoever
+    // submits keeps unchanged until `done`: a received message's payload).
+    const uint8_t* source = nullptr;
     std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
     // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
     // `offset` up to the next entry's offset are on chip at `when` (the request's last completion

@@ -320,7 +320,11 @@ void responder::rdma_write(request_ptr r) {
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
         op->segments.assign(t.segments.begin(), t.segments.end());
-        op->data = r->msg->payload;
+        // Written from the message itself (`r`, which holds it, lives until `done`).
+        if (r->msg->payload.size() >= op->length())
+            op->source = r->msg->payload.data();
+        else
+            op->data = r->msg->payload;
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
