@@ -24,6 +24,9 @@ class phys_mem {
     static constexpr uint64_t granule_bytes = 256;
 
     explicit phys_mem(uint64_t size) : m_size(size) {}
+    // Not copied: a copy would remember a frame of the original (m_last).
+    phys_mem(const phys_mem&) = delete;
+    phys_mem& operator=(const phys_mem&) = delete;
 
     uint64_t size() const { return m_size; }
     bool contains(uint64_t addr, uint64_t len) const {
