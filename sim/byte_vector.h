@@ -87,6 +87,7 @@ class byte_vector {
         m_size = 0;
         insert(end(), first, last);
     }
+    // [first, last) must not be this buffer's own bytes (growing may move them).
     template <class It, class = typename std::iterator_traits<It>::iterator_category>
     iterator insert(const_iterator at, It first, It last) {
         const auto offset = static_cast<std::size_t>(at - data());
