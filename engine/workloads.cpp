@@ -60,22 +60,18 @@ json run_dma(world& w, const workload_spec& spec) {
             auto w = dma_op::make();
             w->dir = dma_op::direction::write;
             w->segments = segments;
-            const std::vector<uint8_t> bytes = pattern_bytes(7, size);
-            w->data.assign(bytes.begin(), bytes.end());
+            w->data = pattern_bytes(7, size);
             w->done = [st](dma_op& d) { st->all_ok = st->all_ok && d.ok; };
             nd.hca().dma().submit(w);
         }
         auto op = dma_op::make();
         op->dir = write ? dma_op::direction::write : dma_op::direction::read;
         op->segments = segments;
-        if (write) {
-            const std::vector<uint8_t> bytes = pattern_bytes(7, size);
-            op->data.assign(bytes.begin(), bytes.end());
-        }
+        if (write) op->data = pattern_bytes(7, size);
         op->done = [st, write](dma_op& d) {
             st->all_ok = st->all_ok && d.ok;
             st->end = now_ps();
-            if (!write) st->last_read.assign(d.data.begin(), d.data.end());
+            if (!write) st->last_read = d.data.to_vector();
             if (--st->remaining == 0) notify_now(st->finished);
         };
         nd.hca().dma().submit(op);

@@ -320,11 +320,7 @@ void responder::rdma_write(request_ptr r) {
         op->stream = dma_stream::receive;
         op->dir = dma_op::direction::write;
         op->segments.assign(t.segments.begin(), t.segments.end());
-        // Written from the message itself (`r`, which holds it, lives until `done`).
-        if (r->msg->payload.size() >= op->length())
-            op->source = r->msg->payload.data();
-        else
-            op->data = r->msg->payload;
+        op->source = r->msg->payload.data();  // the message's own bytes: `r` holds it to `done`
         op->ptag = t.ptag;
         op->trace_id = r->msg->trace_id;
         op->not_before = r->ready_at;
