@@ -165,7 +165,7 @@ sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arri
 }
 
 void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival) {
-    const auto* ext = gp.get_extension<dma_origin_ext>();
+    const dma_origin_ext* ext = origin_of(gp);
     uint8_t* out = gp.get_data_ptr();
     // It sees the writes that arrived before it, visible or not yet (reads do not pass posted
     // writes); those become visible by `until`. Without the IOMMU a write is visible when it
@@ -189,7 +189,7 @@ void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_ti
 sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
                                            const sc_core::sc_time& arrival,
                                            const sc_core::sc_time& translated) {
-    const auto* ext = gp.get_extension<dma_origin_ext>();
+    const dma_origin_ext* ext = origin_of(gp);
     const uint8_t* data = gp.get_data_ptr();
     // Posted writes become visible in order of arrival, also when an earlier one still waits
     // for its walk.

@@ -46,4 +46,11 @@ class dma_origin_ext : public tlm::tlm_extension<dma_origin_ext> {
     }
 };
 
+// The origin a transaction carries, or null. The DMA engine keeps the extension attached to the
+// payload it reuses, so one whose origin is not valid says "no origin", as a missing one does.
+inline const dma_origin_ext* origin_of(const tlm::tlm_generic_payload& gp) {
+    const auto* ext = gp.get_extension<dma_origin_ext>();
+    return ext && ext->origin.valid() ? ext : nullptr;
+}
+
 }  // namespace hcasim

@@ -132,6 +132,35 @@ TEST(root_complex, a_page_is_checked_once_per_operation) {
     EXPECT_EQ(lookups, 6u);
 }
 
+// The DMA engine keeps its origin extension attached to the payload it reuses: an origin that is
+// not valid (key 0, driver structures) is checked as DMA without one, only for an allocated frame.
+TEST(root_complex, an_attached_origin_that_is_not_valid_is_none) {
+    rc_bench b;
+    auto& [mem, frames, stats, rc, owners] = b;
+    uint64_t resolved = 0;
+    rc.set_mapping_resolver([&](uint32_t pid, uint64_t va) { return owners.frame_at(pid, va); });
+    rc.set_origin_resolver([&](const dma_origin&, uint32_t& pid, uint64_t& va) {
+        ++resolved;
+        pid = 1;
+        va = 0x10000;
+        return true;
+    });
+    ASSERT_EQ(owners.claim(0x40, 2, 0x77), 0);
+    dma_origin none;  // key 0
+    none.mtt_index = 100;
+    std::vector<uint8_t> small(16);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40000, small, &none, nullptr, 9),
+              tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(resolved, 0u) << "no origin to resolve";
+    EXPECT_EQ(stats.to_json()["stale_dma"], 0) << "an allocated frame is all it needs";
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x41000, small, &none, nullptr, 9),
+              tlm::TLM_OK_RESPONSE);
+    const json s = stats.to_json();
+    EXPECT_EQ(s["stale_dma"], 1) << "a free frame is stale";
+    EXPECT_FALSE(s["stale_dma_events"][0].contains("registered_for")) << "for no process";
+    EXPECT_EQ(resolved, 0u);
+}
+
 TEST(root_complex, origin_advances_across_pages) {
     dma_origin o;
     o.key = 1;
