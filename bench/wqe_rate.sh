@@ -7,13 +7,14 @@
 # `events_per_op` of the workload, and the process's CPU time (user + system, from bash's `time`),
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
 #
-# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i]
+# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u]
 #   -n REPEATS  runs per scenario; the fastest is reported (default 3)
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
 #   -i          also count instructions per WQE with valgrind's callgrind (exact and unaffected
 #               by other load): 2,000 WQEs and 1 WQE per QP of each case, the difference over
 #               the WQEs in between, so setup is not counted (needs valgrind; ~1 min)
+#   -u          -i, and those instructions per WQE by unit (source file; bench/cg_units.py)
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
@@ -22,12 +23,14 @@ cd "$(dirname "$0")/.."
 repeats=3
 scale=1
 instructions=0
-while getopts "n:s:ih" opt; do
+units=0
+while getopts "n:s:iuh" opt; do
     case "$opt" in
         n) repeats="$OPTARG" ;;
         s) scale="$OPTARG" ;;
         i) instructions=1 ;;
-        *) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        u) units=1; instructions=1 ;;
+        *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 
@@ -103,6 +106,8 @@ for c in "${cases[@]}"; do
     done
     python3 -c "import sys; a,b,wa,wb=map(int,sys.argv[1:]); print('%-20s %10d %14.0f' % ('$name', wa-wb, (a-b)/(wa-wb)))" \
         "${counts[0]}" "${counts[1]}" "${wqes[-2]}" "${wqes[-1]}"
+    [ "$units" = 1 ] && python3 bench/cg_units.py "$tmp/$name.i2000.cg" "$tmp/$name.i1.cg" \
+        "$((wqes[-2] - wqes[-1]))"
 done
 echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs less that of one per QP)."
 
