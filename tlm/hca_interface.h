@@ -15,16 +15,27 @@
 namespace hcasim::hca_if {
 
 // ---- little-endian field access --------------------------------------------------------------
+// On a little-endian machine a field is its bytes as they are: one unaligned load or store.
 template <class T>
 inline void put(uint8_t* p, T v) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    std::memcpy(p, &v, sizeof(T));
+#else
     for (size_t i = 0; i < sizeof(T); ++i)
         p[i] = static_cast<uint8_t>(static_cast<uint64_t>(v) >> (8 * i));
+#endif
 }
 template <class T>
 inline T get(const uint8_t* p) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    return v;
+#else
     uint64_t v = 0;
     for (size_t i = 0; i < sizeof(T); ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
     return static_cast<T>(v);
+#endif
 }
 
 // ---- BAR0 ------------------------------------------------------------------------------------
