@@ -14,12 +14,12 @@ namespace hcasim {
 template <class T>
 class index_map {
   public:
-    // The record of `key`, made (value-initialised) when there is none.
+    // The record of `key`, made (value-initialised) when there is none. The common case, a record
+    // that exists, is a compare and two loads where it is called; making one is out of line.
     T& operator[](uint32_t key) {
-        if (key >= m_slots.size()) m_slots.resize(static_cast<size_t>(key) + 1);
-        auto& slot = m_slots[key];
-        if (!slot) slot = std::make_unique<T>();
-        return *slot;
+        if (key < m_slots.size())
+            if (T* record = m_slots[key].get()) return *record;
+        return make(key);
     }
     // The record of `key`, or nullptr.
     T* find(uint32_t key) const { return key < m_slots.size() ? m_slots[key].get() : nullptr; }
@@ -29,6 +29,12 @@ class index_map {
     }
 
   private:
+    [[gnu::noinline]] T& make(uint32_t key) {
+        if (key >= m_slots.size()) m_slots.resize(static_cast<size_t>(key) + 1);
+        m_slots[key] = std::make_unique<T>();
+        return *m_slots[key];
+    }
+
     std::vector<std::unique_ptr<T>> m_slots;
 };
 
