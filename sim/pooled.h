@@ -45,8 +45,12 @@ class pooled {
 
   private:
     friend void intrusive_ptr_add_ref(T* p) noexcept { ++static_cast<pooled*>(p)->m_refs; }
+    // Dropping a reference that is not the last is a decrement where it happens; recycling the
+    // object is out of line.
     friend void intrusive_ptr_release(T* p) noexcept {
-        if (--static_cast<pooled*>(p)->m_refs != 0) return;
+        if (--static_cast<pooled*>(p)->m_refs == 0) recycle(p);
+    }
+    [[gnu::noinline]] static void recycle(T* p) noexcept {
         if (s_closed) {
             delete p;  // released during the program's exit, after the free list
             return;
