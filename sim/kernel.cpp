@@ -135,8 +135,22 @@ void calendar::dispatch() {
             next_due = when;
             break;
         }
-        if (b != 0) spread(b, when);
-        const uint32_t slot = m_bucket[0][m_head++].slot;
+        uint32_t slot;
+        if (b == 0) {
+            slot = m_bucket[0][m_head++].slot;
+        } else if (m_bucket[b].size() == 1) {
+            // Alone in the lowest bucket (the common case): taken from there, which leaves the
+            // buckets as spreading it into bucket 0 and taking it would.
+            slot = m_bucket[b].front().slot;
+            m_bucket[b].clear();
+            m_used &= ~(uint64_t{1} << (b - 1));
+            m_bucket[0].clear();
+            m_head = 0;
+            m_last = when;
+        } else {
+            spread(b, when);
+            slot = m_bucket[0][m_head++].slot;
+        }
         --m_pending;
         if (detail::g_now.value() != when) detail::g_now = time_value(when);
         // Run in place (the chunk does not move when the callback books more), then free.

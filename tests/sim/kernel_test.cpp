@@ -1,5 +1,6 @@
 // Unit checks for sim/kernel: serial_resource against a brute-force calendar of busy intervals,
-// clock_domain conversions, and (in one bench, one sc_start) the calendar: callback order, running
+// clock_domain conversions, and (in one bench, one sc_start) the calendar: callback order (also of
+// callbacks that book callbacks at random times), running
 // ahead of the kernel up to a host thread's next wake-up in one kernel event, waking a thread at a
 // callback's time (notify_now), stopping at the end of run_for; plus serial_resource pruning as
 // time advances.
@@ -8,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -226,6 +228,39 @@ struct bench : sc_core::sc_module {
         EXPECT_EQ(kernel_events() - events_wake, 1u) << "one activation before the wake-up";
         wait(sc_time(2, SC_NS));
         EXPECT_EQ(log.size(), 4u);
+
+        // ---- callbacks booking callbacks at random times: time order, then booking order ----
+        // Ids are handed out in booking order, so the calendar is right when every callback runs
+        // once, at its time, times never go back, and equal times run in increasing ids. The
+        // delays mix the same time, picoseconds and nanoseconds, so the buckets hold one item
+        // (taken directly) and several (spread) alike.
+        log.clear();
+        std::mt19937_64 draw(5);
+        int booked = 0;
+        std::vector<uint64_t> due;  // by id
+        std::function<void()> book_one = [&] {
+            static const uint64_t scale[] = {0, 1, 7, 300, 5000, 90000};
+            const uint64_t delay = draw() % 2 ? scale[draw() % 6] * (1 + draw() % 3) : 0;
+            const int id = booked++;
+            due.push_back(to_ps(hcasim::now()) + delay);
+            q.after(ps_time(delay), [&, id] {
+                record(id);
+                for (uint64_t k = draw() % 4; k > 0 && booked < 4000; --k) book_one();
+            });
+        };
+        for (int i = 0; i < 40; ++i) book_one();
+        for (int i = 0; i < 200 && q.pending() > 0; ++i) wait(sc_time(10, SC_NS));
+        ASSERT_EQ(q.pending(), 0u);
+        ASSERT_EQ(log.size(), static_cast<size_t>(booked)) << "every callback ran once";
+        EXPECT_GT(booked, 1000) << "the random tree grew";
+        for (size_t i = 0; i < log.size(); ++i) {
+            EXPECT_EQ(log[i].at_ps, due[static_cast<size_t>(log[i].id)]) << "id " << log[i].id;
+            if (i == 0) continue;
+            EXPECT_GE(log[i].at_ps, log[i - 1].at_ps) << "position " << i;
+            if (log[i].at_ps == log[i - 1].at_ps) {
+                EXPECT_GT(log[i].id, log[i - 1].id) << "equal times in booking order, " << i;
+            }
+        }
 
         // ---- serial_resource prunes intervals that ended ----
         serial_resource r;
