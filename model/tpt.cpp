@@ -197,6 +197,8 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
             const bool base_pages = shift == k_hmm_page_shift;
             const bool want_exclusive = on_demand && base_pages && m_exclusive_atomics &&
                                         (req.rights & access::remote_atomic);
+            // At most a segment per page; mostly one (pages in a row merge).
+            r.segments.reserve(std::min<size_t>(words.size(), 4));
             for (size_t i = 0; i < words.size(); ++i) {
                 const uint64_t page_va = base + ((first_page + i) << shift);
                 const uint64_t w = words[i];
