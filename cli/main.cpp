@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -208,6 +209,18 @@ int bad_usage(const std::string& command, const std::string& problem) {
     return k_bad_input;
 }
 
+// The tail every command's option loop shares: an argument no option took is an unknown option,
+// or the command's one file (`what`); a second file is refused. Returns the usage error, if any.
+std::optional<int> take_file(const std::string& command, const char* what, const std::string& a,
+                             std::string& file) {
+    if (a.size() > 1 && a[0] == '-') return bad_usage(command, "unknown option " + a);
+    if (!file.empty())
+        return bad_usage(command,
+                         std::string("more than one ") + what + " (" + file + ", " + a + ")");
+    file = a;
+    return std::nullopt;
+}
+
 int print_problems(const diag& d) {
     for (const auto& line : d.lines()) std::cerr << line << "\n";
     return k_bad_input;
@@ -300,12 +313,8 @@ int cmd_run(const std::vector<std::string>& args) {
             opts.quiet = true;
         } else if (a == "--progress") {
             force_progress = true;
-        } else if (a.size() > 1 && a[0] == '-') {
-            return bad_usage("run", "unknown option " + a);
-        } else if (file.empty()) {
-            file = a;
-        } else {
-            return bad_usage("run", "more than one scenario file (" + file + ", " + a + ")");
+        } else if (const auto bad = take_file("run", "scenario file", a, file)) {
+            return *bad;
         }
     }
     if (file.empty()) return bad_usage("run", "missing SCENARIO.json");
@@ -339,10 +348,7 @@ int cmd_check(const std::vector<std::string>& args) {
             sets.push_back(value);
             continue;
         }
-        if (a.size() > 1 && a[0] == '-') return bad_usage("check", "unknown option " + a);
-        if (!file.empty())
-            return bad_usage("check", "more than one file (" + file + ", " + a + ")");
-        file = a;
+        if (const auto bad = take_file("check", "file", a, file)) return *bad;
     }
     if (file.empty()) return bad_usage("check", "missing FILE.json");
     diag d(file);
@@ -465,12 +471,8 @@ int cmd_sweep(const std::vector<std::string>& args) {
             opts.no_wait = true;
         } else if (a == "--collect") {
             collect = true;
-        } else if (a.size() > 1 && a[0] == '-') {
-            return bad_usage("sweep", "unknown option " + a);
-        } else if (file.empty()) {
-            file = a;
-        } else {
-            return bad_usage("sweep", "more than one sweep file (" + file + ", " + a + ")");
+        } else if (const auto bad = take_file("sweep", "sweep file", a, file)) {
+            return *bad;
         }
     }
     if (file.empty()) return bad_usage("sweep", "missing SWEEP.json");
@@ -609,12 +611,8 @@ int cmd_serve(const std::vector<std::string>& args) {
             opts.once = true;
         } else if (a == "--quiet" || a == "-q") {
             opts.quiet = true;
-        } else if (a.size() > 1 && a[0] == '-') {
-            return bad_usage("serve", "unknown option " + a);
-        } else if (file.empty()) {
-            file = a;
-        } else {
-            return bad_usage("serve", "more than one scenario file (" + file + ", " + a + ")");
+        } else if (const auto bad = take_file("serve", "scenario file", a, file)) {
+            return *bad;
         }
     }
     if (file.empty()) return bad_usage("serve", "missing SCENARIO.json");

@@ -69,6 +69,22 @@ TEST_F(cli, usage_errors_exit_2) {
     EXPECT_EQ(option.err_lines().at(1), "Try 'hcasim run --help'.");
     EXPECT_EQ(run_hcasim("run").code, 2);
     EXPECT_EQ(run_hcasim("").code, 2);
+    // Every command with one file refuses an unknown option and a second file alike.
+    const std::string f = invalid("sweep_base.json");
+    for (const auto& [cmd, what] :
+         std::vector<std::pair<std::string, std::string>>{{"run", "scenario file"},
+                                                          {"check", "file"},
+                                                          {"sweep", "sweep file"},
+                                                          {"serve", "scenario file"}}) {
+        auto bogus = run_hcasim(cmd + " " + f + " --bogus");
+        EXPECT_EQ(bogus.code, 2) << cmd;
+        EXPECT_EQ(bogus.err_lines().at(0), "hcasim " + cmd + ": unknown option --bogus");
+        auto two = run_hcasim(cmd + " " + f + " second.json");
+        EXPECT_EQ(two.code, 2) << cmd;
+        EXPECT_EQ(two.err_lines().at(0),
+                  "hcasim " + cmd + ": more than one " + what + " (" + f + ", second.json)");
+        EXPECT_EQ(two.err_lines().at(1), "Try 'hcasim " + cmd + " --help'.");
+    }
     auto debug =
         run_hcasim("run " + source_root() + "/scenarios/invalid/sweep_base.json --debug NOPE");
     EXPECT_EQ(debug.code, 2) << debug.err;
