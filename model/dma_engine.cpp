@@ -62,14 +62,6 @@ dma_engine::dma_engine(sc_core::sc_module_name name, const dma_config& cfg, cons
                                                   (now * static_cast<double>(m_tags))
                                             : 0.0);
                     });
-    m_gp.set_extension(&m_origin_ext);
-    m_gp.set_extension(&m_stream_ext);
-}
-
-dma_engine::~dma_engine() {
-    // The payload would free attached extensions as its own.
-    m_gp.clear_extension(&m_origin_ext);
-    m_gp.clear_extension(&m_stream_ext);
 }
 
 uint64_t dma_engine::outstanding_reads() const {
@@ -83,18 +75,10 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
                                       uint64_t len, const sc_core::sc_time& start, dma_op& op,
                                       const dma_origin& origin) {
     const sc_core::sc_time now = hcasim::now();
-    // The kept payload, or for a nested transaction a fresh one with extensions of its own.
     const bool own = !m_gp_busy;
-    std::optional<tlm::tlm_generic_payload> nested;
-    dma_origin_ext nested_origin;
-    dma_stream_ext nested_stream;
-    tlm::tlm_generic_payload& gp = own ? m_gp : nested.emplace();
-    dma_origin_ext& origin_ext = own ? m_origin_ext : nested_origin;
-    dma_stream_ext& stream_ext = own ? m_stream_ext : nested_stream;
-    if (!own) {
-        gp.set_extension(&origin_ext);
-        gp.set_extension(&stream_ext);
-    }
+    std::optional<dma_payload> nested;
+    dma_payload& p = own ? m_payload : nested.emplace();
+    tlm::tlm_generic_payload& gp = p.gp;
     m_gp_busy = true;
     gp.set_command(cmd);
     gp.set_address(addr);
@@ -104,17 +88,12 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     gp.set_byte_enable_ptr(nullptr);
     gp.set_dmi_allowed(false);
     gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
-    origin_ext.origin = origin;
-    origin_ext.transfer = op.transfer;
-    stream_ext.stream = op.stream;
+    p.origin.origin = origin;
+    p.origin.transfer = op.transfer;
+    p.stream.stream = op.stream;
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
-    if (own) {
-        m_gp_busy = false;
-    } else {
-        gp.clear_extension(&origin_ext);
-        gp.clear_extension(&stream_ext);
-    }
+    if (own) m_gp_busy = false;
     if (!gp.is_response_ok()) {
         op.ok = false;
         ++m_errors;

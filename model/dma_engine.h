@@ -140,7 +140,6 @@ class dma_engine : public sc_core::sc_module {
 
     dma_engine(sc_core::sc_module_name name, const dma_config& cfg, const clock_domain& clk,
                uint64_t mrrs, uint64_t pcie_gen = 3);
-    ~dma_engine() override;
 
     // Issues the operation now (or at op->not_before); op->done runs when it has finished.
     void submit(dma_op_ptr op);
@@ -166,12 +165,26 @@ class dma_engine : public sc_core::sc_module {
     uint64_t m_mrrs;
     uint64_t m_tags;
     read_tags m_tag_free;  // when each read tag is free again
-    // One payload for every transaction (no allocation per TLP burst), which keeps its origin and
-    // stream extensions attached (an origin that is not valid is as none); a nested transaction,
-    // if a target ever issued one, gets its own.
-    tlm::tlm_generic_payload m_gp;
-    dma_origin_ext m_origin_ext;
-    dma_stream_ext m_stream_ext;
+    // A TLM payload with the origin and stream extensions attached for as long as it lives, filled
+    // in per transaction (an origin that is not valid is as none).
+    struct dma_payload {
+        tlm::tlm_generic_payload gp;
+        dma_origin_ext origin;
+        dma_stream_ext stream;
+        dma_payload() {
+            gp.set_extension(&origin);
+            gp.set_extension(&stream);
+        }
+        ~dma_payload() {  // detached first: the payload would free them as its own
+            gp.clear_extension(&origin);
+            gp.clear_extension(&stream);
+        }
+        dma_payload(const dma_payload&) = delete;
+        dma_payload& operator=(const dma_payload&) = delete;
+    };
+    // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
+    // target ever issued one, gets its own.
+    dma_payload m_payload;
     bool m_gp_busy = false;
     callback_queue m_done;
     stats_group m_stats;

@@ -85,10 +85,14 @@ uint64_t calendar::earliest(unsigned& bucket) const {
     return least;
 }
 
-void calendar::spread(unsigned b, uint64_t least) {
+void calendar::move_floor(uint64_t least) {
     m_bucket[0].clear();
     m_head = 0;
     m_last = least;
+}
+
+void calendar::spread(unsigned b, uint64_t least) {
+    move_floor(least);
     std::vector<item>& from = m_bucket[b];
     // Every item of bucket b lands in a lower bucket, in its order.
     for (const item& it : from) {
@@ -98,6 +102,20 @@ void calendar::spread(unsigned b, uint64_t least) {
     }
     from.clear();
     m_used &= ~(uint64_t{1} << (b - 1));
+}
+
+inline uint32_t calendar::take(unsigned b, uint64_t when) {
+    if (b != 0 && m_bucket[b].size() == 1) {
+        // Alone in the lowest bucket (the common case): taken from there, which leaves the
+        // buckets as spreading it into bucket 0 and taking it would.
+        move_floor(when);
+        const uint32_t slot = m_bucket[b].front().slot;
+        m_bucket[b].clear();
+        m_used &= ~(uint64_t{1} << (b - 1));
+        return slot;
+    }
+    if (b != 0) spread(b, when);
+    return m_bucket[0][m_head++].slot;
 }
 
 void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
@@ -135,22 +153,7 @@ void calendar::dispatch() {
             next_due = when;
             break;
         }
-        uint32_t slot;
-        if (b == 0) {
-            slot = m_bucket[0][m_head++].slot;
-        } else if (m_bucket[b].size() == 1) {
-            // Alone in the lowest bucket (the common case): taken from there, which leaves the
-            // buckets as spreading it into bucket 0 and taking it would.
-            slot = m_bucket[b].front().slot;
-            m_bucket[b].clear();
-            m_used &= ~(uint64_t{1} << (b - 1));
-            m_bucket[0].clear();
-            m_head = 0;
-            m_last = when;
-        } else {
-            spread(b, when);
-            slot = m_bucket[0][m_head++].slot;
-        }
+        const uint32_t slot = take(b, when);
         --m_pending;
         if (detail::g_now.value() != when) detail::g_now = time_value(when);
         // Run in place (the chunk does not move when the callback books more), then free.

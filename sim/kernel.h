@@ -123,8 +123,13 @@ class calendar {
     }
     // The time of the earliest pending callback (there is one), and the bucket it is in.
     uint64_t earliest(unsigned& bucket) const;
-    // Spreads bucket `b` around its earliest time `least`: the last time run becomes `least`.
+    // The last time run becomes `least`, the earliest time pending (bucket 0, at the old one, is
+    // used up).
+    void move_floor(uint64_t least);
+    // Spreads bucket `b` around its earliest time `least`.
     void spread(unsigned b, uint64_t least);
+    // Takes the earliest callback, at `when` in bucket `b` (earliest()'s answer): its slot.
+    uint32_t take(unsigned b, uint64_t when);
     void dispatch();
     uint32_t take_slot();  // a free slot
     // Slots live in fixed chunks: a callback runs in place while it books more.

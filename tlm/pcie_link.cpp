@@ -153,6 +153,13 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                                       sc_core::sc_time* last_sent,
                                       const sc_core::sc_time& line_interval,
                                       const pcie_credit_use& credits, bool pass_queued) {
+    // A TLP of `bytes` on the wire, shown busy from `shown` for `dur`.
+    auto count = [&](const sc_core::sc_time& shown, const sc_core::sc_time& dur, uint64_t bytes) {
+        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
+                          shown + dur));
+        bytes_counter += bytes;
+        ++m_tlps;
+    };
     // One TLP that takes no credits and passes nothing queued (most small transfers: a doorbell
     // record, a CQE, a 64 B payload or its completion): what the loop below does for it.
     if (!credits.headers && !pass_queued && payload <= max_payload &&
@@ -164,10 +171,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         const uint64_t bytes = payload + overhead;
         const sc_core::sc_time dur = wire_time(bytes);
         const sc_core::sc_time begin = dir.reserve(ready, dur);
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", begin,
-                          begin + dur));
-        bytes_counter += bytes;
-        ++m_tlps;
+        count(begin, dur, bytes);
         if (last_sent) *last_sent = begin + dur;
         return begin + dur + to_time(m_cfg.latency);
     }
@@ -230,12 +234,9 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                 if (credits.returned) credits.returned->emplace_back(back, data_credits);
             }
         }
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
-                          shown + dur));
+        count(shown, dur, bytes);
         done = begin + dur;
         ready = done;  // TLPs of one transfer leave in order
-        bytes_counter += bytes;
-        ++m_tlps;
         addr += chunk;
         left -= chunk;
     } while (left > 0);
