@@ -54,6 +54,7 @@ bool address_space::overlaps(uint64_t va, uint64_t length) const {
 
 void address_space::add_vma(uint64_t start, uint64_t length, unsigned page_shift) {
     m_vmas[start] = vma{length, page_shift};
+    if (m_hooks.mapping_epoch) ++*m_hooks.mapping_epoch;
     // Below mmap_top the range lies inside one free range.
     const uint64_t end = std::min(start + length, mmap_top);
     if (start < end) m_va_free.take(start, end - start);
@@ -61,6 +62,7 @@ void address_space::add_vma(uint64_t start, uint64_t length, unsigned page_shift
 
 void address_space::remove_vmas(uint64_t start, uint64_t length) {
     // The caller has already erased or trimmed the mappings in [start, start + length).
+    if (m_hooks.mapping_epoch) ++*m_hooks.mapping_epoch;
     const uint64_t end = std::min(start + length, mmap_top);
     if (start < end) m_va_free.free(start, end - start);
 }

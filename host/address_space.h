@@ -133,8 +133,14 @@ class address_space : public frame_mapper {
         std::function<void(uint64_t page_va)> exclusive_revoke;
         // dev_pagemap_ops.page_free: a device-private page left the page table (munmap).
         std::function<void(uint64_t device_page)> device_page_free;
+        // Counted up by every change to the page table or the mappings (the root complex's
+        // stale-DMA check keeps its findings while it stands still).
+        uint64_t* mapping_epoch = nullptr;
     };
-    void set_hooks(vm_hooks hooks) { m_hooks = std::move(hooks); }
+    void set_hooks(vm_hooks hooks) {
+        m_hooks = std::move(hooks);
+        m_pt.count_changes(m_hooks.mapping_epoch);
+    }
     // Reclaim may take the page now: present, a base page, a user frame, not pinned.
     bool evictable(uint64_t page_va) const;
     // Returns the page's referenced bit and clears it (the clock's second chance).

@@ -274,6 +274,7 @@ int driver::reg_mr(uint32_t pid, const mr_attr& attr, mr_info& out) {
 void driver::add_region(mr_state st, pd_state& pd) {
     const uint32_t handle = st.info.handle;
     if (!st.dm) m_mtt_owner[st.mtt_index] = handle;
+    regions_changed();
     m_mrs[handle] = std::move(st);
     ++pd.members;
     ++m_registrations;
@@ -302,6 +303,7 @@ int driver::dereg_mr(uint32_t handle) {
         cpu.add(to_time(m_cfg.cpu.unpin_page), st.pinned.size());
         m_dereg_pages += st.pinned.size();
         m_mtt_owner.erase(st.mtt_index);
+        regions_changed();
         m_process(st.pid).unpin(st.pinned);
         m_mtt_space->free(st.mtt_index, st.info.pages);
     }
@@ -309,6 +311,7 @@ int driver::dereg_mr(uint32_t handle) {
     auto pd = m_pds.find(st.info.pd);
     if (pd != m_pds.end()) --pd->second.members;
     m_mrs.erase(it);
+    regions_changed();
     ++m_deregistrations;
     leave(cpu, err);
     m_dereg_time.add(to_ps(hcasim::now() - t0));

@@ -232,6 +232,8 @@ class driver : public sc_core::sc_module {
     // The (process, virtual address) the translation entry `o` names was written for; false
     // when no region of this driver owns that entry.
     bool origin_owner(const dma_origin& o, uint32_t& pid, uint64_t& va) const;
+    // Counted up by every change to the regions origin_owner answers from (nullptr: none).
+    void set_mapping_epoch(uint64_t* epoch) { m_mapping_epoch = epoch; }
 
     // ---- HMM: migration to device memory, device-exclusive access (driver_hmm.cpp) ----
     // The `migrate` op: the base pages of [va, va+length) to device memory or back (`moved`
@@ -588,7 +590,11 @@ class driver : public sc_core::sc_module {
     histogram& m_cmd_time;
 
     std::map<uint64_t, uint32_t> m_mtt_owner;  // first translation entry -> region handle
-    uint64_t m_eq_base = 0;                    // physical
+    uint64_t* m_mapping_epoch = nullptr;
+    void regions_changed() {
+        if (m_mapping_epoch) ++*m_mapping_epoch;
+    }
+    uint64_t m_eq_base = 0;  // physical
     uint64_t m_eq_dma = 0;
     uint64_t m_msi_addr = 0;
     unsigned m_eq_log = 10;

@@ -156,6 +156,7 @@ bool driver::implicit_children(uint32_t handle, uint64_t va, uint64_t length, cp
         e.mtt_count = static_cast<uint32_t>(child_pages);
         m_last_key_byte[*index] = kb;
         m_mtt_owner[*mtt] = info.handle;
+        regions_changed();
         region->second.children[k] = info.handle;
         m_mrs[info.handle] = std::move(st);
         ++m_implicit_created;
@@ -232,6 +233,7 @@ void driver::implicit_destroy_child(uint32_t handle, cpu_clock& cpu) {
     if (it == m_mrs.end() || !it->second.parent || it->second.present) return;
     const mr_state child = std::move(it->second);
     m_mrs.erase(it);
+    regions_changed();
     m_retired_children.insert(handle);
     const uint64_t k = child.info.va >> implicit_child_shift;
     auto region = m_mrs.find(child.parent);
@@ -247,6 +249,7 @@ void driver::implicit_destroy_child(uint32_t handle, cpu_clock& cpu) {
     command(cmd::invalidate_mtt, child.mtt_index, child.info.pages, cpu);
     dma_unmap(child.dma, k_child_bytes, true, cpu);
     m_mtt_owner.erase(child.mtt_index);
+    regions_changed();
     m_mtt_space->free(child.mtt_index, child.info.pages);
     m_key_indices->free(handle);
     ++m_implicit_destroyed;
@@ -261,15 +264,18 @@ void driver::implicit_release(mr_state& region, cpu_clock& cpu) {
         if (it == m_mrs.end()) continue;
         const mr_state child = std::move(it->second);
         m_mrs.erase(it);
+        regions_changed();
         put_entry(m_mpt, handle, mpt_entry{});
         command(cmd::invalidate_mpt, handle, 0, cpu);
         dma_unmap(child.dma, k_child_bytes, true, cpu);
         m_mtt_owner.erase(child.mtt_index);
+        regions_changed();
         m_mtt_space->free(child.mtt_index, child.info.pages);
         m_key_indices->free(handle);
         ++m_implicit_destroyed;
     }
     m_mtt_owner.erase(region.mtt_index);
+    regions_changed();
     m_mtt_space->free(region.mtt_index, k_children);
 }
 

@@ -269,6 +269,7 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
         old_pinned = std::move(st.pinned);
         st.pinned = std::move(pinned);
         m_mtt_owner.erase(st.mtt_index);
+        regions_changed();
         st.mtt_index = *mtt;
         st.page_shift = shift;
         st.dma = next.dma;
@@ -276,6 +277,7 @@ int driver::rereg_mr(uint32_t handle, const rereg_attr& attr, mr_info& out) {
         st.info.length = attr.length;
         st.info.pages = static_cast<uint32_t>(npages);
         m_mtt_owner[st.mtt_index] = handle;
+        regions_changed();
     }
     // The new entry replaces the old one only once transfers under the old one are done.
     int err = publish_region(e, handle, cpu);

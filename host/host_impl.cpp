@@ -60,6 +60,8 @@ host_impl::host_impl(host& owner, const host_config& cfg, uint64_t seed, uint16_
     m_rc->set_origin_resolver([this](const dma_origin& o, uint32_t& pid, uint64_t& va) {
         return m_driver->origin_owner(o, pid, va);
     });
+    m_driver->set_mapping_epoch(&m_mapping_epoch);
+    m_rc->set_mapping_epoch(&m_mapping_epoch);
     m_rc->set_mapping_resolver([this](uint32_t pid, uint64_t va) -> std::optional<uint64_t> {
         auto it = m_procs.find(pid);
         if (it == m_procs.end()) return std::nullopt;
@@ -178,6 +180,7 @@ address_space& host_impl::process(uint32_t pid) {
         hooks.device_page_free = [this](uint64_t device_page) {
             m_driver->hmm_device_page_free(device_page);
         };
+        hooks.mapping_epoch = &m_mapping_epoch;
         as->set_hooks(std::move(hooks));
     }
     return *as;

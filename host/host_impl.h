@@ -58,6 +58,9 @@ class host_impl {
     swap_device m_swap;
     std::map<std::string, uint32_t> m_pids;
     std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
+    // Moves on every change to a page table, a mapping or a region
+    // (root_complex::set_mapping_epoch).
+    uint64_t m_mapping_epoch = 0;
     tlm::tlm_generic_payload m_mmio_gp;  // reused by every MMIO access
     std::vector<uint8_t> m_mmio_bytes;
     reclaimer m_reclaimer;

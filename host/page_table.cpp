@@ -79,6 +79,7 @@ void page_table::put(uint64_t vpn, const entry& e) {
         ++m_size;
     }
     r = pack(e);
+    if (m_changes) ++*m_changes;
 }
 
 bool page_table::erase(uint64_t vpn) {
@@ -95,6 +96,7 @@ bool page_table::erase(uint64_t vpn) {
     if (!r) return false;
     r = 0;
     --m_size;
+    if (m_changes) ++*m_changes;
     // Table pages left empty go, bottom up (the root stays).
     for (unsigned level = 1; --t->used == 0 && level < levels; ++level) {
         delete t;

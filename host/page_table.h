@@ -46,6 +46,8 @@ class page_table {
     uint64_t size() const { return m_size; }
     // Table pages allocated (4 KiB each on a real host).
     uint64_t table_pages() const { return m_tables; }
+    // Every put and every erase of an entry adds one to `*counter` (nullptr: none counted).
+    void count_changes(uint64_t* counter) { m_changes = counter; }
 
   private:
     struct table;
@@ -63,6 +65,7 @@ class page_table {
 
     table* m_root;
     uint64_t m_size = 0;
+    uint64_t* m_changes = nullptr;
     uint64_t m_tables = 1;
 };
 

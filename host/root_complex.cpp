@@ -93,6 +93,15 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         if (ext && ext->transfer && ext->transfer == m_owned.transfer && pfn == m_owned.pfn &&
             o.mtt_index == m_owned.mtt_index)
             continue;  // found the origin's a request ago, in the same operation
+        const uint64_t sub = o.page_offset >> shift;
+        verified_page* seen = nullptr;
+        if (can_resolve && m_epoch) {
+            seen = &m_verified[(o.mtt_index * 0x9e3779b97f4a7c15ULL ^ pfn) % verified_pages];
+            if (seen->same(*m_epoch, o, sub, pfn)) {
+                if (ext->transfer) m_owned = owned_page{ext->transfer, pfn, o.mtt_index};
+                continue;  // found owned since the last change to any mapping
+            }
+        }
         uint32_t pid = 0;
         uint64_t va = 0;
         const bool resolved = can_resolve && m_resolve(o, pid, va);
@@ -100,9 +109,11 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         if (!ok) {
             report_stale(pfn, write, can_resolve ? o : dma_origin{}, resolved, pid, va);
             stale = true;
-        } else if (ext && ext->transfer) {
-            m_owned = owned_page{ext->transfer, pfn, o.mtt_index};
+            continue;
         }
+        if (ext && ext->transfer) m_owned = owned_page{ext->transfer, pfn, o.mtt_index};
+        if (seen && resolved)
+            *seen = verified_page{*m_epoch, o.mtt_index, sub, pfn, o.page_shift, true};
     }
     return stale;
 }

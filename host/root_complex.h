@@ -41,6 +41,7 @@
 // Abstracted: relaxed ordering, DRAM bandwidth and bank conflicts.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -89,6 +90,10 @@ class root_complex : public sc_core::sc_module {
     // allocated frame.
     using mapping_resolver = std::function<std::optional<uint64_t>(uint32_t pid, uint64_t va)>;
     void set_mapping_resolver(mapping_resolver fn) { m_mapping = std::move(fn); }
+    // A count the host moves on every change to what the resolvers answer (page tables, mappings,
+    // regions). While it stands still, a page an origin was found to own needs no second look:
+    // the last few such findings are kept. Without it every access asks the resolvers.
+    void set_mapping_epoch(const uint64_t* epoch) { m_epoch = epoch; }
     // DMA writes to [addr, addr + 8) are MSI-X messages: `fn` runs when one arrives.
     void set_interrupt(uint64_t addr, std::function<void()> fn);
     // DMA addresses are translated by `mmu` when it is enabled (nullptr: physical addresses).
@@ -137,6 +142,23 @@ class root_complex : public sc_core::sc_module {
         uint64_t pfn = 0;
         uint64_t mtt_index = 0;
     } m_owned;
+    // Pages found owned at mapping epoch `epoch` (set_mapping_epoch), by a hash of the origin's
+    // translation entry and the frame: one look at them replaces the resolvers' walks.
+    struct verified_page {
+        uint64_t epoch = 0;
+        uint64_t mtt_index = 0;
+        uint64_t sub_page = 0;  // base page inside the entry's page (page_offset >> frame shift)
+        uint64_t pfn = 0;
+        uint8_t page_shift = 0;
+        bool valid = false;
+        bool same(uint64_t e, const dma_origin& o, uint64_t sub, uint64_t frame) const {
+            return valid && epoch == e && mtt_index == o.mtt_index && sub_page == sub &&
+                   pfn == frame && page_shift == o.page_shift;
+        }
+    };
+    static constexpr size_t verified_pages = 64;
+    std::array<verified_page, verified_pages> m_verified{};
+    const uint64_t* m_epoch = nullptr;
 
     callback_queue m_notify;
     phys_mem& m_mem;

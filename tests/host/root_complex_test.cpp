@@ -27,6 +27,26 @@ struct rc_bench {
     root_complex rc{"rc", mem, frames, sc_core::sc_time(90, sc_core::SC_NS), stats};
     hcasim::test::user_frames owners{frames};
 };
+
+// Frames 0x40 and 0x41 are pid 1's pages 0x10 and 0x11, written as translation entries 100 and
+// 101; `lookups` counts the mapping resolver's calls. Returns the origin of entry 100's first byte.
+dma_origin two_owned_pages(rc_bench& b, uint64_t& lookups) {
+    b.rc.set_mapping_resolver([&b, &lookups](uint32_t pid, uint64_t va) {
+        ++lookups;
+        return b.owners.frame_at(pid, va);
+    });
+    EXPECT_EQ(b.owners.claim(0x40, 1, 0x10), 0);
+    EXPECT_EQ(b.owners.claim(0x41, 1, 0x11), 0);
+    b.rc.set_origin_resolver([](const dma_origin& o, uint32_t& pid, uint64_t& va) {
+        pid = 1;
+        va = ((0x10 + o.mtt_index - 100) << 12) + o.page_offset;
+        return true;
+    });
+    dma_origin o;
+    o.key = 0x1234;
+    o.mtt_index = 100;
+    return o;
+}
 }  // namespace
 
 TEST(root_complex, stale_dma_names_frame_owners_and_key) {
@@ -93,20 +113,7 @@ TEST(root_complex, a_page_is_checked_once_per_operation) {
     rc_bench b;
     auto& [mem, frames, stats, rc, owners] = b;
     uint64_t lookups = 0;
-    rc.set_mapping_resolver([&](uint32_t pid, uint64_t va) {
-        ++lookups;
-        return owners.frame_at(pid, va);
-    });
-    ASSERT_EQ(owners.claim(0x40, 1, 0x10), 0);
-    ASSERT_EQ(owners.claim(0x41, 1, 0x11), 0);
-    rc.set_origin_resolver([&](const dma_origin& o, uint32_t& pid, uint64_t& va) {
-        pid = 1;
-        va = ((0x10 + o.mtt_index - 100) << 12) + o.page_offset;
-        return true;
-    });
-    dma_origin o;
-    o.key = 0x1234;
-    o.mtt_index = 100;
+    const dma_origin o = two_owned_pages(b, lookups);
     std::vector<uint8_t> half(page / 2);
     // Operation 7 reads page 0x40 in two requests, then page 0x41.
     dma_origin second = o.advanced(page / 2), third = o.advanced(page);
@@ -130,6 +137,40 @@ TEST(root_complex, a_page_is_checked_once_per_operation) {
     EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, half, &third), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, half, &third), tlm::TLM_OK_RESPONSE);
     EXPECT_EQ(lookups, 6u);
+}
+
+// With the host's mapping epoch, a page found to be its origin's is not looked up again while the
+// epoch stands still (in any operation); once it moves, the next access looks again and finds the
+// frame that changed hands.
+TEST(root_complex, a_page_found_owned_stays_found_until_the_mapping_epoch_moves) {
+    rc_bench b;
+    auto& [mem, frames, stats, rc, owners] = b;
+    uint64_t epoch = 0, lookups = 0;
+    rc.set_mapping_epoch(&epoch);
+    const dma_origin o = two_owned_pages(b, lookups);
+    const dma_origin next = o.advanced(page);
+    std::vector<uint8_t> small(64);
+    for (uint64_t op = 1; op <= 3; ++op) {
+        EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40000 + 64 * op, small, &o, nullptr, op),
+                  tlm::TLM_OK_RESPONSE);
+        EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, small, &next), tlm::TLM_OK_RESPONSE);
+    }
+    EXPECT_EQ(lookups, 2u) << "each page looked up once: the epoch did not move";
+    // The same frame reached through another translation entry is another finding.
+    const dma_origin other = o.advanced(2 * page);  // entry 102: page 0x12, not mapped
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x40000, small, &other), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(lookups, 3u);
+    EXPECT_EQ(stats.to_json()["stale_dma"], 1) << "entry 102's page is not frame 0x40";
+
+    // Page 0x10 goes away and its frame goes to pid 2; the host moves the epoch with the change.
+    owners.release(0x40);
+    ASSERT_EQ(owners.claim(0x40, 2, 0x77), 0);
+    ++epoch;
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40000, small, &o), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_WRITE_COMMAND, 0x40000, small, &o), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(stats.to_json()["stale_dma"], 3) << "a stale page is never kept as found";
+    EXPECT_EQ(rc_dma(rc, tlm::TLM_READ_COMMAND, 0x41000, small, &next), tlm::TLM_OK_RESPONSE);
+    EXPECT_EQ(lookups, 6u) << "page 0x11 looked up again after the move";
 }
 
 // The DMA engine keeps its origin extension attached to the payload it reuses: an origin that is
