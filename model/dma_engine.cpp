@@ -11,17 +11,10 @@
 namespace hcasim {
 
 void dma_op::reuse() {
-    std::vector<dma_segment> s = std::move(segments);
-    byte_vector d = std::move(data);
-    std::vector<dma_pacing> p = std::move(pacing), a = std::move(arrivals);
-    *this = dma_op();
-    segments = std::move(s);
+    static_cast<dma_op_state&>(*this) = dma_op_state{};
     segments.clear();
-    data = std::move(d);
     data.clear();
-    pacing = std::move(p);
     pacing.clear();
-    arrivals = std::move(a);
     arrivals.clear();
 }
 

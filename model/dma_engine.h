@@ -98,19 +98,14 @@ struct dma_pacing {
     sc_core::sc_time when;
 };
 
-// Pooled (sim/pooled.h): a finished operation goes back to its free list with its buffers.
-struct dma_op : pooled<dma_op> {
+struct dma_op;
+
+// What a DMA operation is besides its buffers: reset as a whole when the operation is reused.
+struct dma_op_state {
     enum class direction { read, write } dir = direction::read;
-    std::vector<dma_segment> segments;
-    byte_vector data;  // read: filled in; write: the bytes to write
     // Write only: the bytes to write when they are not copied into `data` (a buffer whoever
     // submits keeps unchanged until `done`: a received message's payload).
     const uint8_t* source = nullptr;
-    std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
-    // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
-    // `offset` up to the next entry's offset are on chip at `when` (the request's last completion
-    // arrived). Lets a consumer start on the first bytes before the whole operation is done.
-    std::vector<dma_pacing> arrivals;
     sc_core::sc_time not_before = sc_core::SC_ZERO_TIME;
     sc_core::sc_time tail = sc_core::SC_ZERO_TIME;  // on-chip work after the data, before `done`
     uint32_t ptag = 0;  // owning process of the memory, for host-side checks
@@ -122,6 +117,19 @@ struct dma_op : pooled<dma_op> {
     bool ok = true;         // false if any transaction got an error response
     sc_core::sc_time done_at;
     continuation<void(dma_op&)> done;
+};
+
+// Pooled (sim/pooled.h): a finished operation goes back to its free list with its buffers. Its
+// buffers are the vectors here (cleared on reuse, keeping their capacity); every other field
+// belongs in dma_op_state.
+struct dma_op : pooled<dma_op>, dma_op_state {
+    std::vector<dma_segment> segments;
+    byte_vector data;                // read: filled in; write: the bytes to write
+    std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
+    // Read only, filled in at issue: one entry per read request, in offset order: the bytes from
+    // `offset` up to the next entry's offset are on chip at `when` (the request's last completion
+    // arrived). Lets a consumer start on the first bytes before the whole operation is done.
+    std::vector<dma_pacing> arrivals;
 
     uint64_t length() const {
         uint64_t n = 0;

@@ -77,7 +77,8 @@ void histogram::add(uint64_t ps) {
     ++m_count;
     m_min = std::min(m_min, ps);
     m_max = std::max(m_max, ps);
-    m_sum += ps;
+    m_sum_lo += ps;
+    m_sum_hi += m_sum_lo < ps;  // the carry
 }
 
 double histogram::percentile_ns(double q) const {
@@ -107,7 +108,9 @@ json histogram::to_json_ns() const {
         return j;
     }
     j["min"] = static_cast<double>(m_min) / 1000.0;
-    j["avg"] = static_cast<double>(m_sum / m_count) / 1000.0;
+    const long double sum = static_cast<long double>(m_sum_hi) * 18446744073709551616.0L +
+                            static_cast<long double>(m_sum_lo);
+    j["avg"] = static_cast<double>(sum / m_count) / 1000.0;
     j["p50"] = percentile_ns(0.50);
     j["p99"] = percentile_ns(0.99);
     j["p999"] = percentile_ns(0.999);

@@ -40,7 +40,9 @@ class histogram {
     uint64_t m_count = 0;
     uint64_t m_min = UINT64_MAX;
     uint64_t m_max = 0;
-    long double m_sum = 0;
+    // The exact sum of the samples as two 64-bit words (a sum past 2^64 ps carries into the
+    // high one): integer adds on the hot path, long double only for the report.
+    uint64_t m_sum_lo = 0, m_sum_hi = 0;
     // Visits the buckets that hold samples, in order: (lo_ps, width_ps, count).
     void each_bucket(const std::function<bool(uint64_t, uint64_t, uint64_t)>& f) const;
 };

@@ -95,6 +95,17 @@ TEST(histogram, every_64_bit_value_has_a_bucket) {
     EXPECT_GE(h.percentile_ns(1.0), top * (1 - 1.0 / 16)) << "within the top bucket's ~4 %";
 }
 
+// The average comes from the exact sum of the samples, also past 2^64 ps.
+TEST(histogram, average_is_exact_past_a_64_bit_sum) {
+    histogram h;
+    h.add(UINT64_MAX);
+    h.add(1);  // the sum is 2^64
+    EXPECT_EQ(h.to_json_ns()["avg"], 9223372036854775808.0 / 1000.0) << "2^63 ps";
+    histogram small;
+    for (uint64_t ps : {1000, 2000, 4000}) small.add(ps);
+    EXPECT_NEAR(small.to_json_ns()["avg"].get<double>(), 7.0 / 3.0, 1e-12);
+}
+
 TEST(stats_registry, dotted_paths_nest_and_groups_leave_when_destroyed) {
     const size_t before = stats_registry::instance().groups().size();
     {
