@@ -7,7 +7,7 @@
 # `events_per_op` of the workload, and the process's CPU time (user + system, from bash's `time`),
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
 #
-# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u]
+# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u] [-t]
 #   -n REPEATS  runs per scenario; the fastest is reported (default 3)
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
@@ -15,6 +15,9 @@
 #               by other load): 2,000 WQEs and 1 WQE per QP of each case, the difference over
 #               the WQEs in between, so setup is not counted (needs valgrind; ~1 min)
 #   -u          -i, and those instructions per WQE by unit (source file; bench/cg_units.py)
+#   -t          also count instructions per extra TLP with callgrind: 1,000 WQEs of 16 KiB
+#               against 1,000 of 4 KiB on one QP, the difference in instructions over the
+#               difference in TLPs on both nodes' PCIe links (needs valgrind; ~1 min)
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
@@ -24,13 +27,15 @@ repeats=3
 scale=1
 instructions=0
 units=0
-while getopts "n:s:iuh" opt; do
+tlps=0
+while getopts "n:s:iuth" opt; do
     case "$opt" in
         n) repeats="$OPTARG" ;;
         s) scale="$OPTARG" ;;
         i) instructions=1 ;;
         u) units=1; instructions=1 ;;
-        *) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        t) tlps=1 ;;
+        *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 
@@ -88,26 +93,57 @@ done
 echo "wqes/s, wqes/cpu_s: simulated WQEs per wall-clock / CPU second of the whole run (setup included);"
 echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's own (stats.json events_per_op)."
 
-[ "$instructions" = 1 ] || exit 0
-command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-echo
-printf '%-20s %10s %14s\n' scenario wqes instr/wqe
-for c in "${cases[@]}"; do
-    read -r name size qps iters <<<"$c"
-    counts=()
-    wqes=()
-    for n in 2000 1; do
-        per_qp=$(( (n + qps - 1) / qps ))
-        sed -e "s/\"iters\": [0-9]*/\"iters\": $per_qp/" "$tmp/$name.json" >"$tmp/$name.i$n.json"
-        valgrind --tool=callgrind --callgrind-out-file="$tmp/$name.i$n.cg" \
-            "$hcasim" run "$tmp/$name.i$n.json" -o "$tmp/$name.i$n" --quiet >/dev/null 2>&1
-        counts+=("$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/$name.i$n.cg" | head -1)")
-        wqes+=("$((per_qp * qps))")
+[ "$instructions" = 1 ] || [ "$tlps" = 1 ] || exit 0
+command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i, -u and -t need valgrind (apt-get install valgrind)" >&2; exit 2; }
+if [ "$instructions" = 1 ]; then
+    echo
+    printf '%-20s %10s %14s\n' scenario wqes instr/wqe
+    for c in "${cases[@]}"; do
+        read -r name size qps iters <<<"$c"
+        counts=()
+        wqes=()
+        for n in 2000 1; do
+            per_qp=$(( (n + qps - 1) / qps ))
+            sed -e "s/\"iters\": [0-9]*/\"iters\": $per_qp/" "$tmp/$name.json" >"$tmp/$name.i$n.json"
+            valgrind --tool=callgrind --callgrind-out-file="$tmp/$name.i$n.cg" \
+                "$hcasim" run "$tmp/$name.i$n.json" -o "$tmp/$name.i$n" --quiet >/dev/null 2>&1
+            counts+=("$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/$name.i$n.cg" | head -1)")
+            wqes+=("$((per_qp * qps))")
+        done
+        python3 -c "import sys; a,b,wa,wb=map(int,sys.argv[1:]); print('%-20s %10d %14.0f' % ('$name', wa-wb, (a-b)/(wa-wb)))" \
+            "${counts[0]}" "${counts[1]}" "${wqes[-2]}" "${wqes[-1]}"
+        [ "$units" = 1 ] && python3 bench/cg_units.py "$tmp/$name.i2000.cg" "$tmp/$name.i1.cg" \
+            "$((wqes[-2] - wqes[-1]))"
     done
-    python3 -c "import sys; a,b,wa,wb=map(int,sys.argv[1:]); print('%-20s %10d %14.0f' % ('$name', wa-wb, (a-b)/(wa-wb)))" \
-        "${counts[0]}" "${counts[1]}" "${wqes[-2]}" "${wqes[-1]}"
-    [ "$units" = 1 ] && python3 bench/cg_units.py "$tmp/$name.i2000.cg" "$tmp/$name.i1.cg" \
-        "$((wqes[-2] - wqes[-1]))"
-done
-echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs less that of one per QP)."
+    echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs less that of one per QP)."
+fi
+
+[ "$tlps" = 1 ] || exit 0
+echo
+printf '%-24s %10s %14s\n' scenario tlps instr/tlp
+# Instructions (callgrind) and PCIe TLPs (stats.json, both nodes) of 1,000 WQEs of one size.
+measure() {
+    local size=$1
+    cat >"$tmp/tlp_$size.json" <<EOF
+{
+  "name": "tlp_$size",
+  "description": "bench/wqe_rate.sh -t: ib_write_bw, $size B, 1 QP, 1000 iterations",
+  "seed": 1,
+  "workloads": [
+    {"type": "ib_write_bw", "client": "a", "server": "b", "size": $size, "qps": 1, "iters": 1000}
+  ],
+  "expect": [{"stat": "workloads.0.data_check", "eq": "ok"}]
+}
+EOF
+    valgrind --tool=callgrind --callgrind-out-file="$tmp/tlp_$size.cg" \
+        "$hcasim" run "$tmp/tlp_$size.json" -o "$tmp/tlp_$size" --quiet >/dev/null 2>&1
+    echo "$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/tlp_$size.cg" | head -1)" \
+        "$(python3 -c "import json, sys; n = json.load(open(sys.argv[1]))['nodes']; print(sum(v['hca']['pcie']['tlps'] for v in n.values()))" "$tmp/tlp_$size/stats.json")"
+}
+read -r small_ir small_tlps <<<"$(measure 4096)"
+read -r large_ir large_tlps <<<"$(measure 16384)"
+python3 -c "import sys; a, ta, b, tb = map(int, sys.argv[1:]); print('%-24s %10d %14.0f' % ('write_bw_16KiB_vs_4KiB', tb - ta, (b - a) / (tb - ta)))" \
+    "$small_ir" "$small_tlps" "$large_ir" "$large_tlps"
+echo "instr/tlp: instructions per extra TLP (callgrind Ir of 1,000 WQEs of 16 KiB less 1,000 of 4 KiB,"
+echo "over the extra TLPs on both nodes' PCIe links)."
 
