@@ -106,6 +106,9 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
       m_read_latency(m_stats.latency(
           "read_latency",
           "DMA read: request handed to the link until its last completion arrived")) {
+    const uint64_t largest = m_cfg.mps + std::max(tlp_overhead(true), tlp_overhead(false));
+    m_wire_ps.resize(largest + 1);
+    for (uint64_t b = 0; b <= largest; ++b) m_wire_ps[b] = wire_ps(b);
     m_max_tlp = wire_time(m_cfg.mps + tlp_overhead(true));
     dma_in.register_b_transport(this, &pcie_link::upstream);
     mmio_in.register_b_transport(this, &pcie_link::downstream);
@@ -126,8 +129,8 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
                     [this] { return json(m_cfg.dllp_share()); });
 }
 
-sc_core::sc_time pcie_link::wire_time(uint64_t bytes) const {
-    return ps_time(static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte)));
+uint64_t pcie_link::wire_ps(uint64_t bytes) const {
+    return static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte));
 }
 
 uint64_t pcie_link::tlp_overhead(bool request_header) const {

@@ -190,8 +190,12 @@ class pcie_link : public sc_core::sc_module {
               const std::string& stats_path = "");
 
     const pcie_config& config() const { return m_cfg; }
-    // Serialization time of `bytes` link bytes.
-    sc_core::sc_time wire_time(uint64_t bytes) const;
+    // Serialization time of `bytes` link bytes: ceil(bytes x ps per byte) picoseconds, looked up
+    // for the sizes a TLP can have (up to an MPS payload with the largest overhead), so the hot
+    // path is integer picoseconds, computed for larger sizes.
+    sc_core::sc_time wire_time(uint64_t bytes) const {
+        return ps_time(bytes < m_wire_ps.size() ? m_wire_ps[bytes] : wire_ps(bytes));
+    }
     // Bytes a TLP occupies on the link besides its payload.
     uint64_t tlp_overhead(bool request_header) const;
 
@@ -220,8 +224,10 @@ class pcie_link : public sc_core::sc_module {
 
     pcie_config m_cfg;
     double m_ps_per_byte;
-    uint64_t m_cpl_max;          // largest completion payload: RCB or MPS (pcie.completions)
-    sc_core::sc_time m_max_tlp;  // wire time of the largest TLP the HCA sends (an MPS write)
+    uint64_t wire_ps(uint64_t bytes) const;
+    std::vector<uint64_t> m_wire_ps;  // wire_ps(bytes) by bytes, 0 .. the largest TLP
+    uint64_t m_cpl_max;               // largest completion payload: RCB or MPS (pcie.completions)
+    sc_core::sc_time m_max_tlp;       // wire time of the largest TLP the HCA sends (an MPS write)
     credit_calendar m_ph, m_pd,
         m_nph;  // the root port's posted header/data, non-posted header credits
     serial_resource m_up, m_down;

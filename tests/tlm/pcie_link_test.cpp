@@ -290,6 +290,12 @@ void bench::run() {
             << "x12 uses the x8 column";
         EXPECT_NEAR(a.link.config().tlp_bytes_per_second(),
                     a.link.config().bytes_per_second() * (1 - a.link.config().dllp_share()), 1);
+        // The wire times the link looks up for every TLP size, and computes beyond them, are
+        // the formula's (ECRC on Gen1 x1 has the largest overhead).
+        for (const rig* r : {&a, &slow})
+            for (uint64_t bytes = 0; bytes <= r->link.config().mps + 64; ++bytes)
+                EXPECT_EQ(r->link.wire_time(bytes), r->booked(bytes)) << bytes << " B";
+        EXPECT_EQ(a.link.wire_time(1 << 20), a.booked(1 << 20)) << "a size beyond any TLP";
     }
 
     // ---- a read request does not pass a posted write handed to the link before it ----
