@@ -313,7 +313,6 @@ void root_complex::unwatch(watch_id id) {
             if (bucket == m_by_frame.end()) continue;
             auto& ids = bucket->second;
             ids.erase(std::remove(ids.begin(), ids.end(), id), ids.end());
-            if (ids.empty()) m_by_frame.erase(bucket);
         }
     }
     m_watchers.erase(it);
@@ -325,7 +324,7 @@ void root_complex::land(uint64_t addr, const uint8_t* data, uint64_t len) {
 }
 
 void root_complex::notify_write(uint64_t addr, uint64_t len) {
-    if (m_by_frame.empty() || len == 0) return;
+    if (m_watchers.empty() || len == 0) return;
     std::vector<watch_id> fired;
     for (uint64_t f = addr / phys_mem::frame_bytes; f <= (addr + len - 1) / phys_mem::frame_bytes;
          ++f) {

@@ -168,7 +168,10 @@ class root_complex : public sc_core::sc_module {
     front_vector<pending_write> m_pending;
     uint64_t m_pending_seq = 0;
     std::map<watch_id, watcher> m_watchers;
-    std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;  // 4 KiB frame -> watchers
+    // 4 KiB frame -> watchers. A frame's list stays when it empties: a thread that waits on a
+    // completion queue again and again arms a watcher over the same frames each time, and then
+    // allocates nothing.
+    std::unordered_map<uint64_t, std::vector<watch_id>> m_by_frame;
     watch_id m_next_id = 1;
     origin_resolver m_resolve;
     mapping_resolver m_mapping;
