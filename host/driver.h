@@ -76,6 +76,7 @@
 #include "host/phys_mem.h"
 #include "host/range_allocator.h"
 #include "host/root_complex.h"
+#include "sim/front_vector.h"
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
 #include "tlm/hca_interface.h"
@@ -353,7 +354,7 @@ class driver : public sc_core::sc_module {
         uint32_t pid = 0;
         hca_if::qp_state state = hca_if::qp_state::reset;
         ring sq, rq;
-        std::deque<outstanding_wr> sq_wrs;
+        front_vector<outstanding_wr> sq_wrs;
         uint32_t max_inline = 0;  // inline bytes the send WQE stride holds
         unsigned bf_toggle = 0;   // alternates between the QP's two BlueFlame buffers (mlx5)
     };

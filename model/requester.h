@@ -39,7 +39,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -56,6 +55,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/front_vector.h"
 #include "sim/index_map.h"
 #include "sim/pooled.h"
 
@@ -141,7 +141,7 @@ class requester : public sc_core::sc_module {
         sc_core::sc_time
             drain_at;  // a drain is scheduled then (waiting for the port or an RNR wait)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
-        std::deque<slot_ptr> window;  // fetched, not yet completed, in WQE order
+        front_vector<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
         // BlueFlame WQEs by index, not yet taken (a few at most: a sorted vector).
         boost::container::flat_map<uint32_t, bf_wqe_ptr> delivered;

@@ -57,6 +57,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/front_vector.h"
 #include "sim/index_map.h"
 #include "sim/pooled.h"
 
@@ -140,12 +141,12 @@ class responder : public sc_core::sc_module {
         uint32_t expected_psn = 0;
         uint32_t pi = 0;
         uint32_t ci = 0;
-        std::deque<reply_ptr> replies;
+        front_vector<reply_ptr> replies;
         uint32_t reads = 0;     // RDMA READs and atomics admitted and not yet answered (IRD)
         bool refusing = false;  // a request waits to be NAKed: later ones are not executed
         bool nak_sent =
             false;  // a sequence or RNR NAK is out: out-of-sequence requests are dropped
-        std::deque<std::pair<uint32_t, byte_vector>> atomic_replay;  // PSN -> original value
+        front_vector<std::pair<uint32_t, byte_vector>> atomic_replay;  // PSN -> original value
         // Receive WQE prefetch: WQEs [ci, prefetch_next) are on chip or being fetched.
         uint32_t prefetch_next = 0;
         uint32_t epoch = 0;  // bumped when the on-chip copies are dropped
