@@ -98,6 +98,7 @@ TEST(recycling_allocator, a_vector_takes_the_buffer_the_last_one_freed) {
 
 TEST(front_vector, keeps_order_like_a_deque) {
     front_vector<int> f;
+    EXPECT_TRUE(f.empty());
     std::deque<int> d;
     std::mt19937_64 rng(5);
     for (int step = 0; step < 20000; ++step) {
@@ -113,10 +114,17 @@ TEST(front_vector, keeps_order_like_a_deque) {
             const size_t at = rng() % (d.size() + 1);
             f.insert(f.begin() + static_cast<std::ptrdiff_t>(at), -step);
             d.insert(d.begin() + static_cast<std::ptrdiff_t>(at), -step);
-        } else {
+        } else if (rng() % 2) {
             const size_t at = rng() % d.size();
             f.erase(f.begin() + static_cast<std::ptrdiff_t>(at));
             d.erase(d.begin() + static_cast<std::ptrdiff_t>(at));
+        } else {  // a range: from the front (a prefix acknowledged at once) or inside
+            const size_t first = rng() % 2 ? 0 : rng() % d.size();
+            const size_t last = first + rng() % (d.size() - first + 1);
+            f.erase(f.begin() + static_cast<std::ptrdiff_t>(first),
+                    f.begin() + static_cast<std::ptrdiff_t>(last));
+            d.erase(d.begin() + static_cast<std::ptrdiff_t>(first),
+                    d.begin() + static_cast<std::ptrdiff_t>(last));
         }
         ASSERT_EQ(f.size(), d.size());
         if (!d.empty()) {
