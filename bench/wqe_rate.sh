@@ -52,21 +52,26 @@ cases=(
     "write_bw_4KiB_16qp 4096 16 $((8000 * scale))"
 )
 
-printf '%-20s %8s %8s %8s %10s %10s %9s %10s %10s %9s\n' \
-    scenario wqes wall_s cpu_s wqes/s wqes/cpu_s sim_us events events/wqe wl_ev/wqe
-for c in "${cases[@]}"; do
-    read -r name size qps iters <<<"$c"
-    cat >"$tmp/$name.json" <<EOF
+# Writes an ib_write_bw scenario: scenario FILE NAME SIZE QPS ITERS (iterations per QP).
+scenario() {
+    cat >"$1" <<EOF
 {
-  "name": "$name",
-  "description": "bench/wqe_rate.sh: ib_write_bw, $size B, $qps QP(s), $iters iterations per QP",
+  "name": "$2",
+  "description": "bench/wqe_rate.sh: ib_write_bw, $3 B, $4 QP(s), $5 iterations per QP",
   "seed": 1,
   "workloads": [
-    {"type": "ib_write_bw", "client": "a", "server": "b", "size": $size, "qps": $qps, "iters": $iters}
+    {"type": "ib_write_bw", "client": "a", "server": "b", "size": $3, "qps": $4, "iters": $5}
   ],
   "expect": [{"stat": "workloads.0.data_check", "eq": "ok"}]
 }
 EOF
+}
+
+printf '%-20s %8s %8s %8s %10s %10s %9s %10s %10s %9s\n' \
+    scenario wqes wall_s cpu_s wqes/s wqes/cpu_s sim_us events events/wqe wl_ev/wqe
+for c in "${cases[@]}"; do
+    read -r name size qps iters <<<"$c"
+    scenario "$tmp/$name.json" "$name" "$size" "$qps" "$iters"
     runs=()
     for ((r = 0; r < repeats; r++)); do
         TIMEFORMAT='%U %S'
@@ -95,6 +100,13 @@ echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's ow
 
 [ "$instructions" = 1 ] || [ "$tlps" = 1 ] || exit 0
 command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i, -u and -t need valgrind (apt-get install valgrind)" >&2; exit 2; }
+# Runs BASE.json under callgrind (output in BASE/, the profile in BASE.cg) and prints the
+# instructions it counted.
+instructions() {
+    valgrind --tool=callgrind --callgrind-out-file="$1.cg" \
+        "$hcasim" run "$1.json" -o "$1" --quiet >/dev/null 2>&1
+    sed -n 's/^summary: //p; s/^totals: //p' "$1.cg" | head -1
+}
 if [ "$instructions" = 1 ]; then
     echo
     printf '%-20s %10s %14s\n' scenario wqes instr/wqe
@@ -104,10 +116,8 @@ if [ "$instructions" = 1 ]; then
         wqes=()
         for n in 2000 1; do
             per_qp=$(( (n + qps - 1) / qps ))
-            sed -e "s/\"iters\": [0-9]*/\"iters\": $per_qp/" "$tmp/$name.json" >"$tmp/$name.i$n.json"
-            valgrind --tool=callgrind --callgrind-out-file="$tmp/$name.i$n.cg" \
-                "$hcasim" run "$tmp/$name.i$n.json" -o "$tmp/$name.i$n" --quiet >/dev/null 2>&1
-            counts+=("$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/$name.i$n.cg" | head -1)")
+            scenario "$tmp/$name.i$n.json" "$name" "$size" "$qps" "$per_qp"
+            counts+=("$(instructions "$tmp/$name.i$n")")
             wqes+=("$((per_qp * qps))")
         done
         python3 -c "import sys; a,b,wa,wb=map(int,sys.argv[1:]); print('%-20s %10d %14.0f' % ('$name', wa-wb, (a-b)/(wa-wb)))" \
@@ -124,20 +134,8 @@ printf '%-24s %10s %14s\n' scenario tlps instr/tlp
 # Instructions (callgrind) and PCIe TLPs (stats.json, both nodes) of 1,000 WQEs of one size.
 measure() {
     local size=$1
-    cat >"$tmp/tlp_$size.json" <<EOF
-{
-  "name": "tlp_$size",
-  "description": "bench/wqe_rate.sh -t: ib_write_bw, $size B, 1 QP, 1000 iterations",
-  "seed": 1,
-  "workloads": [
-    {"type": "ib_write_bw", "client": "a", "server": "b", "size": $size, "qps": 1, "iters": 1000}
-  ],
-  "expect": [{"stat": "workloads.0.data_check", "eq": "ok"}]
-}
-EOF
-    valgrind --tool=callgrind --callgrind-out-file="$tmp/tlp_$size.cg" \
-        "$hcasim" run "$tmp/tlp_$size.json" -o "$tmp/tlp_$size" --quiet >/dev/null 2>&1
-    echo "$(sed -n 's/^summary: //p; s/^totals: //p' "$tmp/tlp_$size.cg" | head -1)" \
+    scenario "$tmp/tlp_$size.json" "tlp_$size" "$size" 1 1000
+    echo "$(instructions "$tmp/tlp_$size")" \
         "$(python3 -c "import json, sys; n = json.load(open(sys.argv[1]))['nodes']; print(sum(v['hca']['pcie']['tlps'] for v in n.values()))" "$tmp/tlp_$size/stats.json")"
 }
 read -r small_ir small_tlps <<<"$(measure 4096)"
