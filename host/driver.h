@@ -476,6 +476,9 @@ class driver : public sc_core::sc_module {
     // each page is mapped on its own (it may be unmapped on its own later).
     void dma_map_pages(uint64_t iova, unsigned shift,
                        const std::vector<std::optional<uint64_t>>& pas, bool merge, cpu_clock& cpu);
+    // Maps a reserved range onto physically contiguous memory at `pa`: what dma_map_pages with
+    // `merge` does for its pages, without listing them.
+    void dma_map_contiguous(uint64_t iova, uint64_t pa, uint64_t bytes, cpu_clock& cpu);
     // Clears [iova, iova + bytes), invalidates the IOTLB for it and, with `release`, frees the
     // IOVA range. Nothing with the IOMMU off or iova 0.
     void dma_unmap(uint64_t iova, uint64_t bytes, bool release, cpu_clock& cpu);

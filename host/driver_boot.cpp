@@ -15,7 +15,7 @@ using namespace hca_if;
 std::optional<uint64_t> driver::kernel_alloc(uint64_t pages) {
     auto pfn = m_frames.alloc_contiguous(pages, frame_owner{frame_use::kernel, 0, 0});
     if (!pfn) return std::nullopt;
-    for (uint64_t i = 0; i < pages; ++i) m_frames.pin(*pfn + i);
+    m_frames.pin_run(*pfn, pages);
     m_kernel_pinned += pages;
     m_mem.zero(*pfn << m_page_shift, pages << m_page_shift);
     return pfn;
@@ -23,7 +23,7 @@ std::optional<uint64_t> driver::kernel_alloc(uint64_t pages) {
 
 void driver::kernel_free(uint64_t pfn, uint64_t pages) {
     if (pages == 0) return;
-    for (uint64_t i = 0; i < pages; ++i) m_frames.unpin(pfn + i);
+    m_frames.unpin_run(pfn, pages);
     m_kernel_pinned -= pages;
     m_frames.release(pfn);
 }

@@ -34,6 +34,11 @@ void driver::dma_map_pages(uint64_t iova, unsigned shift,
     cpu.add(to_time(m_cfg.iommu.map_entry), entries);
 }
 
+void driver::dma_map_contiguous(uint64_t iova, uint64_t pa, uint64_t bytes, cpu_clock& cpu) {
+    if (!iommu_on() || iova == 0 || bytes == 0) return;
+    cpu.add(to_time(m_cfg.iommu.map_entry), m_iommu.map(iova, pa, bytes));
+}
+
 void driver::dma_unmap(uint64_t iova, uint64_t bytes, bool release, cpu_clock& cpu) {
     if (!iommu_on() || iova == 0 || bytes == 0) return;
     const uint64_t cleared = m_iommu.unmap(iova, bytes);
@@ -59,9 +64,7 @@ std::optional<uint64_t> driver::kernel_alloc_dma(uint64_t pages, uint64_t& dma, 
         kernel_free(*pfn, pages);
         return std::nullopt;
     }
-    std::vector<std::optional<uint64_t>> pas(pages);
-    for (uint64_t i = 0; i < pages; ++i) pas[i] = pa + (i << m_page_shift);
-    dma_map_pages(*iova, m_page_shift, pas, true, cpu);
+    dma_map_contiguous(*iova, pa, pages << m_page_shift, cpu);
     dma = *iova ? *iova : pa;
     return pfn;
 }

@@ -342,6 +342,34 @@ uint64_t frame_allocator::unpin(uint64_t pfn) {
     return pages;
 }
 
+const frame_allocator::extent* frame_allocator::base_page_run(uint64_t pfn, uint64_t pages,
+                                                              uint64_t& start) const {
+    const extent* e = find_extent(pfn, &start);
+    if (!e || e->from != source::buddy || pfn + pages > start + e->count) return nullptr;
+    return m_user.any_in(pfn, pfn + pages) ? nullptr : e;
+}
+
+void frame_allocator::pin_run(uint64_t pfn, uint64_t pages) {
+    uint64_t start = 0;
+    if (pages > 1 && base_page_run(pfn, pages, start) && !m_pinned.any_in(pfn, pfn + pages)) {
+        m_pinned_pages += m_pinned.set_range(pfn, pfn + pages);
+        return;
+    }
+    for (uint64_t i = 0; i < pages; ++i) pin(pfn + i);
+}
+
+void frame_allocator::unpin_run(uint64_t pfn, uint64_t pages) {
+    uint64_t start = 0;
+    const extent* e = pages > 1 ? base_page_run(pfn, pages, start) : nullptr;
+    const auto extra = m_pin_extra.lower_bound(pfn);
+    if (!e || (extra != m_pin_extra.end() && extra->first < pfn + pages)) {
+        for (uint64_t i = 0; i < pages; ++i) unpin(pfn + i);
+        return;
+    }
+    m_pinned_pages -= m_pinned.reset_range(pfn, pfn + pages);
+    if (e->owner.use == frame_use::orphan && !any_pinned(start, e->count)) free_extent(start);
+}
+
 uint32_t frame_allocator::pin_count(uint64_t pfn) const {
     const uint64_t unit = pin_unit(pfn).first;
     if (!m_pinned.test(unit)) return 0;

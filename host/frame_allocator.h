@@ -119,6 +119,10 @@ class frame_allocator {
     uint64_t pin(uint64_t pfn);
     uint64_t unpin(uint64_t pfn);
     uint32_t pin_count(uint64_t pfn) const;
+    // pin / unpin of every base page of [pfn, pfn + pages), in one pass over the pin bitmap
+    // where the run is base pages of one allocation (a kernel run), else page by page.
+    void pin_run(uint64_t pfn, uint64_t pages);
+    void unpin_run(uint64_t pfn, uint64_t pages);
     // Distinct base pages with a pin count above zero.
     uint64_t pinned_pages() const { return m_pinned_pages; }
 
@@ -151,6 +155,9 @@ class frame_allocator {
     bool any_pinned(uint64_t start, uint64_t count) const;
     // First frame and base pages of the unit `pfn` is pinned as (a huge page or itself).
     std::pair<uint64_t, uint64_t> pin_unit(uint64_t pfn) const;
+    // The buddy allocation [pfn, pfn + pages) lies in, when each of its pages is a pin unit of
+    // its own (not user-tracked, not a huge page); its first frame in `start`.
+    const extent* base_page_run(uint64_t pfn, uint64_t pages, uint64_t& start) const;
     void free_extent(uint64_t start);
     huge_pool& pool_of(unsigned shift);
     unsigned pool_order(unsigned shift) const { return shift - m_page_shift; }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "tlm/hca_interface.h"
 
@@ -76,16 +77,11 @@ void phys_mem::write_stored(uint64_t addr, const uint8_t* data, uint64_t len) {
 }
 
 void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
-    // Frame by frame: one lookup each, and nothing to do for frames that hold no bytes (a page
-    // fault zeroes a whole frame that was usually never written).
-    uint64_t done = 0;
-    while (done < len) {
-        const uint64_t a = addr + done;
-        const uint64_t fn = a / frame_bytes, in_frame = a % frame_bytes;
-        const uint64_t n = std::min(len - done, frame_bytes - in_frame);
-        done += n;
-        auto it = m_frames.find(fn);
-        if (it == m_frames.end()) continue;
+    // Frame by frame, and nothing to do for frames that hold no bytes (a page fault zeroes a
+    // whole frame that was usually never written).
+    if (len == 0 || m_frames.empty()) return;
+    auto zero_in = [&](std::unordered_map<uint64_t, frame>::iterator it, uint64_t in_frame,
+                       uint64_t n) {
         frame& f = it->second;
         for (uint64_t at = in_frame; at < in_frame + n;) {
             const unsigned gi = static_cast<unsigned>(at / granule_bytes);
@@ -102,9 +98,36 @@ void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
             --f.held;
         }
         if (f.held == 0) {
-            if (fn == m_last_number) m_last_number = ~uint64_t{0};
+            if (it->first == m_last_number) m_last_number = ~uint64_t{0};
             m_frames.erase(it);
         }
+    };
+    const uint64_t first = addr / frame_bytes, last = (addr + len - 1) / frame_bytes;
+    auto range_of = [&](uint64_t fn, uint64_t& in_frame) {
+        const uint64_t lo = std::max(addr, fn * frame_bytes);
+        const uint64_t hi = std::min(addr + len, (fn + 1) * frame_bytes);
+        in_frame = lo - fn * frame_bytes;
+        return hi - lo;
+    };
+    if (last - first >= m_frames.size()) {
+        // A range wider than what is stored (a kernel table at boot, a huge page): the stored
+        // frames inside it, one pass over them.
+        std::vector<uint64_t> inside;
+        for (const auto& [fn, f] : m_frames)
+            if (fn >= first && fn <= last) inside.push_back(fn);
+        for (uint64_t fn : inside) {
+            uint64_t in_frame = 0;
+            const uint64_t n = range_of(fn, in_frame);
+            zero_in(m_frames.find(fn), in_frame, n);
+        }
+        return;
+    }
+    for (uint64_t fn = first; fn <= last; ++fn) {
+        auto it = m_frames.find(fn);
+        if (it == m_frames.end()) continue;
+        uint64_t in_frame = 0;
+        const uint64_t n = range_of(fn, in_frame);
+        zero_in(it, in_frame, n);
     }
 }
 

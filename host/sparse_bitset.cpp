@@ -1,5 +1,6 @@
 #include "host/sparse_bitset.h"
 
+#include <algorithm>
 #include <utility>
 
 namespace hcasim {
@@ -76,8 +77,7 @@ bool sparse_bitset::test(uint64_t i) const {
     return nd->word[b >> 6] >> (b & 63) & 1;
 }
 
-bool sparse_bitset::set(uint64_t i) {
-    if (i >= m_n) return false;
+sparse_bitset::node* sparse_bitset::leaf_for(uint64_t i) {
     if (!m_root) {
         m_root = new node;
         ++m_nodes;
@@ -92,6 +92,12 @@ bool sparse_bitset::set(uint64_t i) {
         }
         nd = nd->child[c];
     }
+    return nd;
+}
+
+bool sparse_bitset::set(uint64_t i) {
+    if (i >= m_n) return false;
+    node* nd = leaf_for(i);
     const unsigned b = i & ((1u << leaf_bits) - 1);
     uint64_t& w = nd->word[b >> 6];
     const uint64_t bit = uint64_t{1} << (b & 63);
@@ -100,6 +106,20 @@ bool sparse_bitset::set(uint64_t i) {
     nd->mask |= uint64_t{1} << (b >> 6);
     ++m_count;
     return true;
+}
+
+void sparse_bitset::prune(node* nd, node* const* path, const unsigned* slot) {
+    // Empty nodes go, bottom up.
+    for (unsigned level = 2; nd->mask == 0; ++level) {
+        delete nd;
+        --m_nodes;
+        if (level > m_levels) {
+            m_root = nullptr;
+            break;
+        }
+        nd = path[level];
+        nd->mask &= ~(uint64_t{1} << slot[level]);
+    }
 }
 
 bool sparse_bitset::reset(uint64_t i) {
@@ -122,18 +142,76 @@ bool sparse_bitset::reset(uint64_t i) {
     --m_count;
     if (w) return true;
     nd->mask &= ~(uint64_t{1} << (b >> 6));
-    // Empty nodes go, bottom up.
-    for (unsigned level = 2; nd->mask == 0; ++level) {
-        delete nd;
-        --m_nodes;
-        if (level > m_levels) {
-            m_root = nullptr;
-            break;
-        }
-        nd = path[level];
-        nd->mask &= ~(uint64_t{1} << slot[level]);
-    }
+    prune(nd, path, slot);
     return true;
+}
+
+namespace {
+// Bits [lo, hi) of one word, 0 <= lo < hi <= 64.
+uint64_t bits(unsigned lo, unsigned hi) {
+    const uint64_t upto = hi >= 64 ? ~uint64_t{0} : (uint64_t{1} << hi) - 1;
+    return upto & (~uint64_t{0} << lo);
+}
+// fn(word, mask of bits in it) for each word of the leaf's bits [b, e).
+template <class Fn>
+void each_word(uint64_t b, uint64_t e, Fn&& fn) {
+    while (b < e) {
+        const unsigned w = static_cast<unsigned>(b >> 6);
+        const unsigned to = static_cast<unsigned>(std::min<uint64_t>(e - (uint64_t{w} << 6), 64));
+        fn(w, bits(static_cast<unsigned>(b & 63), to));
+        b = (uint64_t{w} + 1) << 6;
+    }
+}
+}  // namespace
+
+uint64_t sparse_bitset::set_range(uint64_t lo, uint64_t hi) {
+    hi = std::min(hi, m_n);
+    uint64_t changed = 0;
+    while (lo < hi) {
+        // One leaf at a time: the path to it is walked (and built) once.
+        const uint64_t leaf_end = std::min(hi, (lo | ((uint64_t{1} << leaf_bits) - 1)) + 1);
+        node* nd = leaf_for(lo);
+        const uint64_t base = lo & ~((uint64_t{1} << leaf_bits) - 1);
+        each_word(lo - base, leaf_end - base, [&](unsigned w, uint64_t m) {
+            changed += static_cast<uint64_t>(__builtin_popcountll(m & ~nd->word[w]));
+            nd->word[w] |= m;
+            nd->mask |= uint64_t{1} << w;
+        });
+        lo = leaf_end;
+    }
+    m_count += changed;
+    return changed;
+}
+
+uint64_t sparse_bitset::reset_range(uint64_t lo, uint64_t hi) {
+    hi = std::min(hi, m_n);
+    uint64_t changed = 0;
+    while (lo < hi && m_root) {
+        lo = next(lo);  // empty subtrees skipped
+        if (lo >= hi) break;
+        const uint64_t leaf_end = std::min(hi, (lo | ((uint64_t{1} << leaf_bits) - 1)) + 1);
+        node* path[8];
+        unsigned slot[8];
+        node* nd = m_root;
+        for (unsigned level = m_levels; nd && level > 1; --level) {
+            const unsigned c = (lo >> span_bits(level - 1)) & 63;
+            path[level] = nd;
+            slot[level] = c;
+            nd = nd->mask >> c & 1 ? nd->child[c] : nullptr;
+        }
+        if (nd) {
+            const uint64_t base = lo & ~((uint64_t{1} << leaf_bits) - 1);
+            each_word(lo - base, leaf_end - base, [&](unsigned w, uint64_t m) {
+                changed += static_cast<uint64_t>(__builtin_popcountll(m & nd->word[w]));
+                nd->word[w] &= ~m;
+                if (!nd->word[w]) nd->mask &= ~(uint64_t{1} << w);
+            });
+            prune(nd, path, slot);
+        }
+        lo = leaf_end;
+    }
+    m_count -= changed;
+    return changed;
 }
 
 uint64_t sparse_bitset::edge_in(const node* nd, unsigned level, uint64_t base,

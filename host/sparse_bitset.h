@@ -34,6 +34,9 @@ class sparse_bitset {
     // Both return whether the bit changed.
     bool set(uint64_t i);
     bool reset(uint64_t i);
+    // [lo, hi) all set or all reset, a word at a time; both return how many bits changed.
+    uint64_t set_range(uint64_t lo, uint64_t hi);
+    uint64_t reset_range(uint64_t lo, uint64_t hi);
 
     // The smallest member >= i, or npos.
     uint64_t next(uint64_t i) const;
@@ -61,6 +64,11 @@ class sparse_bitset {
     uint64_t edge_in(const node* nd, unsigned level, uint64_t base,
                      unsigned (*pick)(uint64_t)) const;
     void free_tree(node* nd, unsigned level);
+    // The leaf holding bit i, built with the path to it where missing.
+    node* leaf_for(uint64_t i);
+    // Frees the leaf `nd` if it is empty, and each node above it (path[level], the child at
+    // slot[level]) left empty by that.
+    void prune(node* nd, node* const* path, const unsigned* slot);
 
     uint64_t m_n;
     unsigned m_levels;  // 1: the root is a leaf

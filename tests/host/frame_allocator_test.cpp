@@ -168,3 +168,50 @@ TEST(frame_allocator, one_tib_host_is_cheap) {
     EXPECT_EQ(fa.frames_free(), (1ULL << 28) - 1000);
     EXPECT_EQ(fa.fill_pool(frame_allocator::shift_1g, 16), 16u) << "1 GiB pages from a TiB host";
 }
+
+// A run of base pages pinned and unpinned at once (the driver's kernel tables) leaves the same
+// pin counts as page by page, also where some pages of it are pinned already or twice, and the
+// run of a released (orphaned) allocation is freed by the unpin of its last pinned pages.
+TEST(frame_allocator, pin_run_matches_page_by_page) {
+    frame_allocator runs(gib, 4096, 3, frame_placement::scatter);
+    frame_allocator pages(gib, 4096, 3, frame_placement::scatter);
+    const frame_owner kernel{frame_use::kernel, 0, 0};
+    const uint64_t a = *runs.alloc_contiguous(300, kernel);
+    ASSERT_EQ(a, *pages.alloc_contiguous(300, kernel));
+    auto both = [&](auto&& fn) {
+        fn(runs, true);
+        fn(pages, false);
+    };
+    auto pin = [](frame_allocator& fa, bool run, uint64_t pfn, uint64_t n) {
+        if (run) return fa.pin_run(pfn, n);
+        for (uint64_t i = 0; i < n; ++i) fa.pin(pfn + i);
+    };
+    auto unpin = [](frame_allocator& fa, bool run, uint64_t pfn, uint64_t n) {
+        if (run) return fa.unpin_run(pfn, n);
+        for (uint64_t i = 0; i < n; ++i) fa.unpin(pfn + i);
+    };
+    auto same = [&](const char* when) {
+        EXPECT_EQ(runs.pinned_pages(), pages.pinned_pages()) << when;
+        EXPECT_EQ(runs.frames_free(), pages.frames_free()) << when;
+        for (uint64_t p = a; p < a + 300; ++p) {
+            ASSERT_EQ(runs.pin_count(p), pages.pin_count(p)) << when << " at " << p - a;
+            ASSERT_EQ(runs.allocated(p), pages.allocated(p)) << when << " at " << p - a;
+        }
+    };
+    both([&](frame_allocator& fa, bool run) { pin(fa, run, a, 300); });
+    same("a fresh run pinned");
+    EXPECT_EQ(runs.pinned_pages(), 300u);
+    both([&](frame_allocator& fa, bool run) { pin(fa, run, a + 10, 20); });
+    same("part of it pinned twice");
+    both([&](frame_allocator& fa, bool run) { unpin(fa, run, a, 100); });
+    same("a part unpinned (some pages still pinned once)");
+    both([&](frame_allocator& fa, bool run) { fa.release(a); });
+    same("released while pinned");
+    EXPECT_EQ(runs.owner(a + 200).use, frame_use::orphan);
+    both([&](frame_allocator& fa, bool run) { unpin(fa, run, a + 100, 200); });
+    same("the orphan's pins after the first 100 pages gone");
+    both([&](frame_allocator& fa, bool run) { unpin(fa, run, a, 100); });
+    same("the last pins gone");
+    EXPECT_FALSE(runs.allocated(a)) << "the last unpin frees the orphan";
+    EXPECT_EQ(runs.pinned_pages(), 0u);
+}

@@ -91,3 +91,29 @@ TEST(sparse_bitset, moves_keep_members) {
     EXPECT_TRUE(c.test(12345));
     EXPECT_EQ(c.size(), uint64_t{1} << 20);
 }
+
+// set_range / reset_range against the same bits set and reset one by one: ranges inside one
+// word, across words and leaves, over members already there, and the tree freed at the end.
+TEST(sparse_bitset, ranges_match_bit_by_bit) {
+    for (uint64_t n : {uint64_t{100}, uint64_t{1} << 18, uint64_t{1} << 40}) {
+        sparse_bitset bs(n);
+        std::set<uint64_t> ref;
+        std::mt19937_64 rng(n);
+        for (int k = 0; k < 300; ++k) {
+            const uint64_t lo = rng() % std::min<uint64_t>(n, 1 << 16);
+            const uint64_t hi = std::min(n + 3, lo + rng() % (k % 3 ? 70 : 9000));
+            uint64_t changed = 0;
+            const bool set = rng() % 3 != 0;
+            for (uint64_t i = lo; i < std::min(hi, n); ++i)
+                changed += set ? ref.insert(i).second : ref.erase(i);
+            ASSERT_EQ(set ? bs.set_range(lo, hi) : bs.reset_range(lo, hi), changed)
+                << "n " << n << " [" << lo << ", " << hi << ")";
+            ASSERT_EQ(bs.count(), ref.size());
+            const uint64_t q = rng() % std::min<uint64_t>(n, 1 << 16);
+            ASSERT_EQ(bs.next(q), ref_next(ref, q));
+        }
+        EXPECT_EQ(bs.reset_range(0, n), ref.size());
+        EXPECT_TRUE(bs.empty());
+        EXPECT_EQ(bs.memory_bytes(), 0u) << "every node freed with its last member";
+    }
+}
