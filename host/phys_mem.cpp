@@ -8,21 +8,6 @@
 
 namespace hcasim {
 
-// Splits [addr, addr + len) at granule boundaries: fn(frame number, granule index, offset in the
-// granule, bytes, bytes done before).
-template <class Fn>
-void phys_mem::for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn) {
-    uint64_t done = 0;
-    while (done < len) {
-        const uint64_t a = addr + done;
-        const uint64_t in_granule = a % granule_bytes;
-        const uint64_t chunk = std::min(len - done, granule_bytes - in_granule);
-        fn(a / frame_bytes, static_cast<unsigned>(a % frame_bytes / granule_bytes), in_granule,
-           chunk, done);
-        done += chunk;
-    }
-}
-
 phys_mem::frame* phys_mem::find_frame(uint64_t number) {
     if (number != m_last_number) {
         m_last = &m_frames[number];
@@ -42,38 +27,53 @@ const phys_mem::frame* phys_mem::find_frame(uint64_t number) const {
 }
 
 void phys_mem::read_stored(uint64_t addr, uint8_t* out, uint64_t len) const {
-    const frame* f = nullptr;
-    uint64_t f_number = ~uint64_t{0};
-    for_each_chunk(addr, len,
-                   [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
-                       if (fn != f_number) {
-                           f = find_frame(fn);
-                           f_number = fn;
-                       }
-                       if (f && f->g[gi])
-                           std::memcpy(out + done, f->g[gi]->data() + off, n);
-                       else
-                           std::memset(out + done, 0, n);
-                   });
+    // Frame by frame (one lookup each), then its granules in a row.
+    while (len > 0) {
+        const uint64_t in_frame = addr % frame_bytes;
+        const uint64_t n = std::min(len, frame_bytes - in_frame);
+        if (const frame* f = find_frame(addr / frame_bytes)) {
+            unsigned gi = static_cast<unsigned>(in_frame / granule_bytes);
+            uint64_t off = in_frame % granule_bytes;
+            for (uint64_t left = n; left > 0; off = 0, ++gi) {
+                const uint64_t k = std::min(left, granule_bytes - off);
+                if (const granule* g = f->g[gi].get())
+                    std::memcpy(out, g->data() + off, k);
+                else
+                    std::memset(out, 0, k);
+                out += k;
+                left -= k;
+            }
+        } else {
+            std::memset(out, 0, n);
+            out += n;
+        }
+        addr += n;
+        len -= n;
+    }
 }
 
 void phys_mem::write_stored(uint64_t addr, const uint8_t* data, uint64_t len) {
-    frame* f = nullptr;
-    uint64_t f_number = ~uint64_t{0};
-    for_each_chunk(addr, len,
-                   [&](uint64_t fn, unsigned gi, uint64_t off, uint64_t n, uint64_t done) {
-                       if (fn != f_number) {
-                           f = find_frame(fn);
-                           f_number = fn;
-                       }
-                       auto& g = f->g[gi];
-                       if (!g) {
-                           g = std::make_unique<granule>(granule{});
-                           ++f->held;
-                           ++m_granules;
-                       }
-                       std::memcpy(g->data() + off, data + done, n);
-                   });
+    while (len > 0) {
+        const uint64_t in_frame = addr % frame_bytes;
+        const uint64_t n = std::min(len, frame_bytes - in_frame);
+        frame* f = find_frame(addr / frame_bytes);
+        unsigned gi = static_cast<unsigned>(in_frame / granule_bytes);
+        uint64_t off = in_frame % granule_bytes;
+        for (uint64_t left = n; left > 0; off = 0, ++gi) {
+            const uint64_t k = std::min(left, granule_bytes - off);
+            auto& g = f->g[gi];
+            if (!g) {
+                g = std::make_unique<granule>(granule{});
+                ++f->held;
+                ++m_granules;
+            }
+            std::memcpy(g->data() + off, data, k);
+            data += k;
+            left -= k;
+        }
+        addr += n;
+        len -= n;
+    }
 }
 
 void phys_mem::zero_stored(uint64_t addr, uint64_t len) {

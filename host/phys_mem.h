@@ -58,8 +58,6 @@ class phys_mem {
         std::array<std::unique_ptr<granule>, granules> g;
         unsigned held = 0;
     };
-    template <class Fn>
-    static void for_each_chunk(uint64_t addr, uint64_t len, Fn&& fn);
     // The store's own bytes (no attached frame in the range).
     void read_stored(uint64_t addr, uint8_t* out, uint64_t len) const;
     void write_stored(uint64_t addr, const uint8_t* data, uint64_t len);
