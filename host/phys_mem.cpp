@@ -112,13 +112,14 @@ void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
     if (last - first >= m_frames.size()) {
         // A range wider than what is stored (a kernel table at boot, a huge page): the stored
         // frames inside it, one pass over them.
-        std::vector<uint64_t> inside;
-        for (const auto& [fn, f] : m_frames)
-            if (fn >= first && fn <= last) inside.push_back(fn);
-        for (uint64_t fn : inside) {
+        // (Erasing one frame leaves the iterators to the others valid.)
+        std::vector<std::unordered_map<uint64_t, frame>::iterator> inside;
+        for (auto it = m_frames.begin(); it != m_frames.end(); ++it)
+            if (it->first >= first && it->first <= last) inside.push_back(it);
+        for (auto it : inside) {
             uint64_t in_frame = 0;
-            const uint64_t n = range_of(fn, in_frame);
-            zero_in(m_frames.find(fn), in_frame, n);
+            const uint64_t n = range_of(it->first, in_frame);
+            zero_in(it, in_frame, n);
         }
         return;
     }

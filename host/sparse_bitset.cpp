@@ -122,18 +122,23 @@ void sparse_bitset::prune(node* nd, node* const* path, const unsigned* slot) {
     }
 }
 
-bool sparse_bitset::reset(uint64_t i) {
-    if (i >= m_n || !m_root) return false;
-    node* path[8];
-    unsigned slot[8];
+sparse_bitset::node* sparse_bitset::leaf_path(uint64_t i, node** path, unsigned* slot) const {
     node* nd = m_root;
-    for (unsigned level = m_levels; level > 1; --level) {
+    for (unsigned level = m_levels; nd && level > 1; --level) {
         const unsigned c = (i >> span_bits(level - 1)) & 63;
-        if (!(nd->mask >> c & 1)) return false;
         path[level] = nd;
         slot[level] = c;
-        nd = nd->child[c];
+        nd = nd->mask >> c & 1 ? nd->child[c] : nullptr;
     }
+    return nd;
+}
+
+bool sparse_bitset::reset(uint64_t i) {
+    if (i >= m_n) return false;
+    node* path[8];
+    unsigned slot[8];
+    node* nd = leaf_path(i, path, slot);
+    if (!nd) return false;
     const unsigned b = i & ((1u << leaf_bits) - 1);
     uint64_t& w = nd->word[b >> 6];
     const uint64_t bit = uint64_t{1} << (b & 63);
@@ -192,22 +197,14 @@ uint64_t sparse_bitset::reset_range(uint64_t lo, uint64_t hi) {
         const uint64_t leaf_end = std::min(hi, (lo | ((uint64_t{1} << leaf_bits) - 1)) + 1);
         node* path[8];
         unsigned slot[8];
-        node* nd = m_root;
-        for (unsigned level = m_levels; nd && level > 1; --level) {
-            const unsigned c = (lo >> span_bits(level - 1)) & 63;
-            path[level] = nd;
-            slot[level] = c;
-            nd = nd->mask >> c & 1 ? nd->child[c] : nullptr;
-        }
-        if (nd) {
-            const uint64_t base = lo & ~((uint64_t{1} << leaf_bits) - 1);
-            each_word(lo - base, leaf_end - base, [&](unsigned w, uint64_t m) {
-                changed += static_cast<uint64_t>(__builtin_popcountll(m & nd->word[w]));
-                nd->word[w] &= ~m;
-                if (!nd->word[w]) nd->mask &= ~(uint64_t{1} << w);
-            });
-            prune(nd, path, slot);
-        }
+        node* nd = leaf_path(lo, path, slot);  // there: lo is a member
+        const uint64_t base = lo & ~((uint64_t{1} << leaf_bits) - 1);
+        each_word(lo - base, leaf_end - base, [&](unsigned w, uint64_t m) {
+            changed += static_cast<uint64_t>(__builtin_popcountll(m & nd->word[w]));
+            nd->word[w] &= ~m;
+            if (!nd->word[w]) nd->mask &= ~(uint64_t{1} << w);
+        });
+        prune(nd, path, slot);
         lo = leaf_end;
     }
     m_count -= changed;

@@ -66,6 +66,9 @@ class sparse_bitset {
     void free_tree(node* nd, unsigned level);
     // The leaf holding bit i, built with the path to it where missing.
     node* leaf_for(uint64_t i);
+    // The leaf holding bit i or null, with the nodes above it in path[level] and the child taken
+    // from each in slot[level] (for prune).
+    node* leaf_path(uint64_t i, node** path, unsigned* slot) const;
     // Frees the leaf `nd` if it is empty, and each node above it (path[level], the child at
     // slot[level]) left empty by that.
     void prune(node* nd, node* const* path, const unsigned* slot);

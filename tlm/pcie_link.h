@@ -218,13 +218,14 @@ class pcie_link : public sc_core::sc_module {
                                sc_core::sc_time* last_sent = nullptr,
                                const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
                                const pcie_credit_use& credits = {}, bool pass_queued = false);
+    // ceil(bytes x ps per byte): the formula wire_time looks up.
+    uint64_t wire_ps(uint64_t bytes) const;
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.
     sc_core::sc_time credits_free(const pcie_credit_use& c, sc_core::sc_time t,
                                   uint64_t data_credits, const sc_core::sc_time& hold) const;
 
     pcie_config m_cfg;
     double m_ps_per_byte;
-    uint64_t wire_ps(uint64_t bytes) const;
     std::vector<uint64_t> m_wire_ps;  // wire_ps(bytes) by bytes, 0 .. the largest TLP
     uint64_t m_cpl_max;               // largest completion payload: RCB or MPS (pcie.completions)
     sc_core::sc_time m_max_tlp;       // wire time of the largest TLP the HCA sends (an MPS write)
