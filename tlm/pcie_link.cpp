@@ -150,6 +150,36 @@ sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_t
     }
 }
 
+void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
+                           uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
+                           const sc_core::sc_time& start, uint64_t first_line,
+                           const sc_core::sc_time& line_interval, uint64_t& last_bytes,
+                           sc_core::sc_time& dur) {
+    // Full-size TLPs in a row up to the next 4 KiB boundary: each starts where the one before
+    // ends (its data is ready by then, checked below), so they extend the run by their count
+    // times one wire time, as the loop would one by one.
+    if (align > 1 && addr % align != 0) return;
+    const uint64_t n = std::min(left, 4096 - addr % 4096) / max_payload;
+    if (n == 0) return;
+    const uint64_t bytes = max_payload + overhead;
+    const sc_core::sc_time full = wire_time(bytes);
+    if (line_interval > sc_core::SC_ZERO_TIME) {
+        // The first one's last line must be ready when the run ends; after it, each TLP's data
+        // is ready max_payload / 64 line intervals after the one before, no later than the
+        // wire time it follows.
+        if (scaled(line_interval, max_payload / 64) > full) return;
+        if (start + scaled(line_interval, (addr + max_payload - 1) / 64 - first_line) > run_end)
+            return;
+    }
+    run_end += scaled(full, n);
+    bytes_counter += n * bytes;
+    m_tlps += n;
+    addr += n * max_payload;
+    left -= n * max_payload;
+    last_bytes = bytes;
+    dur = full;
+}
+
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                       uint64_t payload, uint64_t max_payload, uint64_t align,
                                       uint64_t overhead, const sc_core::sc_time& start,
@@ -242,6 +272,12 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         ready = done;  // TLPs of one transfer leave in order
         addr += chunk;
         left -= chunk;
+        if (in_run && left >= max_payload && !tracer::on()) {
+            // In a run the last TLP ends the run: run_end == done.
+            extend_run(run_end, bytes_counter, addr, left, max_payload, align, overhead, start,
+                       first_line, line_interval, last_bytes, dur);
+            done = ready = run_end;
+        }
     } while (left > 0);
     if (in_run) dir.book(run_start, run_end - run_start);
     if (last_sent) *last_sent = done;

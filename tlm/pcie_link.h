@@ -218,6 +218,14 @@ class pcie_link : public sc_core::sc_module {
                                sc_core::sc_time* last_sent = nullptr,
                                const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
                                const pcie_credit_use& credits = {}, bool pass_queued = false);
+    // send_tlps' run of TLPs ending at `run_end` (with `addr` and `left` where the next TLP
+    // starts) grown by the full-size TLPs that follow back to back, in one step: the bookings,
+    // bytes and TLP count the loop would make one TLP at a time (without a trace to show them).
+    void extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
+                    uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
+                    const sc_core::sc_time& start, uint64_t first_line,
+                    const sc_core::sc_time& line_interval, uint64_t& last_bytes,
+                    sc_core::sc_time& dur);
     // ceil(bytes x ps per byte): the formula wire_time looks up.
     uint64_t wire_ps(uint64_t bytes) const;
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.

@@ -5,7 +5,8 @@
 // `ref_memory` is a byte map (unwritten bytes read 0) with a target socket. It logs every access
 // with the time it reached the memory and the time it was done, answers accesses that touch an
 // `error_ranges` interval with TLM_ADDRESS_ERROR_RESPONSE (no effect), and can add a latency and
-// a per-byte time to each access so an initiator sees a realistic completion time.
+// a per-byte time to each access so an initiator sees a realistic completion time, and a time
+// between the 64 B lines of a read (`line_interval`) for a link that asks for it.
 #pragma once
 
 #include <tlm_utils/simple_initiator_socket.h>
@@ -21,6 +22,7 @@
 
 #include "sim/kernel.h"
 #include "sim/stats.h"
+#include "tlm/completer_pacing.h"
 #include "tlm/hca_interface.h"
 
 namespace hcasim::test {
@@ -41,6 +43,8 @@ class ref_memory : public sc_core::sc_module {
     std::vector<std::pair<uint64_t, uint64_t>> error_ranges;  // [first, last]
     sc_core::sc_time latency = sc_core::SC_ZERO_TIME;
     sc_core::sc_time per_byte = sc_core::SC_ZERO_TIME;
+    // Given to a read that asks how its 64 B lines are paced (tlm/completer_pacing.h).
+    sc_core::sc_time line_interval = sc_core::SC_ZERO_TIME;
 
     explicit ref_memory(sc_core::sc_module_name n) : sc_core::sc_module(n) {
         socket.register_b_transport(this, &ref_memory::transport);
@@ -117,6 +121,8 @@ class ref_memory : public sc_core::sc_module {
             }
             gp.set_response_status(tlm::TLM_OK_RESPONSE);
         }
+        if (auto* pacing = gp.get_extension<completer_pacing_ext>())
+            pacing->line_interval = line_interval;
         delay += latency + per_byte * static_cast<double>(r.length);
         r.end = hcasim::now() + delay;
         r.status = gp.get_response_status();

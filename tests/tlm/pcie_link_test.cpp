@@ -12,6 +12,7 @@
 #include <cmath>
 #include <string>
 
+#include "sim/tracer.h"
 #include "support/ref_memory.h"
 
 using namespace hcasim;
@@ -132,6 +133,11 @@ struct bench : sc_core::sc_module {
     rig cr{"cr", starved(), "bench.cr.pcie"};
     rig m{"m", gen3_x16("mps"), "bench.m.pcie"};
     rig slow{"slow", gen1_x1_ecrc(), "bench.slow.pcie"};
+    // The same traffic on two links, one traced: with a trace the link books every TLP on its
+    // own (the trace shows each), without one it books full-size TLPs in a row at once.
+    rig traced{"traced", gen3_x16("mps"), "bench.traced.pcie"};
+    rig untraced{"untraced", gen3_x16("mps"), "bench.untraced.pcie"};
+    std::vector<std::string> twin_differences;
     bool finished = false;
     std::vector<std::string> deviations;  // unaligned multi-request reads vs the spec count
 
@@ -187,6 +193,35 @@ struct bench : sc_core::sc_module {
         EXPECT_GE(d, 2 * r.latency() + r.wire(r.overhead(true)) + r.wire(down))
             << "a read waits for a request to cross, then for every completion byte to cross back";
         return d;
+    }
+
+    // One transfer on both twins at the same time, the traced one first; records any difference
+    // in the annotated delay, the bytes or TLPs counted, or the wire time booked.
+    void twin(bool write, uint64_t addr, uint64_t len, const sc_time& line_interval) {
+        const std::string what = std::string(write ? "write " : "read ") + std::to_string(len) +
+                                 "@" + hex(addr) + " (lines " + line_interval.to_string() + ")";
+        sc_time delay[2];
+        rig* rigs[2] = {&traced, &untraced};
+        for (int i = 0; i < 2; ++i) {
+            tracer::instance().enable(i == 0, false);
+            rigs[i]->host.line_interval = line_interval;
+            auto data = test::pattern(len, static_cast<uint32_t>(addr));
+            delay[i] = sc_core::SC_ZERO_TIME;
+            test::transact(rigs[i]->dma, write, addr, data.data(), len, delay[i]);
+        }
+        tracer::instance().enable(false, false);
+        if (delay[0] != delay[1])
+            twin_differences.push_back(what + ": delay " + delay[0].to_string() + " traced, " +
+                                       delay[1].to_string() + " untraced");
+        for (const char* key : {"tlps", "up_bytes", "down_bytes"})
+            if (traced.stat(key) != untraced.stat(key))
+                twin_differences.push_back(what + ": " + key + " " +
+                                           std::to_string(traced.stat(key)) + " traced, " +
+                                           std::to_string(untraced.stat(key)) + " untraced");
+        const json t = test::stats_of("bench.traced.pcie"),
+                   u = test::stats_of("bench.untraced.pcie");
+        for (const char* key : {"up_utilization", "down_utilization"})
+            if (t[key] != u[key]) twin_differences.push_back(what + ": " + key + " differs");
     }
 
     void run();
@@ -424,6 +459,34 @@ void bench::run() {
         << "upstream busy time = up bytes / rate (each TLP rounds up to a picosecond)";
     EXPECT_GT(s["down_utilization"].get<double>(), 0.0);
     EXPECT_EQ(s["dma_writes"], 17) << "every DMA write counted, the failed one included";
+
+    // ---- full-size TLPs in a row, booked at once, book what TLP-by-TLP booking does ----
+    {
+        // Lines ready faster than a full completion's wire time (17.5 ns at Gen3 x16 for 4
+        // lines), slower, and in between: 4 lines fit a full completion's time, but after an
+        // unaligned first one (fewer bytes) the next waits for its lines.
+        const sc_time fast(1, SC_NS), close(4200, sc_core::SC_PS), slow_lines(6, SC_NS);
+        struct transfer {
+            bool write;
+            uint64_t addr, len;
+        };
+        const transfer transfers[] = {
+            {true, 0x100000, 4096},  {true, 0x101F80, 5000},  {true, 0x103010, 16384},
+            {true, 0x108000, 300},   {true, 0x109100, 8192},  {false, 0x100000, 512},
+            {false, 0x100000, 4096}, {false, 0x101F80, 640},  {false, 0x102040, 2048},
+            {false, 0x103010, 3000}, {false, 0x1040F0, 1000},
+        };
+        for (const sc_time& lines : {sc_core::SC_ZERO_TIME, fast, close, slow_lines}) {
+            // Spaced out (each on an idle link: a run starts), then back to back (queued behind
+            // the one before).
+            for (const transfer& t : transfers) {
+                twin(t.write, t.addr, t.len, lines);
+                wait(sc_time(20, SC_US));
+            }
+            for (const transfer& t : transfers) twin(t.write, t.addr, t.len, lines);
+            wait(sc_time(20, SC_US));
+        }
+    }
     finished = true;
 }
 
@@ -441,6 +504,12 @@ static bench& sim() {
 
 TEST(pcie_link, bytes_tlps_delays_and_errors_follow_the_pcie_rules) {
     EXPECT_TRUE(sim().finished) << "the bench thread ran to the end";
+}
+
+TEST(pcie_link, full_size_tlps_in_a_row_book_what_one_by_one_booking_does) {
+    std::string all;
+    for (const auto& d : sim().twin_differences) all += "\n  " + d;
+    EXPECT_TRUE(sim().twin_differences.empty()) << "traced and untraced links differ:" << all;
 }
 
 TEST(pcie_link, unaligned_reads_spanning_requests_complete_per_request) {
