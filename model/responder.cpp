@@ -617,8 +617,10 @@ void responder::answer(request_ptr r, ib_op op, ib_nak nak, byte_vector payload,
         if (op == ib_op::ack) out->psn += request_psns(r->msg->op, r->msg->length, r->msg->mtu) - 1;
         out->nak = nak;
         out->length = static_cast<uint32_t>(payload.size());
-        out->payload = std::move(payload);
-        out->ready = std::move(ready);
+        // A reply without payload (an ACK or NAK) keeps the buffers its pooled message had, so
+        // the next message that takes it fills them without allocating.
+        if (payload.capacity() > 0) out->payload = std::move(payload);
+        if (ready.capacity() > 0) out->ready = std::move(ready);
         r->out->msg = std::move(out);
     }
     r->out->ready = true;
