@@ -51,6 +51,7 @@ calendar& calendar::get() {
 }
 
 calendar::calendar() : m_limit(sc_core::sc_max_time().value()) {
+    std::fill(std::begin(m_least), std::end(m_least), UINT64_MAX);
     if (sc_core::sc_time(1, sc_core::SC_PS).value() != ticks_per_ps())
         throw std::logic_error("hcasim needs SystemC's default time resolution, 1 ps");
     sc_core::sc_spawn_options opts;
@@ -62,27 +63,14 @@ calendar::calendar() : m_limit(sc_core::sc_max_time().value()) {
 
 uint32_t calendar::take_slot() {
     if (m_free_slots.empty()) {
-        const uint32_t slot = static_cast<uint32_t>(m_owner.size());
+        const uint32_t slot = m_slots++;
         if ((slot >> k_chunk_bits) == m_chunks.size())
             m_chunks.push_back(std::make_unique<inline_callback[]>(size_t{1} << k_chunk_bits));
-        m_owner.push_back(nullptr);
         return slot;
     }
     const uint32_t slot = m_free_slots.back();
     m_free_slots.pop_back();
     return slot;
-}
-
-uint64_t calendar::earliest(unsigned& bucket) const {
-    if (m_head < m_bucket[0].size()) {
-        bucket = 0;
-        return m_bucket[0][m_head].when;
-    }
-    const unsigned b = 1 + static_cast<unsigned>(__builtin_ctzll(m_used));
-    uint64_t least = UINT64_MAX;
-    for (const item& it : m_bucket[b]) least = std::min(least, it.when);
-    bucket = b;
-    return least;
 }
 
 void calendar::move_floor(uint64_t least) {
@@ -93,15 +81,9 @@ void calendar::move_floor(uint64_t least) {
 
 void calendar::spread(unsigned b, uint64_t least) {
     move_floor(least);
-    std::vector<item>& from = m_bucket[b];
     // Every item of bucket b lands in a lower bucket, in its order.
-    for (const item& it : from) {
-        const unsigned to = bucket_of(it.when, least);
-        m_bucket[to].push_back(it);
-        if (to) m_used |= uint64_t{1} << (to - 1);
-    }
-    from.clear();
-    m_used &= ~(uint64_t{1} << (b - 1));
+    for (const item& it : m_bucket[b]) push(bucket_of(it.when, least), it);
+    clear(b);
 }
 
 inline uint32_t calendar::take(unsigned b, uint64_t when) {
@@ -110,8 +92,7 @@ inline uint32_t calendar::take(unsigned b, uint64_t when) {
         // buckets as spreading it into bucket 0 and taking it would.
         move_floor(when);
         const uint32_t slot = m_bucket[b].front().slot;
-        m_bucket[b].clear();
-        m_used &= ~(uint64_t{1} << (b - 1));
+        clear(b);
         return slot;
     }
     if (b != 0) spread(b, when);
@@ -123,9 +104,7 @@ void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
     // While the calendar runs callbacks, it picks this one up itself; otherwise its event is
     // notified for this time (an event keeps the earlier of two notifications).
     if (!detail::g_ahead) m_wake.notify(time_value(t) - sc_core::sc_time_stamp());
-    const unsigned b = bucket_of(t, m_last);
-    m_bucket[b].push_back(item{t, slot});
-    if (b) m_used |= uint64_t{1} << (b - 1);
+    push(bucket_of(t, m_last), item{t, slot});
     ++m_pending;
 }
 
@@ -158,7 +137,6 @@ void calendar::dispatch() {
         if (detail::g_now.value() != when) detail::g_now = time_value(when);
         // Run in place (the chunk does not move when the callback books more), then free.
         inline_callback& fn = slot_at(slot);
-        --m_owner[slot]->m_pending;
         fn();
         fn = nullptr;
         m_free_slots.push_back(slot);

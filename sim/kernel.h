@@ -77,13 +77,9 @@ class callback_queue : public sc_core::sc_module {
     void after(const sc_core::sc_time& delay, F&& fn) {
         at(now() + delay, std::forward<F>(fn));
     }
-    // Callbacks of this queue not yet run.
-    size_t pending() const { return m_pending; }
 
   private:
-    friend class calendar;
     calendar& m_calendar;
-    size_t m_pending = 0;
 };
 
 class calendar {
@@ -92,13 +88,13 @@ class calendar {
     static calendar& get();
 
     template <class F>
-    void at(const sc_core::sc_time& when, F&& fn, callback_queue* owner) {
+    void at(const sc_core::sc_time& when, F&& fn) {
         const uint32_t slot = take_slot();
         slot_at(slot).emplace(std::forward<F>(fn));
-        m_owner[slot] = owner;
-        ++owner->m_pending;
         schedule(when, slot);
     }
+    // Callbacks booked and not yet run, on all queues.
+    size_t pending() const { return m_pending; }
     // Callbacks run from here stop at `limit` (run_for sets it; the maximum time otherwise).
     void set_limit(const sc_core::sc_time& limit) { m_limit = limit.value(); }
 
@@ -122,7 +118,28 @@ class calendar {
         return when == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(when ^ last));
     }
     // The time of the earliest pending callback (there is one), and the bucket it is in.
-    uint64_t earliest(unsigned& bucket) const;
+    uint64_t earliest(unsigned& bucket) const {
+        if (m_head < m_bucket[0].size()) {
+            bucket = 0;
+            return m_last;  // bucket 0 holds the times equal to the last one run
+        }
+        bucket = 1 + static_cast<unsigned>(__builtin_ctzll(m_used));
+        return m_least[bucket];
+    }
+    // Adds an item to bucket `b`, keeping the bucket's least time.
+    void push(unsigned b, const item& it) {
+        m_bucket[b].push_back(it);
+        if (b) {
+            m_used |= uint64_t{1} << (b - 1);
+            if (it.when < m_least[b]) m_least[b] = it.when;
+        }
+    }
+    // Empties bucket `b` > 0.
+    void clear(unsigned b) {
+        m_bucket[b].clear();
+        m_used &= ~(uint64_t{1} << (b - 1));
+        m_least[b] = UINT64_MAX;
+    }
     // The last time run becomes `least`, the earliest time pending (bucket 0, at the old one, is
     // used up).
     void move_floor(uint64_t least);
@@ -139,12 +156,13 @@ class calendar {
     void schedule(const sc_core::sc_time& when, uint32_t slot);
 
     std::vector<item> m_bucket[k_buckets];
-    uint64_t m_used = 0;   // bit b - 1 set: bucket b > 0 is not empty
-    size_t m_head = 0;     // bucket 0's first item not yet taken
-    size_t m_pending = 0;  // items in all buckets
-    uint64_t m_last = 0;   // the time of the last callback taken (the heap's floor)
+    uint64_t m_least[k_buckets];  // bucket b > 0: its least time (UINT64_MAX when empty)
+    uint64_t m_used = 0;          // bit b - 1 set: bucket b > 0 is not empty
+    size_t m_head = 0;            // bucket 0's first item not yet taken
+    size_t m_pending = 0;         // items in all buckets
+    uint64_t m_last = 0;          // the time of the last callback taken (the heap's floor)
     std::vector<std::unique_ptr<inline_callback[]>> m_chunks;
-    std::vector<callback_queue*> m_owner;  // by slot
+    uint32_t m_slots = 0;  // slots made
     std::vector<uint32_t> m_free_slots;
     sc_core::sc_event m_wake;
     uint64_t m_limit;
@@ -152,7 +170,7 @@ class calendar {
 
 template <class F>
 void callback_queue::at(const sc_core::sc_time& when, F&& fn) {
-    m_calendar.at(when, std::forward<F>(fn), this);
+    m_calendar.at(when, std::forward<F>(fn));
 }
 
 // A resource that serves one transfer at a time (a link direction, a cache port). Reservations

@@ -155,7 +155,7 @@ struct bench : sc_core::sc_module {
         for (const auto& e : expected)
             if (distinct.empty() || distinct.back() != e.at_ps) distinct.push_back(e.at_ps);
         const uint64_t events_before = kernel_events();
-        EXPECT_EQ(q.pending(), 200u);
+        EXPECT_EQ(calendar::get().pending(), 200u);
         wait(sc_time(30, SC_NS));
         ASSERT_EQ(log.size(), expected.size()) << "every callback ran once";
         for (size_t i = 0; i < log.size(); ++i) {
@@ -249,8 +249,8 @@ struct bench : sc_core::sc_module {
             });
         };
         for (int i = 0; i < 40; ++i) book_one();
-        for (int i = 0; i < 200 && q.pending() > 0; ++i) wait(sc_time(10, SC_NS));
-        ASSERT_EQ(q.pending(), 0u);
+        for (int i = 0; i < 200 && calendar::get().pending() > 0; ++i) wait(sc_time(10, SC_NS));
+        ASSERT_EQ(calendar::get().pending(), 0u);
         ASSERT_EQ(log.size(), static_cast<size_t>(booked)) << "every callback ran once";
         EXPECT_GT(booked, 1000) << "the random tree grew";
         for (size_t i = 0; i < log.size(); ++i) {
@@ -283,7 +283,7 @@ TEST(callback_queue, orders_callbacks_and_wakes_once_per_distinct_time) {
     bench b("bench");
     hcasim::run_for(sc_time(1, sc_core::SC_MS));
     EXPECT_TRUE(b.finished) << "the bench thread ran to the end";
-    EXPECT_EQ(b.q.pending(), 0u) << "nothing left queued";
+    EXPECT_EQ(calendar::get().pending(), 0u) << "nothing left queued";
     EXPECT_EQ(b.same_time_events, 1u) << "nested callbacks at two times, one kernel event";
 
     // ---- run_for: what is due at its end waits for the next run, as sc_start leaves it ----
@@ -299,7 +299,7 @@ TEST(callback_queue, orders_callbacks_and_wakes_once_per_distinct_time) {
     ASSERT_EQ(b.log.size(), 3u) << "a slice towards no end runs ahead across its own end";
     EXPECT_EQ(b.log[2].at_ps, t + 3000);
     hcasim::run_for(sc_time(1, SC_NS));
-    EXPECT_EQ(b.q.pending(), 0u);
+    EXPECT_EQ(calendar::get().pending(), 0u);
 }
 
 // time_value builds the same sc_time as SystemC's from_value at every magnitude, exactly.
