@@ -126,7 +126,8 @@ void checker::load_nodes(json& doc) {
         node_config c = defaults;
         load_config(c, *n, p, m_d);
         // A node that changes nothing the rules relate answers to the defaults' check.
-        if (c.pcie.mps != defaults.pcie.mps ||
+        if (c.pcie.mps != defaults.pcie.mps || c.pcie.mrrs != defaults.pcie.mrrs ||
+            c.pcie.rcb != defaults.pcie.rcb ||
             c.pcie.credits.posted_data != defaults.pcie.credits.posted_data)
             check_node(c, p);
         m_s.nodes.emplace_back(n.key(), c);
@@ -135,6 +136,16 @@ void checker::load_nodes(json& doc) {
 
 // Rules between parameters of one node.
 void checker::check_node(const node_config& c, const std::string& p) {
+    // A device control register encodes MPS and MRRS as 128 B x 2^n (PCIe Base Spec §7.5.3.4),
+    // and a root complex's RCB is 64 or 128 B (§2.3.1.1).
+    for (const auto& [key, bytes] : {std::pair<const char*, uint64_t>{"mps", c.pcie.mps},
+                                     std::pair<const char*, uint64_t>{"mrrs", c.pcie.mrrs}})
+        if ((bytes & (bytes - 1)) != 0)
+            m_d.error(p + "/pcie/" + key, std::to_string(bytes) + " B is not a power of two",
+                      "128, 256, 512, 1024, 2048 or 4096 B (PCIe Base Spec §7.5.3.4)");
+    if (c.pcie.rcb != 64 && c.pcie.rcb != 128)
+        m_d.error(p + "/pcie/rcb", std::to_string(c.pcie.rcb) + " B is not a completion boundary",
+                  "64 or 128 B (PCIe Base Spec §2.3.1.1)");
     const uint64_t pd = c.pcie.credits.posted_data;
     if (pd != 0 && pd * 16 < c.pcie.mps)
         m_d.error(p + "/pcie/credits/posted_data",

@@ -158,7 +158,9 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     // Full-size TLPs in a row up to the next 4 KiB boundary: each starts where the one before
     // ends (its data is ready by then, checked below), so they extend the run by their count
     // times one wire time, as the loop would one by one.
-    if (align > 1 && addr % align != 0) return;
+    // A full-size TLP is max_payload bytes only from an aligned address, and when that ends on
+    // an alignment boundary (scenarios keep MPS a power of two, RCB 64 or 128 B).
+    if (align > 1 && (addr % align != 0 || max_payload % align != 0)) return;
     const uint64_t n = std::min(left, 4096 - addr % 4096) / max_payload;
     if (n == 0) return;
     const uint64_t bytes = max_payload + overhead;

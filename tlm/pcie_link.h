@@ -125,15 +125,19 @@ struct pcie_config {
         v(lanes, p_count("lanes", "lanes", "link width")
                      .range(1, 16)
                      .from("PCIe Base Spec; ConnectX-5 is x16"));
-        v(mps, p_bytes("mps", "Max_Payload_Size: largest data payload of one TLP")
+        v(mps, p_bytes("mps", "Max_Payload_Size: largest data payload of one TLP (a power of two)")
                    .range(128, 4096)
                    .from("PCIe Base Spec §7.5.3.4; 256 B is what common server root ports grant"));
-        v(mrrs, p_bytes("mrrs", "Max_Read_Request_Size: largest read one request TLP asks for")
-                    .range(128, 4096)
-                    .from("PCIe Base Spec §7.5.3.4; Linux default 512 B"));
-        v(rcb, p_bytes("rcb", "Read Completion Boundary: split completions end on multiples of it")
-                   .range(64, 128)
-                   .from("PCIe Base Spec §2.3.1.1; root complexes use 64 B"));
+        v(mrrs,
+          p_bytes("mrrs",
+                  "Max_Read_Request_Size: largest read one request TLP asks for (a power of two)")
+              .range(128, 4096)
+              .from("PCIe Base Spec §7.5.3.4; Linux default 512 B"));
+        v(rcb,
+          p_bytes("rcb",
+                  "Read Completion Boundary: split completions end on multiples of it (64 or 128)")
+              .range(64, 128)
+              .from("PCIe Base Spec §2.3.1.1; root complexes use 64 B"));
         v(addr64,
           p_flag("addr64",
                  "memory requests use 4DW headers with 64-bit addresses (4 more header bytes)")

@@ -137,6 +137,10 @@ const std::vector<bad_case>& bad_cases() {
           "(expected a variable saved by an earlier step's \"save\")"}},
         {"bad_values.json",
          {"/nodes/a/pcie/gen: value 9 out of range (expected a value in [1, 5] generation)",
+          "/nodes/a/pcie/mrrs: 600 B is not a power of two (expected 128, 256, 512, 1024, 2048 "
+          "or 4096 B (PCIe Base Spec §7.5.3.4))",
+          "/nodes/a/pcie/rcb: 96 B is not a completion boundary (expected 64 or 128 B (PCIe Base "
+          "Spec §2.3.1.1))",
           "/nodes/b/pcie/credits/posted_data: 16 credits hold 256 B, less than one 512 B TLP "
           "(expected 0 (infinite) or at least pcie.mps / 16 = 32 (PCIe Base Spec §2.6.1))",
           "/program/0/node: unknown node \"c\" (expected the name of a node)",
