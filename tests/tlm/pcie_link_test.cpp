@@ -4,7 +4,8 @@
 // and 4 KiB, reads at MRRS and 4 KiB, completions per RCB or MPS), that annotated delays respect
 // the serialization and latency lower bounds derived from the configured generation and width,
 // that utilization counts the booked wire time, and that error responses come back to the
-// initiator. One sc_start: every timed check runs in the bench thread.
+// initiator; and that a traced and an untraced link (the latter books full-size TLPs in a row at
+// once) give the same times and counts. One sc_start: every timed check runs in the bench thread.
 #include "tlm/pcie_link.h"
 
 #include <gtest/gtest.h>
