@@ -153,8 +153,7 @@ sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_t
 void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
                            uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
                            const sc_core::sc_time& start, uint64_t first_line,
-                           const sc_core::sc_time& line_interval, uint64_t& last_bytes,
-                           sc_core::sc_time& dur) {
+                           const sc_core::sc_time& line_interval) {
     // Full-size TLPs in a row up to the next 4 KiB boundary: each starts where the one before
     // ends (its data is ready by then, checked below), so they extend the run by their count
     // times one wire time, as the loop would one by one.
@@ -178,8 +177,6 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     m_tlps += n;
     addr += n * max_payload;
     left -= n * max_payload;
-    last_bytes = bytes;
-    dur = full;
 }
 
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
@@ -277,7 +274,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         if (in_run && left >= max_payload && !tracer::on()) {
             // In a run the last TLP ends the run: run_end == done.
             extend_run(run_end, bytes_counter, addr, left, max_payload, align, overhead, start,
-                       first_line, line_interval, last_bytes, dur);
+                       first_line, line_interval);
             done = ready = run_end;
         }
     } while (left > 0);

@@ -228,8 +228,7 @@ class pcie_link : public sc_core::sc_module {
     void extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
                     uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
                     const sc_core::sc_time& start, uint64_t first_line,
-                    const sc_core::sc_time& line_interval, uint64_t& last_bytes,
-                    sc_core::sc_time& dur);
+                    const sc_core::sc_time& line_interval);
     // ceil(bytes x ps per byte): the formula wire_time looks up.
     uint64_t wire_ps(uint64_t bytes) const;
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.
