@@ -12,6 +12,7 @@ node::node(sc_core::sc_module_name name, const node_config& cfg, uint64_t seed, 
     m_pcie.mmio_out.bind(m_hca.bar_in());
     m_hca.dma_out().bind(m_pcie.dma_in);
     m_pcie.dma_out.bind(m_host.dma_in);
+    m_hca.dma().send_read_runs(m_pcie.read_round_trip());
     // The driver probes the device before simulated time starts and learns its memory size and
     // whether it supports implicit on-demand regions.
     m_host.set_device_memory_size(cfg.hca.device_memory.size);

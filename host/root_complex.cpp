@@ -175,15 +175,14 @@ sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arri
     return at;
 }
 
-void root_complex::serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival) {
-    const dma_origin_ext* ext = origin_of(gp);
-    uint8_t* out = gp.get_data_ptr();
+void root_complex::serve_read(const dma_origin_ext* ext, uint8_t* out, uint64_t origin_offset,
+                              const sc_core::sc_time& arrival) {
     // It sees the writes that arrived before it, visible or not yet (reads do not pass posted
     // writes); those become visible by `until`. Without the IOMMU a write is visible when it
     // arrives.
     const sc_core::sc_time until = after_writes_before(arrival, arrival);
     for (const piece& p : m_pieces) {
-        check_owner(p.pa, p.len, false, ext, p.offset);
+        check_owner(p.pa, p.len, false, ext, origin_offset + p.offset);
         m_mem.read(p.pa, out + p.offset, p.len);
         for (const pending_write& w : m_pending) {
             if (w.key.first > until) break;
@@ -234,7 +233,51 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
     return visible;
 }
 
+void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing_ext& pacing,
+                                  sc_core::sc_time& delay) {
+    read_requests_ext& list = *pacing.requests;
+    // Each request as a read of that one request would be served (b_transport below).
+    const sc_core::sc_time now = hcasim::now();
+    const uint64_t addr = gp.get_address();
+    tlm::tlm_response_status failed = tlm::TLM_OK_RESPONSE;  // the whole payload's, if any
+    if (gp.get_byte_enable_ptr())
+        failed = tlm::TLM_BYTE_ENABLE_ERROR_RESPONSE;
+    else if (gp.get_streaming_width() < gp.get_data_length())
+        failed = tlm::TLM_BURST_ERROR_RESPONSE;
+    const dma_origin_ext* ext = origin_of(gp);
+    bool served = false;
+    for (read_request_part& r : list.requests) {
+        const sc_core::sc_time arrival = r.at_completer;
+        sc_core::sc_time d = arrival - now;
+        if (failed != tlm::TLM_OK_RESPONSE || !resolve(addr + r.offset, r.length, false, d)) {
+            r.ok = false;
+            r.data_ready = now + d;
+            ++m_errors;
+            if (failed == tlm::TLM_OK_RESPONSE)
+                gp.set_response_status(tlm::TLM_ADDRESS_ERROR_RESPONSE);
+            continue;
+        }
+        ++m_reads;
+        m_read_bytes += r.length;
+        serve_read(ext, gp.get_data_ptr() + r.offset, r.offset, arrival);
+        const sc_core::sc_time ready = now + d;
+        const sc_core::sc_time start = after_commits_before(arrival, ready);
+        m_commit_wait_ps += to_ps(start - ready);
+        r.data_ready = start + m_mem_latency;
+        r.ok = true;
+        served = true;
+    }
+    if (served) pacing.line_interval = m_line_interval;
+    if (failed != tlm::TLM_OK_RESPONSE)
+        gp.set_response_status(failed);
+    else if (gp.get_response_status() != tlm::TLM_ADDRESS_ERROR_RESPONSE)
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+    delay = list.requests.front().data_ready - now;
+}
+
 void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
+    auto* pacing = gp.is_read() ? gp.get_extension<completer_pacing_ext>() : nullptr;
+    if (pacing && pacing->requests) return serve_requests(gp, *pacing, delay);
     const uint64_t addr = gp.get_address();
     const uint64_t len = gp.get_data_length();
     if (gp.get_byte_enable_ptr()) {
@@ -255,15 +298,14 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
     } else if (gp.is_read()) {
         ++m_reads;
         m_read_bytes += len;
-        serve_read(gp, arrival);
+        serve_read(origin_of(gp), gp.get_data_ptr(), 0, arrival);
         // The memory access starts when the writes before it are committed.
         const sc_core::sc_time now = hcasim::now();
         const sc_core::sc_time ready = now + delay;
         const sc_core::sc_time start = after_commits_before(arrival, ready);
         m_commit_wait_ps += to_ps(start - ready);
         delay = start - now + m_mem_latency;
-        if (auto* pacing = gp.get_extension<completer_pacing_ext>())
-            pacing->line_interval = m_line_interval;
+        if (pacing) pacing->line_interval = m_line_interval;
         gp.set_response_status(tlm::TLM_OK_RESPONSE);
     } else {
         ++m_writes;

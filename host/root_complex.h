@@ -120,7 +120,14 @@ class root_complex : public sc_core::sc_module {
     // Splits the request into m_pieces (translating IO pages when the IOMMU is on: `delay` then
     // ends when its translation is done); false on an IO page fault or a piece beyond memory.
     bool resolve(uint64_t addr, uint64_t len, bool write, sc_core::sc_time& delay);
-    void serve_read(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival);
+    // A read's bytes (m_pieces) into `out`: memory, then the writes that arrived before it and
+    // are not visible yet. `origin_offset`: where it starts in the bytes `ext` describes.
+    void serve_read(const dma_origin_ext* ext, uint8_t* out, uint64_t origin_offset,
+                    const sc_core::sc_time& arrival);
+    // b_transport for a read that carries several requests (tlm/read_requests.h, handed on in
+    // `pacing`): each served as a read of that one request; its data_ready and ok filled in.
+    void serve_requests(tlm::tlm_generic_payload& gp, completer_pacing_ext& pacing,
+                        sc_core::sc_time& delay);
     // `translated`: when the request's translation is done (its arrival without the IOMMU).
     // Returns when the write becomes visible.
     sc_core::sc_time serve_write(tlm::tlm_generic_payload& gp, const sc_core::sc_time& arrival,

@@ -108,6 +108,78 @@ sc_core::sc_time dma_engine::device_access(bool write, const dma_segment& seg, u
     return done;
 }
 
+void dma_engine::read_run(dma_op& op, const dma_segment& seg, uint64_t& addr, uint64_t& left,
+                          uint64_t& offset, sc_core::sc_time& issue, sc_core::sc_time& finish) {
+    // The requests from `addr` on whose tags are free again before the first one's completions
+    // can be back (its issue plus the least round trip): the loop in submit() would take those
+    // tags one by one, each the soonest, and every completion it gave back in between would
+    // come later than them, so it would take the same tag times, waiting as long, as this does.
+    // They go to the link in one transaction (tlm/read_requests.h), each with its own issue time.
+    const sc_core::sc_time first = std::max(issue, m_tag_free.soonest(0));
+    auto& requests = m_requests.requests;
+    requests.clear();
+    uint64_t a = addr, l = left;
+    while (l > 0 && requests.size() < m_tag_free.size() &&
+           m_tag_free.soonest(requests.size()) <= first + m_round_trip) {
+        const uint64_t chunk = std::min({l, m_mrrs, 4096 - (a % 4096)});
+        const sc_core::sc_time tag_free = m_tag_free.soonest(requests.size());
+        if (tag_free > issue) {
+            m_tag_wait_ps += to_ps(tag_free - issue);
+            issue = tag_free;
+        }
+        read_request_part r;
+        r.offset = a - addr;
+        r.length = chunk;
+        r.issue = issue;
+        requests.push_back(r);
+        if (m_cfg.line_cycles)
+            issue += m_clk.cycles(m_cfg.line_cycles * ((a + chunk + 63) / 64 - a / 64));
+        a += chunk;
+        l -= chunk;
+    }
+    for (size_t i = 0; i < requests.size(); ++i) m_tag_free.take();
+    // One payload, as transact() fills it in, with the requests attached.
+    tlm::tlm_generic_payload& gp = m_payload.gp;
+    m_gp_busy = true;
+    gp.set_command(tlm::TLM_READ_COMMAND);
+    gp.set_address(addr);
+    gp.set_data_ptr(op.data.data() + offset);
+    gp.set_data_length(static_cast<unsigned>(left - l));
+    gp.set_streaming_width(static_cast<unsigned>(left - l));
+    gp.set_byte_enable_ptr(nullptr);
+    gp.set_dmi_allowed(false);
+    gp.set_response_status(tlm::TLM_INCOMPLETE_RESPONSE);
+    m_payload.origin.origin =
+        seg.origin.valid() ? seg.origin.advanced(addr - seg.addr) : seg.origin;
+    m_payload.origin.transfer = op.transfer;
+    m_payload.stream.stream = op.stream;
+    gp.set_extension(&m_requests);
+    sc_core::sc_time delay = first - hcasim::now();
+    dma_out->b_transport(gp, delay);
+    gp.clear_extension(&m_requests);
+    m_gp_busy = false;
+    // What submit() does after each request's transaction.
+    for (const read_request_part& r : requests) {
+        if (!r.ok) {
+            op.ok = false;
+            ++m_errors;
+            std::memset(op.data.data() + offset + r.offset, 0, r.length);
+        }
+        m_tag_free.give(r.arrived);
+        op.arrivals.push_back({offset + r.offset, r.arrived});
+        sc_core::sc_time next = r.issue;  // the next request's issue, before its tag wait
+        if (m_cfg.line_cycles)
+            next += m_clk.cycles(m_cfg.line_cycles *
+                                 ((addr + r.offset + r.length + 63) / 64 - (addr + r.offset) / 64));
+        m_tag_busy_ps += to_ps(r.arrived - next);
+        finish = std::max(finish, r.arrived);
+        ++m_read_requests;
+    }
+    addr = a;
+    offset += left - l;
+    left = l;
+}
+
 void dma_engine::submit(dma_op_ptr op) {
     static uint64_t transfers = 0;  // numbers operations across engines: one root complex may
     op->transfer = ++transfers;     // serve several
@@ -134,6 +206,13 @@ void dma_engine::submit(dma_op_ptr op) {
             uint64_t addr = seg.addr, left = seg.length;
             while (left > 0) {
                 uint64_t chunk = std::min({left, m_mrrs, 4096 - (addr % 4096)});
+                if (chunk < left && m_read_runs && m_tag_free.size() > 1 && !m_gp_busy &&
+                    !tracer::on() &&
+                    m_tag_free.soonest(1) <=
+                        std::max(issue, m_tag_free.soonest(0)) + m_round_trip) {
+                    read_run(*op, seg, addr, left, offset, issue, finish);
+                    continue;
+                }
                 // The tag free soonest (tags are interchangeable).
                 const sc_core::sc_time tag_free = m_tag_free.take();
                 if (tag_free > issue) {

@@ -30,6 +30,7 @@
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
 #include "tlm/dma_stream.h"
+#include "tlm/read_requests.h"
 
 namespace hcasim {
 
@@ -156,6 +157,14 @@ class dma_engine : public sc_core::sc_module {
     void write(uint64_t addr, byte_vector data, continuation<void(dma_op&)> done);
 
     uint64_t outstanding_reads() const;
+    // Lets runs of read requests go to the link in one transaction (tlm/read_requests.h; off by
+    // default: only a link takes them). `round_trip`: the least time a read request can take
+    // from its issue to its last completion's arrival (pcie_link::read_round_trip); the requests
+    // whose tags are free again within it of the first one's issue go together.
+    void send_read_runs(const sc_core::sc_time& round_trip) {
+        m_read_runs = true;
+        m_round_trip = round_trip;
+    }
     // The device memory `device` segments reach (the HCA's, set at construction).
     void set_device_memory(device_memory* dm) { m_dm = dm; }
 
@@ -163,6 +172,12 @@ class dma_engine : public sc_core::sc_module {
     sc_core::sc_time transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data, uint64_t len,
                               const sc_core::sc_time& start, dma_op& op, const dma_origin& origin);
 
+    // submit()'s read requests from `addr` (in `seg`, at `offset` of the operation's data) whose
+    // tags are free within the round trip of the first one's issue (at `issue` or when its tag
+    // is free; at least two), in one transaction;
+    // moves `addr`, `left`, `offset` and `issue` past them and `finish` to their last arrival.
+    void read_run(dma_op& op, const dma_segment& seg, uint64_t& addr, uint64_t& left,
+                  uint64_t& offset, sc_core::sc_time& issue, sc_core::sc_time& finish);
     // A `device` segment's bytes moved in device memory; when they are done.
     sc_core::sc_time device_access(bool write, const dma_segment& seg, uint8_t* data,
                                    const sc_core::sc_time& start, dma_op& op);
@@ -193,6 +208,9 @@ class dma_engine : public sc_core::sc_module {
     // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
     // target ever issued one, gets its own.
     dma_payload m_payload;
+    read_requests_ext m_requests;  // attached to it for a run of read requests (read_run)
+    bool m_read_runs = false;
+    sc_core::sc_time m_round_trip = sc_core::SC_ZERO_TIME;
     bool m_gp_busy = false;
     callback_queue m_done;
     stats_group m_stats;

@@ -28,6 +28,13 @@ class read_tags {
         return t;
     }
 
+    // When the k-th tag to be taken (0: the next; k < size()) is free, as things stand.
+    const sc_core::sc_time& soonest(std::size_t k) const {
+        std::size_t pos = m_head + k;
+        if (pos >= m_ring.size()) pos -= m_ring.size();
+        return m_ring[pos];
+    }
+
     // Gives a taken tag back, busy until `free_at`.
     void give(const sc_core::sc_time& free_at) {
         std::size_t pos = m_head + m_count;

@@ -7,6 +7,7 @@
 #include "sim/kernel.h"
 #include "sim/tracer.h"
 #include "tlm/completer_pacing.h"
+#include "tlm/read_requests.h"
 
 namespace hcasim {
 
@@ -289,6 +290,13 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
     const uint64_t len = gp.get_data_length();
     const auto* stream_ext = gp.get_extension<dma_stream_ext>();
     const dma_stream stream = stream_ext ? stream_ext->stream : dma_stream::transmit;
+    // A read longer than one request may carry several (tlm/read_requests.h).
+    if (gp.is_read() && len > std::min(m_cfg.mrrs, 4096 - addr % 4096)) {
+        if (read_requests_ext* list = read_requests_of(gp)) {
+            read_requests(gp, *list, stream, delay);
+            return;
+        }
+    }
     if (gp.is_write()) {
         ++m_dma_writes;
         m_up_payload += len;
@@ -366,6 +374,46 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
     }
     if (!gp.is_response_ok()) ++m_errors;
+}
+
+void pcie_link::read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& list,
+                              dma_stream stream, sc_core::sc_time& delay) {
+    // Each request as upstream() books a read of one request: its TLP from its issue time, after
+    // the posted writes its stream handed to the link before (the requests of one read leave
+    // none between them), ...
+    const sc_core::sc_time now = hcasim::now();
+    const uint64_t addr = gp.get_address();
+    const sc_core::sc_time after = m_posted_sent[static_cast<size_t>(stream)];
+    pcie_credit_use credits;
+    if (!m_nph.infinite()) credits.headers = &m_nph;
+    for (read_request_part& r : list.requests) {
+        ++m_dma_reads;
+        if (r.issue < after) m_order_wait_ps += to_ps(after - r.issue);
+        r.at_completer = send_tlps(m_up, m_up_bytes, addr + r.offset, 0, 1, 1, tlp_overhead(true),
+                                   std::max(r.issue, after), nullptr, sc_core::SC_ZERO_TIME,
+                                   credits, /*pass_queued=*/true);
+        r.data_ready = r.at_completer;  // a completer that fails the request adds nothing
+        r.ok = true;
+    }
+    // ... the completer serves each one at its arrival ...
+    sc_core::sc_time host_delay = list.requests.front().at_completer - now;
+    completer_pacing_ext pacing;
+    pacing.requests = &list;
+    gp.set_extension(&pacing);
+    dma_out->b_transport(gp, host_delay);
+    gp.clear_extension(&pacing);
+    // ... and its completions leave as its data is ready (paced when the completer served it).
+    sc_core::sc_time last = now;
+    for (read_request_part& r : list.requests) {
+        m_down_payload += r.length;
+        r.arrived = send_tlps(m_down, m_down_bytes, addr + r.offset, r.length, m_cpl_max, m_cfg.rcb,
+                              tlp_overhead(false), r.data_ready, nullptr,
+                              r.ok ? pacing.line_interval : sc_core::SC_ZERO_TIME);
+        m_read_latency.add(to_ps(r.arrived - std::max(r.issue, after)));
+        if (!r.ok) ++m_errors;
+        last = std::max(last, r.arrived);
+    }
+    delay = last - now;
 }
 
 void pcie_link::downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {

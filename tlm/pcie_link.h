@@ -61,6 +61,7 @@
 #include "sim/stats.h"
 #include "tlm/dma_stream.h"
 #include "tlm/flow_credits.h"
+#include "tlm/read_requests.h"
 
 namespace hcasim {
 
@@ -202,10 +203,19 @@ class pcie_link : public sc_core::sc_module {
     }
     // Bytes a TLP occupies on the link besides its payload.
     uint64_t tlp_overhead(bool request_header) const;
+    // The least time a DMA read takes from its request's issue to its last completion's arrival:
+    // the request TLP's wire time and the latency both ways (everything else only adds).
+    sc_core::sc_time read_round_trip() const {
+        return wire_time(tlp_overhead(true)) + 2 * to_time(m_cfg.latency);
+    }
 
   private:
     void upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    // upstream() for a read that carries several requests (tlm/read_requests.h): each booked and
+    // served as a read of that one request would be; fills in each one's times and status.
+    void read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& list, dma_stream stream,
+                       sc_core::sc_time& delay);
     // Books `payload` bytes starting at `addr` as TLPs of at most `max_payload` that never cross
     // a 4 KiB boundary and, when split, end on multiples of `align`; returns the time the last
     // one has arrived at the far end (and when it left, in `last_sent`). With `line_interval`,
