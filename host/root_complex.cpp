@@ -184,15 +184,20 @@ void root_complex::serve_read(const dma_origin_ext* ext, uint8_t* out, uint64_t 
     for (const piece& p : m_pieces) {
         check_owner(p.pa, p.len, false, ext, origin_offset + p.offset);
         m_mem.read(p.pa, out + p.offset, p.len);
-        for (const pending_write& w : m_pending) {
-            if (w.key.first > until) break;
-            if (w.arrival > arrival) continue;
-            const uint64_t lo = std::max(p.pa, w.addr);
-            const uint64_t hi = std::min(p.pa + p.len, w.addr + w.data.size());
-            if (lo < hi)
-                std::copy(w.data.data() + (lo - w.addr), w.data.data() + (hi - w.addr),
-                          out + p.offset + (lo - p.pa));
-        }
+        overlay_pending(p.pa, p.len, out + p.offset, arrival, until);
+    }
+}
+
+void root_complex::overlay_pending(uint64_t pa, uint64_t len, uint8_t* out,
+                                   const sc_core::sc_time& arrival, const sc_core::sc_time& until) {
+    for (const pending_write& w : m_pending) {
+        if (w.key.first > until) break;
+        if (w.arrival > arrival) continue;
+        const uint64_t lo = std::max(pa, w.addr);
+        const uint64_t hi = std::min(pa + len, w.addr + w.data.size());
+        if (lo < hi)
+            std::copy(w.data.data() + (lo - w.addr), w.data.data() + (hi - w.addr),
+                      out + (lo - pa));
     }
 }
 
@@ -245,7 +250,31 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
     else if (gp.get_streaming_width() < gp.get_data_length())
         failed = tlm::TLM_BURST_ERROR_RESPONSE;
     const dma_origin_ext* ext = origin_of(gp);
+    uint8_t* const out = gp.get_data_ptr();
     bool served = false;
+    if (failed == tlm::TLM_OK_RESPONSE && !translating() &&
+        m_mem.contains(addr, gp.get_data_length())) {
+        // Physical addresses in memory (what resolve() finds for each request): the bytes are
+        // read at once; each request sees the writes that arrived before it (overlay_pending),
+        // has its frames checked and waits for the commits before it.
+        m_mem.read(addr, out, gp.get_data_length());
+        for (read_request_part& r : list.requests) {
+            const sc_core::sc_time& arrival = r.at_completer;
+            ++m_reads;
+            m_read_bytes += r.length;
+            check_owner(addr + r.offset, r.length, false, ext, r.offset);
+            if (!m_pending.empty())
+                overlay_pending(addr + r.offset, r.length, out + r.offset, arrival, arrival);
+            const sc_core::sc_time start = after_commits_before(arrival, arrival);
+            m_commit_wait_ps += to_ps(start - arrival);
+            r.data_ready = start + m_mem_latency;
+            r.ok = true;
+        }
+        pacing.line_interval = m_line_interval;
+        gp.set_response_status(tlm::TLM_OK_RESPONSE);
+        delay = list.requests.front().data_ready - now;
+        return;
+    }
     for (read_request_part& r : list.requests) {
         const sc_core::sc_time arrival = r.at_completer;
         sc_core::sc_time d = arrival - now;
@@ -259,7 +288,7 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
         }
         ++m_reads;
         m_read_bytes += r.length;
-        serve_read(ext, gp.get_data_ptr() + r.offset, r.offset, arrival);
+        serve_read(ext, out + r.offset, r.offset, arrival);
         const sc_core::sc_time ready = now + d;
         const sc_core::sc_time start = after_commits_before(arrival, ready);
         m_commit_wait_ps += to_ps(start - ready);

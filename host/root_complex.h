@@ -124,6 +124,10 @@ class root_complex : public sc_core::sc_module {
     // are not visible yet. `origin_offset`: where it starts in the bytes `ext` describes.
     void serve_read(const dma_origin_ext* ext, uint8_t* out, uint64_t origin_offset,
                     const sc_core::sc_time& arrival);
+    // Copies into `out` (the bytes at `pa`, `len` long) what writes that arrived by `arrival`
+    // and are visible by `until` but not yet in memory hold there.
+    void overlay_pending(uint64_t pa, uint64_t len, uint8_t* out, const sc_core::sc_time& arrival,
+                         const sc_core::sc_time& until);
     // b_transport for a read that carries several requests (tlm/read_requests.h, handed on in
     // `pacing`): each served as a read of that one request; its data_ready and ok filled in.
     void serve_requests(tlm::tlm_generic_payload& gp, completer_pacing_ext& pacing,

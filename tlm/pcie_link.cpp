@@ -208,6 +208,15 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         if (last_sent) *last_sent = begin + dur;
         return begin + dur + to_time(m_cfg.latency);
     }
+    // A read request that passes queued TLPs and takes no credits: one header put ahead.
+    if (pass_queued && !credits.headers && payload == 0) {
+        const sc_core::sc_time dur = wire_time(overhead);
+        sc_core::sc_time shown;
+        const sc_core::sc_time begin = dir.cut_in(start, dur, m_max_tlp, &shown);
+        count(shown, dur, overhead);
+        if (last_sent) *last_sent = begin + dur;
+        return begin + dur + to_time(m_cfg.latency);
+    }
     sc_core::sc_time ready = start;
     const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
