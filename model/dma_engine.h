@@ -9,6 +9,9 @@
 // A read also reports when each of its requests' bytes arrive (`arrivals`), known at issue, so a
 // consumer may pipeline on them (the requester sends packet 0 while later bytes are in flight).
 // Functional effects (bytes read or written) happen at issue time.
+// A read's requests each take their own transaction, or, behind a link that takes them
+// (send_read_runs), a run of them one transaction (tlm/read_requests.h) with the same tags, times
+// and bytes.
 #pragma once
 
 #include <cstdint>

@@ -34,7 +34,8 @@
 // after the TLP on the wire, ahead of another stream's writes that wait for the link, whose time
 // it takes is added at the end of their backlog (serial_resource::cut_in). Each read request is
 // answered on its own: its completions start when the root complex has done that request's memory
-// access.
+// access. A read may carry a run of one operation's requests (tlm/read_requests.h): each is
+// booked, ordered and answered as it would be alone.
 // Flow control (§2.6.1): the root port's receive buffers for the HCA's requests are credits
 // (`pcie.credits`: posted headers, posted data in 16 B units, non-posted headers; 0 is the spec's
 // infinite advertisement and the default). A TLP leaves only when the credits it needs are free;
