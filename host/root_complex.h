@@ -37,7 +37,8 @@
 // cost pcie-bench's LAT_WRRD measures). A CPU sees the data at visibility (DDIO writes into
 // the LLC).
 // A read's first cache line is ready host.cpu.mem_latency after its access starts, the next
-// ones `line_interval` apart (tlm/completer_pacing.h tells the link).
+// ones `line_interval` apart (tlm/completer_pacing.h tells the link). A read that carries a run
+// of requests (tlm/read_requests.h) is served request by request, each as if alone.
 // Abstracted: relaxed ordering, DRAM bandwidth and bank conflicts.
 #pragma once
 
