@@ -242,7 +242,8 @@ void requester::kick(uint32_t qpn) {
             }
             for (uint32_t i = 0; i < count; ++i) {
                 slot_ptr s = wqe_slot::make();
-                s->w = send_wqe::decode(bytes.data() + static_cast<size_t>(i) * stride, stride, ud);
+                send_wqe::decode_into(s->w, bytes.data() + static_cast<size_t>(i) * stride, stride,
+                                      ud);
                 s->index = first + i;
                 // Only packets consume PSNs (IBA 9.7.1): a bind or local invalidation sends
                 // nothing, a message one PSN per packet, a read one per response packet.

@@ -97,26 +97,29 @@ class requester : public sc_core::sc_module {
     std::function<void(uint32_t qpn)> on_qp_error;
 
   private:
-    struct wqe_slot : pooled<wqe_slot> {
-        hca_if::send_wqe w;
+    // What a WQE slot is besides its WQE and buffers: reset as a whole when the slot is reused.
+    struct wqe_slot_state {
         uint32_t index = 0;
         uint32_t psn = 0;   // first PSN of the message
         uint32_t psns = 0;  // PSNs it consumes (0: sends no packet)
         wqe_stage stage = wqe_stage::fetched;
         hca_if::wc_status status = hca_if::wc_status::success;
         ib_message_ptr msg;
-        std::vector<tpt_result> local;  // translations held until the data moved
         uint64_t length = 0;
         sc_core::sc_time doorbell_time;
         sc_core::sc_time sent_at;  // when its last packet left (the transport timer runs from then)
         bool resend = false;       // rewound after it was sent: the next send is a retransmission
         unsigned translating = 0;  // local translations not yet answered
         uint32_t last_psn() const { return psn + psns - 1; }
+    };
+    struct wqe_slot : pooled<wqe_slot>, wqe_slot_state {
+        // Decoded into in place when the slot is taken (send_wqe::decode_into: every field
+        // written, the inline buffer's capacity kept), so reuse leaves it.
+        hca_if::send_wqe w;
+        std::vector<tpt_result> local;  // translations held until the data moved
         // Back to a fresh slot, keeping the buffers' capacity (pooled).
         void reuse() {
-            std::vector<tpt_result> l = std::move(local);
-            *this = wqe_slot();
-            local = std::move(l);
+            static_cast<wqe_slot_state&>(*this) = wqe_slot_state{};
             local.clear();
         }
     };

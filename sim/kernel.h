@@ -46,7 +46,8 @@ extern bool g_kernel_touched;  // a callback woke a process: the kernel's next a
 // The simulated time of the code that runs: the callback's time inside a calendar callback (it
 // may be ahead of the kernel's), sc_time_stamp() elsewhere (host threads, elaboration).
 inline sc_core::sc_time now() {
-    return detail::g_ahead ? detail::g_now : sc_core::sc_time_stamp();
+    // The context's time_stamp() is inline; sc_time_stamp() is the same read out of line.
+    return detail::g_ahead ? detail::g_now : sc_core::sc_get_curr_simcontext()->time_stamp();
 }
 // Wakes the processes waiting on `ev` at now(), a delta cycle later: the notification a callback
 // gives a host thread (a timed notification when the callback runs ahead of the kernel). Code

@@ -408,6 +408,13 @@ void send_wqe::encode(uint8_t* p, bool ud) const {
 
 send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
     send_wqe w;
+    decode_into(w, p, stride, ud);
+    return w;
+}
+
+void send_wqe::decode_into(send_wqe& w, const uint8_t* p, size_t stride, bool ud) {
+    w.sges = {};
+    w.inline_bytes.clear();
     w.opcode = static_cast<wqe_opcode>(get<uint8_t>(p + 0));
     w.flags = get<uint8_t>(p + 1);
     size_t room = stride > send_wqe_header ? (stride - send_wqe_header) / sge_size : 0;
@@ -416,7 +423,12 @@ send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
     w.wr_id = get<uint64_t>(p + 8);
     if (ud) {
         w.datagram = datagram_seg::decode(p);
+        w.remote_addr = 0;
+        w.rkey = 0;
+        w.compare_add = 0;
+        w.swap = 0;
     } else {
+        w.datagram = datagram_seg{};
         w.remote_addr = get<uint64_t>(p + 16);
         w.rkey = get<uint32_t>(p + 24);
         w.compare_add = get<uint64_t>(p + 32);
@@ -424,16 +436,15 @@ send_wqe send_wqe::decode(const uint8_t* p, size_t stride, bool ud) {
     }
     if (w.flags & wqe_flags::inline_data) {
         w.num_sge = 0;
-        if (stride < send_wqe_header + inline_header) return w;
+        if (stride < send_wqe_header + inline_header) return;
         const size_t n = std::min<size_t>(get<uint32_t>(p + send_wqe_header) & ~inline_seg_bit,
                                           stride - send_wqe_header - inline_header);
         const uint8_t* d = p + send_wqe_header + inline_header;
         w.inline_bytes.assign(d, d + n);
-        return w;
+        return;
     }
     for (unsigned i = 0; i < w.num_sge; ++i)
         w.sges[i] = get_sge(p + send_wqe_header + sge_size * i);
-    return w;
 }
 
 size_t recv_wqe::stride_for(unsigned max_sge) {

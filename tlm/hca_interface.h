@@ -545,6 +545,8 @@ struct send_wqe {
     void encode(uint8_t* p, bool ud = false) const;
     // `stride`: bytes available at p (the ring's stride, or a BlueFlame WQE's ds * 16).
     static send_wqe decode(const uint8_t* p, size_t stride, bool ud = false);
+    // decode() into `w`: every field as decode() gives it, the inline buffer's capacity kept.
+    static void decode_into(send_wqe& w, const uint8_t* p, size_t stride, bool ud = false);
     // The ring stride for WQEs of up to `max_sge` SGEs or `max_inline` inline bytes.
     static size_t stride_for(unsigned max_sge, size_t max_inline = 0);
     // Bytes of a WQE carrying `n` inline bytes.
