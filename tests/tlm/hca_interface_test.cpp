@@ -185,6 +185,44 @@ TEST(hca_interface, wqe_strides_and_decoding_limits) {
     EXPECT_EQ(send_wqe::decode(b.data(), 1024).num_sge, 16u) << "never more than 16 SGEs";
 }
 
+// The requester decodes each WQE into a reused slot (send_wqe::decode_into): whatever the slot
+// held before (SGEs, inline bytes, a datagram segment), it ends as decode() gives the WQE.
+TEST(hca_interface, decoding_into_a_used_wqe_gives_what_decode_gives) {
+    send_wqe rc;
+    rc.opcode = wqe_opcode::rdma_write;
+    rc.num_sge = 4, rc.wr_id = 7, rc.remote_addr = 0x1000, rc.rkey = 0x42, rc.swap = 9;
+    for (unsigned i = 0; i < 4; ++i) rc.sges[i] = sge{64 + i, 0x10 + i, 0x100u * (i + 1)};
+    send_wqe in = rc;
+    in.flags = wqe_flags::inline_data;
+    in.num_sge = 0;
+    in.inline_bytes.assign(100, 0x3c);
+    send_wqe ud;
+    ud.opcode = wqe_opcode::send;
+    ud.num_sge = 1, ud.sges[0] = sge{256, 0x77, 0x2000};
+    ud.datagram.remote_qpn = 0x123456, ud.datagram.qkey = 0x11, ud.datagram.dlid = 3;
+    ud.datagram.dgid[5] = 0xfe;
+    struct encoded {
+        std::vector<uint8_t> bytes;
+        bool ud;
+    };
+    std::vector<encoded> wqes;
+    for (const auto* w : {&rc, &in, &ud}) {
+        encoded e{std::vector<uint8_t>(send_wqe::stride_for(4, 100), 0xA5), w == &ud};
+        w->encode(e.bytes.data(), e.ud);
+        wqes.push_back(std::move(e));
+    }
+    send_wqe slot;
+    for (size_t k : {1, 2, 0, 1, 0, 2, 2, 1}) {
+        const encoded& e = wqes[k];
+        send_wqe::decode_into(slot, e.bytes.data(), e.bytes.size(), e.ud);
+        const send_wqe fresh = send_wqe::decode(e.bytes.data(), e.bytes.size(), e.ud);
+        EXPECT_EQ(fields(slot), fields(fresh)) << "WQE " << k;
+        EXPECT_EQ(sge_fields(slot.sges, 16), sge_fields(fresh.sges, 16))
+            << "WQE " << k << ": no SGE left from before";
+        EXPECT_EQ(slot.inline_bytes, fresh.inline_bytes) << "WQE " << k;
+    }
+}
+
 TEST(hca_interface, little_endian_field_offsets) {
     qp_context c;
     c.qpn = 0x00ABCDEF;
