@@ -480,6 +480,45 @@ void requester::schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_tim
     m_queue.at(when, [this, qpn] { drain(qpn); });
 }
 
+void requester::wait_for_port(int num, uint32_t qpn, sq_state& sq, const sc_core::sc_time& when) {
+    port_line& line = m_port_lines[num];
+    if (!sq.port_waiting) {
+        sq.port_waiting = true;
+        if (qpn == line.waking)
+            line.qpns.push_front(qpn);
+        else
+            line.qpns.push_back(qpn);
+    }
+    book_port_wake(num, when);
+}
+
+void requester::book_port_wake(int num, const sc_core::sc_time& when) {
+    // One wake per port: an earlier time replaces a later one (that one finds no room or no one).
+    port_line& line = m_port_lines[num];
+    if (line.wake_at > hcasim::now() && line.wake_at <= when) return;
+    line.wake_at = when;
+    m_queue.at(when, [this, num] { wake_port(num); });
+}
+
+void requester::wake_port(int num) {
+    port_line& line = m_port_lines[num];
+    const port& out = m_ports.at(num);
+    while (!line.qpns.empty()) {
+        const sc_core::sc_time port_free = out.tx_free_at();
+        const sc_core::sc_time now = hcasim::now();
+        if (port_free > now + out.tx_lookahead()) {
+            book_port_wake(num, port_free - out.tx_lookahead());
+            return;
+        }
+        const uint32_t qpn = line.qpns.front();
+        line.qpns.pop_front();
+        m_sq[qpn].port_waiting = false;
+        line.waking = qpn;
+        drain(qpn);
+        line.waking = UINT32_MAX;
+    }
+}
+
 void requester::drain(uint32_t qpn) {
     sq_state& sq = m_sq[qpn];
     const sc_core::sc_time now = hcasim::now();
@@ -504,11 +543,12 @@ void requester::drain(uint32_t qpn) {
             }
             ++reads;
         }
-        port& out = port_of(*s->msg);
+        const int port_num = m_ports.with_lid(s->msg->src_lid);
+        port& out = m_ports.at(port_num);
         const sc_core::sc_time port_free = out.tx_free_at();
         if (port_free > now + out.tx_lookahead()) {
             // The port has enough to send: hand it more when it is that close to done.
-            schedule_drain(qpn, sq, port_free - out.tx_lookahead());
+            wait_for_port(port_num, qpn, sq, port_free - out.tx_lookahead());
             break;
         }
         if (s->resend) {

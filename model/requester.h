@@ -13,7 +13,9 @@
 //
 // What may run out of order: the translation and payload reads of several WQEs of one QP overlap,
 // and WQEs of different QPs interleave freely; what may not: messages of one QP leave on the wire
-// in WQE order, and their completions are written in WQE order. A QP has at most
+// in WQE order, and their completions are written in WQE order. A port takes a message when what
+// it holds is within one MTU packet of leaving; QPs whose next message finds it fuller wait in
+// the port's line (port_line) and take their turns as it drains. A QP has at most
 // `max_outstanding` WQEs between fetch and completion. After an error completion the QP is in the
 // error state and every later WQE completes with WR_FLUSH_ERR.
 //
@@ -39,6 +41,7 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <unordered_map>
@@ -141,8 +144,8 @@ class requester : public sc_core::sc_module {
         bool timer_armed = false;
         bool retrying =
             false;  // went back without progress since: later answers of the first try are ignored
-        sc_core::sc_time
-            drain_at;  // a drain is scheduled then (waiting for the port or an RNR wait)
+        sc_core::sc_time drain_at;  // a drain is scheduled then (an RNR wait)
+        bool port_waiting = false;  // in its port's line of QPs waiting for room (port_line)
         sc_core::sc_time resend_after = sc_core::SC_ZERO_TIME;
         front_vector<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
@@ -166,6 +169,22 @@ class requester : public sc_core::sc_module {
     void build_message(const hca_if::qp_context& ctx, slot_ptr s);
     void drain(uint32_t qpn);
     void schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when);
+    // The QPs whose next message waits for room at a port (its queue more than tx_lookahead from
+    // done), in the order they get it: the QP that sent last keeps its place at the head while
+    // it has messages ready, the others follow in the order they came to wait (what each QP
+    // polling the port at the time it frees would give, without a poll per waiting QP). One
+    // wake per port, when its queue is that close to done.
+    struct port_line {
+        std::deque<uint32_t> qpns;
+        sc_core::sc_time wake_at;      // a wake is booked then
+        uint32_t waking = UINT32_MAX;  // the QP the wake is draining: it stays at the head
+    };
+    // Puts `qpn` in line for port `num`, whose queue has room again at `when`.
+    void wait_for_port(int num, uint32_t qpn, sq_state& sq, const sc_core::sc_time& when);
+    // Books port `num`'s wake at `when` unless one is booked by then.
+    void book_port_wake(int num, const sc_core::sc_time& when);
+    // Drains the QPs in line for port `num`, head first, while the port has room.
+    void wake_port(int num);
     // Completes the sent messages whose last PSN is before `psn` (or at it, `inclusive`); a READ
     // or atomic among them has lost its response and is resent instead.
     // False when it stopped at such a READ or atomic (the answer naming `psn` is out of order).
@@ -198,7 +217,8 @@ class requester : public sc_core::sc_module {
     const port_set& m_ports;
     serial_resource m_pipeline;
     callback_queue m_queue;
-    index_map<sq_state> m_sq;       // by QPN
+    index_map<sq_state> m_sq;                         // by QPN
+    port_line m_port_lines[port_set::max_ports + 1];  // by port number
     std::vector<slot_ptr> m_acked;  // acknowledge()'s scratch list, kept to reuse its storage
     stats_group m_stats;
     uint64_t& m_wqes;
