@@ -6,23 +6,31 @@ namespace hcasim {
 namespace perftest {
 namespace {
 
-// The j of the pairs, ascending: every mod-th WR index minus one, and the last.
-std::vector<uint64_t> completion_indices(uint64_t total, uint64_t mod) {
-    std::vector<uint64_t> js;
-    for (uint64_t j = mod - 1; j < total; j += mod) js.push_back(j);
-    if (total % mod) js.push_back(total - 1);
-    return js;
+// The j of the pairs, ascending: every mod-th WR index minus one, and the last (the next after
+// `j`, or `total` when none is left).
+uint64_t next_completion(uint64_t j, uint64_t total, uint64_t mod) {
+    if (j + 1 == total) return total;
+    return j + mod < total ? j + mod : total - 1;
+}
+uint64_t first_completion(uint64_t total, uint64_t mod) {
+    return mod - 1 < total ? mod - 1 : total - 1;
 }
 
-// Whether the times that are stamped (not 0) are in order along `at`.
-bool stamped_in_order(const std::vector<uint64_t>& times, const std::vector<uint64_t>& at) {
-    uint64_t last = 0;
-    for (uint64_t k : at) {
-        if (times[k] == 0) continue;
-        if (times[k] < last) return false;
-        last = times[k];
-    }
-    return true;
+// Whether the times that are stamped (not 0) at the indices from `first` by `step` (and at
+// `last`, when given) are in order.
+bool stamped_in_order(const std::vector<uint64_t>& times, uint64_t first, uint64_t step,
+                      uint64_t last = UINT64_MAX) {
+    uint64_t prev = 0;
+    auto in_order = [&](uint64_t k) {
+        if (times[k] == 0) return true;
+        if (times[k] < prev) return false;
+        prev = times[k];
+        return true;
+    };
+    uint64_t k = first;
+    for (; k < times.size(); k += step)
+        if (!in_order(k)) return false;
+    return last == UINT64_MAX || k - step == last || in_order(last);
 }
 
 // Products of a WR count and a time in picoseconds overflow 64 bits.
@@ -61,34 +69,32 @@ uint64_t peak_time_per_wr(const std::vector<uint64_t>& tposted,
                           const std::vector<uint64_t>& tcompleted, uint64_t list, uint64_t mod) {
     const uint64_t total = tposted.size();
     if (total == 0 || list == 0 || mod == 0) return UINT64_MAX;
-    std::vector<uint64_t> is;
-    for (uint64_t i = 0; i < total; i += list) is.push_back(i);
-    const std::vector<uint64_t> js = completion_indices(total, mod);
-    if (!stamped_in_order(tposted, is) || !stamped_in_order(tcompleted, js))
+    // The i are every list-th index, the j every mod-th minus one and the last; no lists of
+    // them are kept (a run's stamps are megabytes).
+    if (!stamped_in_order(tposted, 0, list) ||
+        !stamped_in_order(tcompleted, mod - 1, mod, total - 1))
         return peak_time_per_wr_walk(tposted, tcompleted, list, mod);
 
     // The posts not stamped (time 0) pair with every stamped completion at or after them; the
     // first of them gives the longest stretch, so the least time per WR.
     uint64_t first_unstamped = UINT64_MAX;
-    std::vector<point> stamped;
-    for (uint64_t i : is) {
+    for (uint64_t i = 0; i < total; i += list)
         if (tposted[i] == 0) {
-            first_unstamped = std::min(first_unstamped, i);
-        } else {
-            stamped.push_back(point{static_cast<int64_t>(i), static_cast<int64_t>(tposted[i])});
+            first_unstamped = i;
+            break;
         }
-    }
     uint64_t best = UINT64_MAX;
     std::vector<point> hull;  // upper hull of the stamped posts taken so far, left to right
-    size_t next = 0;
-    for (uint64_t j : js) {
+    uint64_t next = 0;        // the next post to consider (every list-th index)
+    for (uint64_t j = first_completion(total, mod); j < total; j = next_completion(j, total, mod)) {
         const uint64_t tc = tcompleted[j];
         if (tc == 0) continue;  // not stamped: no pair counts
         if (first_unstamped <= j) best = std::min(best, tc / (j - first_unstamped + 1));
         // The posts at or before j and before tc: a prefix of the stamped ones, which grows.
-        while (next < stamped.size() && static_cast<uint64_t>(stamped[next].x) <= j &&
-               static_cast<uint64_t>(stamped[next].y) < tc) {
-            const point p = stamped[next++];
+        for (; next < total && next <= j; next += list) {
+            if (tposted[next] == 0) continue;  // not stamped: paired through first_unstamped
+            if (tposted[next] >= tc) break;
+            const point p{static_cast<int64_t>(next), static_cast<int64_t>(tposted[next])};
             while (hull.size() >= 2) {
                 const point& o = hull[hull.size() - 2];
                 const point& a = hull.back();
