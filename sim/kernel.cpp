@@ -173,11 +173,18 @@ sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest,
     // last is not held behind it.
     const bool behind = earliest < m_cut_in_end && earliest + duration > m_cut_in_start;
     sc_core::sc_time start = behind ? m_cut_in_end : earliest;
-    if (!behind && first_fit(start, duration) != start) start = after_item_at(start, in_progress);
+    sc_core::sc_time fit = sc_core::SC_ZERO_TIME;
+    if (!behind) {
+        fit = first_fit(start, duration);
+        if (fit != start) start = after_item_at(start, in_progress);
+    }
     if (start < m_cut_in_end && start + duration > m_cut_in_start) start = m_cut_in_end;
     m_cut_in_start = start;
     m_cut_in_end = start + duration;
-    const sc_core::sc_time at = book_over(start, duration);
+    // Where it ends up at the first fit (mostly: a free direction), that is where book_over
+    // would book it (the first fit of a first fit is itself).
+    const sc_core::sc_time at =
+        !behind && start == fit ? book(start, duration) : book_over(start, duration);
     if (booked) *booked = at;
     return start;
 }
