@@ -232,15 +232,16 @@ struct bench : sc_core::sc_module {
         // ---- callbacks booking callbacks at random times: time order, then booking order ----
         // Ids are handed out in booking order, so the calendar is right when every callback runs
         // once, at its time, times never go back, and equal times run in increasing ids. The
-        // delays mix the same time, picoseconds and nanoseconds, so the buckets hold one item
-        // (taken directly) and several (spread) alike.
+        // delays mix the same time, picoseconds, nanoseconds and microseconds (up to 18 us), so
+        // the buckets hold one item (taken directly) and several (spread) alike, over a wide
+        // span of bits.
         log.clear();
         std::mt19937_64 draw(5);
         int booked = 0;
         std::vector<uint64_t> due;  // by id
         std::function<void()> book_one = [&] {
-            static const uint64_t scale[] = {0, 1, 7, 300, 5000, 90000};
-            const uint64_t delay = draw() % 2 ? scale[draw() % 6] * (1 + draw() % 3) : 0;
+            static const uint64_t scale[] = {0, 1, 7, 300, 5000, 90000, 3000000, 6000000};
+            const uint64_t delay = draw() % 2 ? scale[draw() % 8] * (1 + draw() % 3) : 0;
             const int id = booked++;
             due.push_back(to_ps(hcasim::now()) + delay);
             q.after(ps_time(delay), [&, id] {
@@ -249,7 +250,7 @@ struct bench : sc_core::sc_module {
             });
         };
         for (int i = 0; i < 40; ++i) book_one();
-        for (int i = 0; i < 200 && calendar::get().pending() > 0; ++i) wait(sc_time(10, SC_NS));
+        for (int i = 0; i < 2000 && calendar::get().pending() > 0; ++i) wait(sc_time(1, sc_core::SC_US));
         ASSERT_EQ(calendar::get().pending(), 0u);
         ASSERT_EQ(log.size(), static_cast<size_t>(booked)) << "every callback ran once";
         EXPECT_GT(booked, 1000) << "the random tree grew";
