@@ -35,6 +35,11 @@ struct workload_error {
 
 // Throws workload_error{what + " failed with " + errno} when err is not 0.
 void require(int err, const std::string& what);
+// The same for `node`'s verb `what` ("a: post_send"), the message made only on a failure (the
+// posting and polling loops call it per work request).
+inline void require(int err, const std::string& node, const char* what) {
+    if (err) require(err, node + ": " + what);
+}
 // The same for a verb of host `h`, with the driver's reason when it gave one.
 void require(host& h, int err, const std::string& what);
 

@@ -241,7 +241,7 @@ class stream {
         }
         if (m_peak && m_scnt < m_tposted.size()) m_tposted[m_scnt] = now;  // tposted[totscnt]
         m_scnt += k;
-        require(m_from.h->post_send(m_from.qps[q].qpn, m_list), m_from.node + ": post_send");
+        require(m_from.h->post_send(m_from.qps[q].qpn, m_list), m_from.node, "post_send");
         m_posted[q] += k;
     }
 

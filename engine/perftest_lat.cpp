@@ -12,7 +12,7 @@ namespace {
 void wait_for_byte(side& s, uint64_t va, uint8_t value) {
     while (true) {
         std::vector<uint8_t> b;
-        require(s.h->read_mem(s.pid, va, 1, b), s.node + ": polling the buffer");
+        require(s.h->read_mem(s.pid, va, 1, b), s.node, "polling the buffer");
         if (b[0] == value) return;
         // Shared with the watch: after a stall the watch stays armed past this frame.
         struct wake {
@@ -93,8 +93,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         if (pingpong) {
             require(client.h->write_mem(client.pid, client.va + n - 1, {tag}),
                     "tagging the client buffer");
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
-                    client.node + ": post_send");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node,
+                    "post_send");
             if (send) {
                 reap(server, 1);  // the receive
                 more = another();
@@ -104,8 +104,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             }
             require(server.h->write_mem(server.pid, server.va + n - 1, {tag}),
                     "tagging the server buffer");
-            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)),
-                    server.node + ": post_send");
+            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)), server.node,
+                    "post_send");
             if (send) {
                 // The client's send completion and the reply's receive.
                 int got = 0;
@@ -121,8 +121,8 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             }
             sample(now_ps() - t0);
         } else {
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)),
-                    client.node + ": post_send");
+            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node,
+                    "post_send");
             reap(client, 1);
             sample(now_ps() - t0);
             more = another();
