@@ -194,10 +194,8 @@ void root_complex::overlay_pending(uint64_t pa, uint64_t len, uint8_t* out,
         if (w.key.first > until) break;
         if (w.arrival > arrival) continue;
         const uint64_t lo = std::max(pa, w.addr);
-        const uint64_t hi = std::min(pa + len, w.addr + w.data.size());
-        if (lo < hi)
-            std::copy(w.data.data() + (lo - w.addr), w.data.data() + (hi - w.addr),
-                      out + (lo - pa));
+        const uint64_t hi = std::min(pa + len, w.addr + w.length);
+        if (lo < hi) std::copy(w.bytes + (lo - w.addr), w.bytes + (hi - w.addr), out + (lo - pa));
     }
 }
 
@@ -206,6 +204,7 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
                                            const sc_core::sc_time& translated) {
     const dma_origin_ext* ext = origin_of(gp);
     const uint8_t* data = gp.get_data_ptr();
+    data_keeper* keeper = keeper_of(gp);
     // Posted writes become visible in order of arrival, also when an earlier one still waits
     // for its walk.
     const sc_core::sc_time visible = after_writes_before(arrival, translated);
@@ -222,17 +221,27 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
         const pending_key key{visible, m_pending_seq++};
         auto at = m_pending.end();  // after every key below it: mostly the back
         while (at != m_pending.begin() && std::prev(at)->key > key) --at;
-        at = m_pending.insert(at, pending_write{key, p.pa, {}, arrival});
-        at->data.assign(data + p.offset, p.len);
+        at = m_pending.insert(at, pending_write{});
+        at->key = key;
+        at->addr = p.pa;
+        at->arrival = arrival;
+        at->length = p.len;
+        if (keeper) {
+            // The HCA's buffer stays as it is until the write has landed: no copy.
+            at->bytes = data + p.offset;
+            at->hold = data_hold(keeper);
+        } else {
+            at->copy.assign(data + p.offset, p.len);
+            at->bytes = at->copy.data();
+        }
         m_notify.at(key.first, [this, key] {
             // Writes become visible in key order: this one is (nearly always) the front.
             auto it = std::lower_bound(
                 m_pending.begin(), m_pending.end(), key,
                 [](const pending_write& w, const pending_key& k) { return w.key < k; });
-            const uint64_t addr = it->addr;
-            const auto bytes = std::move(it->data);
+            pending_write w = std::move(*it);
             m_pending.erase(it);
-            land(addr, bytes.data(), bytes.size());
+            land(w.addr, w.bytes, w.length);
         });
     }
     return visible;

@@ -61,6 +61,7 @@
 #include "sim/kernel.h"
 #include "sim/stats.h"
 #include "tlm/completer_pacing.h"
+#include "tlm/data_keeper.h"
 #include "tlm/dma_origin.h"
 
 namespace hcasim {
@@ -110,7 +111,12 @@ class root_complex : public sc_core::sc_module {
     struct pending_write {
         pending_key key;
         uint64_t addr = 0;
-        byte_block data;
+        // The bytes: in the HCA's buffer, held (tlm/data_keeper.h), or copied when the write
+        // carried no keeper.
+        const uint8_t* bytes = nullptr;
+        uint64_t length = 0;
+        data_hold hold;
+        byte_block copy;
         sc_core::sc_time arrival;  // at the root complex, before translation
     };
     // A physically contiguous part of a request: `len` bytes at `pa`, `offset` into the request.

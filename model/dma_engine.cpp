@@ -84,6 +84,7 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     p.origin.origin = origin;
     p.origin.transfer = op.transfer;
     p.stream.stream = op.stream;
+    p.keeper.keeper = cmd == tlm::TLM_WRITE_COMMAND ? &op : nullptr;
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
     if (own) m_gp_busy = false;

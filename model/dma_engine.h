@@ -31,6 +31,7 @@
 #include "sim/params.h"
 #include "sim/pooled.h"
 #include "sim/stats.h"
+#include "tlm/data_keeper.h"
 #include "tlm/dma_origin.h"
 #include "tlm/dma_stream.h"
 #include "tlm/read_requests.h"
@@ -125,8 +126,13 @@ struct dma_op_state {
 
 // Pooled (sim/pooled.h): a finished operation goes back to its free list with its buffers. Its
 // buffers are the vectors here (cleared on reuse, keeping their capacity); every other field
-// belongs in dma_op_state.
-struct dma_op : pooled<dma_op>, dma_op_state {
+// belongs in dma_op_state. A write's transactions carry the operation as their data keeper
+// (tlm/data_keeper.h): a completer that holds the bytes until they land holds the operation,
+// and with it `data` or whatever `source` points into (`done` holds its owner).
+struct dma_op final : pooled<dma_op>, dma_op_state, data_keeper {
+    void hold() override { intrusive_ptr_add_ref(this); }
+    void drop() override { intrusive_ptr_release(this); }
+
     std::vector<dma_segment> segments;
     byte_vector data;                // read: filled in; write: the bytes to write
     std::vector<dma_pacing> pacing;  // write only; empty = all bytes available now
@@ -197,13 +203,16 @@ class dma_engine : public sc_core::sc_module {
         tlm::tlm_generic_payload gp;
         dma_origin_ext origin;
         dma_stream_ext stream;
+        data_keeper_ext keeper;
         dma_payload() {
             gp.set_extension(&origin);
             gp.set_extension(&stream);
+            gp.set_extension(&keeper);
         }
         ~dma_payload() {  // detached first: the payload would free them as its own
             gp.clear_extension(&origin);
             gp.clear_extension(&stream);
+            gp.clear_extension(&keeper);
         }
         dma_payload(const dma_payload&) = delete;
         dma_payload& operator=(const dma_payload&) = delete;
