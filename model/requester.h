@@ -172,8 +172,9 @@ class requester : public sc_core::sc_module {
     // The QPs whose next message waits for room at a port (its queue more than tx_lookahead from
     // done), in the order they get it: the QP that sent last keeps its place at the head while
     // it has messages ready, the others follow in the order they came to wait (what each QP
-    // polling the port at the time it frees would give, without a poll per waiting QP). One
-    // wake per port, when its queue is that close to done.
+    // polling the port at the time it frees would give, without a poll per waiting QP; only a
+    // callback draining a QP at the very time of the wake, which ran between the polls, now runs
+    // after the line). One wake per port, when its queue is that close to done.
     struct port_line {
         std::deque<uint32_t> qpns;
         sc_core::sc_time wake_at;      // a wake is booked then
