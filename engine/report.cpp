@@ -202,7 +202,10 @@ void print_summary(const json& stats, std::ostream& os) {
             auto v = stat_at(n, path);
             return v ? *v : json(nullptr);
         };
-        os << "node " << it.key() << ": doorbells " << get("hca.doorbell.count").dump() << ", WQEs "
+        // Send WQEs whose message left, and WQEs (send and receive) the HCA read from host
+        // memory: a BlueFlame WQE comes with its doorbell and is not read.
+        os << "node " << it.key() << ": doorbells " << get("hca.doorbell.count").dump()
+           << ", send WQEs " << get("hca.requester.wqes").dump() << ", WQEs fetched "
            << get("hca.wqe_fetcher.wqes").dump() << ", QPC hit rate "
            << fixed(get("hca.qpc_cache.hit_rate").is_number()
                         ? get("hca.qpc_cache.hit_rate").get<double>()
