@@ -16,21 +16,17 @@ uint64_t first_completion(uint64_t total, uint64_t mod) {
     return mod - 1 < total ? mod - 1 : total - 1;
 }
 
-// Whether the times that are stamped (not 0) at the indices from `first` by `step` (and at
-// `last`, when given) are in order.
-bool stamped_in_order(const std::vector<uint64_t>& times, uint64_t first, uint64_t step,
-                      uint64_t last = UINT64_MAX) {
+// Whether the times that are stamped (not 0) are in order along the indices from `first`, each
+// giving the next (`next`; past the end: done).
+template <class Next>
+bool stamped_in_order(const std::vector<uint64_t>& times, uint64_t first, Next next) {
     uint64_t prev = 0;
-    auto in_order = [&](uint64_t k) {
-        if (times[k] == 0) return true;
+    for (uint64_t k = first; k < times.size(); k = next(k)) {
+        if (times[k] == 0) continue;
         if (times[k] < prev) return false;
         prev = times[k];
-        return true;
-    };
-    uint64_t k = first;
-    for (; k < times.size(); k += step)
-        if (!in_order(k)) return false;
-    return last == UINT64_MAX || k - step == last || in_order(last);
+    }
+    return true;
 }
 
 // Products of a WR count and a time in picoseconds overflow 64 bits.
@@ -71,8 +67,10 @@ uint64_t peak_time_per_wr(const std::vector<uint64_t>& tposted,
     if (total == 0 || list == 0 || mod == 0) return UINT64_MAX;
     // The i are every list-th index, the j every mod-th minus one and the last; no lists of
     // them are kept (a run's stamps are megabytes).
-    if (!stamped_in_order(tposted, 0, list) ||
-        !stamped_in_order(tcompleted, mod - 1, mod, total - 1))
+    const auto next_post = [list](uint64_t i) { return i + list; };
+    const auto next_j = [total, mod](uint64_t j) { return next_completion(j, total, mod); };
+    if (!stamped_in_order(tposted, 0, next_post) ||
+        !stamped_in_order(tcompleted, first_completion(total, mod), next_j))
         return peak_time_per_wr_walk(tposted, tcompleted, list, mod);
 
     // The posts not stamped (time 0) pair with every stamped completion at or after them; the
@@ -86,7 +84,7 @@ uint64_t peak_time_per_wr(const std::vector<uint64_t>& tposted,
     uint64_t best = UINT64_MAX;
     std::vector<point> hull;  // upper hull of the stamped posts taken so far, left to right
     uint64_t next = 0;        // the next post to consider (every list-th index)
-    for (uint64_t j = first_completion(total, mod); j < total; j = next_completion(j, total, mod)) {
+    for (uint64_t j = first_completion(total, mod); j < total; j = next_j(j)) {
         const uint64_t tc = tcompleted[j];
         if (tc == 0) continue;  // not stamped: no pair counts
         if (first_unstamped <= j) best = std::min(best, tc / (j - first_unstamped + 1));

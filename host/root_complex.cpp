@@ -221,16 +221,10 @@ sc_core::sc_time root_complex::serve_write(tlm::tlm_generic_payload& gp,
         const pending_key key{visible, m_pending_seq++};
         auto at = m_pending.end();  // after every key below it: mostly the back
         while (at != m_pending.begin() && std::prev(at)->key > key) --at;
-        at = m_pending.insert(at, pending_write{});
-        at->key = key;
-        at->addr = p.pa;
-        at->arrival = arrival;
-        at->length = p.len;
-        if (keeper) {
-            // The HCA's buffer stays as it is until the write has landed: no copy.
-            at->bytes = data + p.offset;
-            at->hold = data_hold(keeper);
-        } else {
+        // With a keeper the HCA's buffer stays as it is until the write has landed: no copy.
+        at = m_pending.insert(
+            at, pending_write{key, p.pa, data + p.offset, p.len, data_hold(keeper), {}, arrival});
+        if (!keeper) {
             at->copy.assign(data + p.offset, p.len);
             at->bytes = at->copy.data();
         }

@@ -472,12 +472,19 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     s->msg = std::move(m);
 }
 
+namespace {
+// Whether a wake at `when` is to be booked when one is booked at `booked` (kept up to date): one
+// at a time, an earlier time replaces a later one (which then finds nothing to do), a later one
+// waits for it.
+bool rebook(sc_core::sc_time& booked, const sc_core::sc_time& when) {
+    if (booked > hcasim::now() && booked <= when) return false;
+    booked = when;
+    return true;
+}
+}  // namespace
+
 void requester::schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when) {
-    // One scheduled drain per QP: an earlier time replaces a later one, a later one waits for it.
-    const sc_core::sc_time now = hcasim::now();
-    if (sq.drain_at > now && sq.drain_at <= when) return;
-    sq.drain_at = when;
-    m_queue.at(when, [this, qpn] { drain(qpn); });
+    if (rebook(sq.drain_at, when)) m_queue.at(when, [this, qpn] { drain(qpn); });
 }
 
 void requester::wait_for_port(int num, uint32_t qpn, sq_state& sq, const sc_core::sc_time& when) {
@@ -493,11 +500,7 @@ void requester::wait_for_port(int num, uint32_t qpn, sq_state& sq, const sc_core
 }
 
 void requester::book_port_wake(int num, const sc_core::sc_time& when) {
-    // One wake per port: an earlier time replaces a later one (that one finds no room or no one).
-    port_line& line = m_port_lines[num];
-    if (line.wake_at > hcasim::now() && line.wake_at <= when) return;
-    line.wake_at = when;
-    m_queue.at(when, [this, num] { wake_port(num); });
+    if (rebook(m_port_lines[num].wake_at, when)) m_queue.at(when, [this, num] { wake_port(num); });
 }
 
 void requester::wake_port(int num) {

@@ -250,7 +250,8 @@ struct bench : sc_core::sc_module {
             });
         };
         for (int i = 0; i < 40; ++i) book_one();
-        for (int i = 0; i < 2000 && calendar::get().pending() > 0; ++i) wait(sc_time(1, sc_core::SC_US));
+        for (int i = 0; i < 2000 && calendar::get().pending() > 0; ++i)
+            wait(sc_time(1, sc_core::SC_US));
         ASSERT_EQ(calendar::get().pending(), 0u);
         ASSERT_EQ(log.size(), static_cast<size_t>(booked)) << "every callback ran once";
         EXPECT_GT(booked, 1000) << "the random tree grew";
