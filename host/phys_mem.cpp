@@ -31,7 +31,11 @@ void phys_mem::read_stored(uint64_t addr, uint8_t* out, uint64_t len) const {
     while (len > 0) {
         const uint64_t in_frame = addr % frame_bytes;
         const uint64_t n = std::min(len, frame_bytes - in_frame);
-        if (const frame* f = find_frame(addr / frame_bytes)) {
+        const frame* f = find_frame(addr / frame_bytes);
+        if (f && f->whole) {
+            std::memcpy(out, f->whole->data() + in_frame, n);
+            out += n;
+        } else if (f) {
             unsigned gi = static_cast<unsigned>(in_frame / granule_bytes);
             uint64_t off = in_frame % granule_bytes;
             for (uint64_t left = n; left > 0; off = 0, ++gi) {
@@ -57,19 +61,31 @@ void phys_mem::write_stored(uint64_t addr, const uint8_t* data, uint64_t len) {
         const uint64_t in_frame = addr % frame_bytes;
         const uint64_t n = std::min(len, frame_bytes - in_frame);
         frame* f = find_frame(addr / frame_bytes);
-        unsigned gi = static_cast<unsigned>(in_frame / granule_bytes);
-        uint64_t off = in_frame % granule_bytes;
-        for (uint64_t left = n; left > 0; off = 0, ++gi) {
-            const uint64_t k = std::min(left, granule_bytes - off);
-            auto& g = f->g[gi];
-            if (!g) {
-                g = std::make_unique<granule>(granule{});
-                ++f->held;
-                ++m_granules;
+        if (!f->whole && n == frame_bytes) {  // written through: its granules go
+            for (auto& g : f->g) g.reset();
+            m_granules += granules - f->held;
+            f->held = granules;
+            f->whole = std::make_unique<block>();
+        }
+        if (f->whole) {
+            std::memcpy(f->whole->data() + in_frame, data, n);
+            data += n;
+        } else {
+            unsigned gi = static_cast<unsigned>(in_frame / granule_bytes);
+            uint64_t off = in_frame % granule_bytes;
+            for (uint64_t left = n; left > 0; off = 0, ++gi) {
+                const uint64_t k = std::min(left, granule_bytes - off);
+                auto& g = f->g[gi];
+                if (!g) {
+                    g = std::make_unique<granule>(granule{});
+                    ++f->held;
+                    ++m_granules;
+                }
+                std::memcpy(g->data() + off, data, k);
+                data += k;
+                left -= k;
             }
-            std::memcpy(g->data() + off, data, k);
-            data += k;
-            left -= k;
+            if (f->held == granules) to_block(*f);
         }
         addr += n;
         len -= n;
@@ -83,6 +99,20 @@ void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
     auto zero_in = [&](std::unordered_map<uint64_t, frame>::iterator it, uint64_t in_frame,
                        uint64_t n) {
         frame& f = it->second;
+        if (f.whole && n < frame_bytes) {
+            // Only a granule zeroed whole is dropped: within one, the block is cleared.
+            const uint64_t first_whole = (in_frame + granule_bytes - 1) / granule_bytes;
+            if (first_whole * granule_bytes + granule_bytes > in_frame + n) {
+                std::memset(f.whole->data() + in_frame, 0, n);
+                return;
+            }
+            to_granules(f);
+        }
+        if (f.whole) {  // zeroed entirely
+            f.whole.reset();
+            m_granules -= f.held;
+            f.held = 0;
+        }
         for (uint64_t at = in_frame; at < in_frame + n;) {
             const unsigned gi = static_cast<unsigned>(at / granule_bytes);
             const uint64_t off = at % granule_bytes;
@@ -130,6 +160,22 @@ void phys_mem::zero_stored(uint64_t addr, uint64_t len) {
         const uint64_t n = range_of(fn, in_frame);
         zero_in(it, in_frame, n);
     }
+}
+
+void phys_mem::to_block(frame& f) {
+    f.whole = std::make_unique<block>();
+    for (unsigned gi = 0; gi < granules; ++gi) {
+        std::memcpy(f.whole->data() + gi * granule_bytes, f.g[gi]->data(), granule_bytes);
+        f.g[gi].reset();
+    }
+}
+
+void phys_mem::to_granules(frame& f) {
+    for (unsigned gi = 0; gi < granules; ++gi) {
+        f.g[gi] = std::make_unique<granule>();
+        std::memcpy(f.g[gi]->data(), f.whole->data() + gi * granule_bytes, granule_bytes);
+    }
+    f.whole.reset();
 }
 
 template <class Fn>

@@ -3,7 +3,10 @@
 // 256-byte granules written since they were last zeroed; reading anything else returns zeros, as
 // freshly zeroed DRAM would. Simulator memory therefore grows with the touched bytes, not with the
 // simulated size: a 1 TiB host costs nothing until used, and a frame holding one 8-byte
-// doorbell record or a two-entry buffer table costs one granule, not 4 KiB.
+// doorbell record or a two-entry buffer table costs one granule, not 4 KiB. A frame whose granules
+// are all held (a data buffer written through) keeps them as one block of 4 KiB instead: the same
+// bytes and the same count of stored bytes, copied by one memcpy per frame rather than one per
+// granule.
 // A frame may instead be attached to bytes outside: 4 KiB the simulator shares with a real
 // program (a verbs application attached to `hcasim serve`, engine/app_program.h). Every read and
 // write of an attached frame goes to those bytes, so what the HCA DMA-writes appears in the
@@ -54,10 +57,18 @@ class phys_mem {
   private:
     static constexpr unsigned granules = frame_bytes / granule_bytes;
     using granule = std::array<uint8_t, granule_bytes>;
+    using block = std::array<uint8_t, frame_bytes>;
+    // Either granules (those not held are null) or, when all are held, one block (the granules
+    // then null): `held` counts the granules either way.
     struct frame {
         std::array<std::unique_ptr<granule>, granules> g;
+        std::unique_ptr<block> whole;
         unsigned held = 0;
     };
+    // A frame holding all its granules keeps them as one block; the way back, before some of
+    // them are dropped.
+    static void to_block(frame& f);
+    static void to_granules(frame& f);
     // The store's own bytes (no attached frame in the range).
     void read_stored(uint64_t addr, uint8_t* out, uint64_t len) const;
     void write_stored(uint64_t addr, const uint8_t* data, uint64_t len);

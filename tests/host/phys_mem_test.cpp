@@ -119,3 +119,37 @@ TEST(phys_mem, a_few_bytes_cost_a_granule_not_a_frame) {
     EXPECT_EQ(mem.stored_bytes(), phys_mem::granule_bytes * 17) << "a zeroed granule is dropped";
     EXPECT_EQ(mem.read_u64(0x5008), 42u);
 }
+
+TEST(phys_mem, a_frame_written_through_keeps_its_bytes_and_granule_count) {
+    // Held whole (one block) or granule by granule, a frame reads, counts and zeroes alike.
+    phys_mem mem(1ULL << 30);
+    std::vector<uint8_t> page(phys_mem::frame_bytes);
+    for (size_t k = 0; k < page.size(); ++k) page[k] = static_cast<uint8_t>(k * 7 + 1);
+    mem.write(0x3000, page.data(), page.size());              // through at once
+    for (uint64_t a = 0; a < phys_mem::frame_bytes; a += 64)  // granule by granule
+        mem.write(0x9000 + a, page.data() + a, 64);
+    EXPECT_EQ(mem.stored_bytes(), 2 * phys_mem::frame_bytes);
+    std::vector<uint8_t> got(phys_mem::frame_bytes);
+    for (uint64_t base : {0x3000ULL, 0x9000ULL}) {
+        mem.read(base, got.data(), got.size());
+        EXPECT_EQ(got, page) << std::hex << base;
+        mem.write_u64(base + 0x18, 0xabcdULL);  // into a whole frame
+        EXPECT_EQ(mem.read_u64(base + 0x18), 0xabcdULL);
+        mem.zero(base + 0x10, 0x20);  // inside one granule: bytes cleared, nothing dropped
+        EXPECT_EQ(mem.read_u64(base + 0x18), 0u);
+        EXPECT_EQ(mem.read_u64(base + 0x8), mem.read_u64(0x3008));
+    }
+    EXPECT_EQ(mem.stored_bytes(), 2 * phys_mem::frame_bytes);
+    mem.zero(0x3100, 0x200);  // two granules dropped
+    EXPECT_EQ(mem.stored_bytes(), 2 * phys_mem::frame_bytes - 2 * phys_mem::granule_bytes);
+    mem.read(0x3000, got.data(), got.size());
+    for (size_t k = 0x100; k < 0x300; ++k) ASSERT_EQ(got[k], 0) << k;
+    EXPECT_EQ(got[0x300], page[0x300]);
+    EXPECT_EQ(got[0xff], page[0xff]);
+    mem.write(0x3100, page.data() + 0x100, 0x200);  // all held again
+    mem.read(0x3000, got.data(), got.size());
+    EXPECT_EQ(got[0x120], page[0x120]);
+    mem.zero(0x9000, phys_mem::frame_bytes);
+    EXPECT_EQ(mem.stored_frames(), 1u) << "a whole frame zeroed entirely gives back its storage";
+    EXPECT_EQ(mem.stored_bytes(), phys_mem::frame_bytes);
+}
