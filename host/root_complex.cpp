@@ -80,7 +80,7 @@ void root_complex::report_stale(uint64_t pfn, bool write, const dma_origin& o, b
 }
 
 bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext,
-                               uint64_t origin_offset) {
+                               uint64_t origin_offset, bool report) {
     if (len == 0) return false;
     const unsigned shift = m_frames.page_shift();
     const bool can_resolve = ext && m_resolve && m_mapping;
@@ -106,6 +106,7 @@ bool root_complex::check_owner(uint64_t addr, uint64_t len, bool write, const dm
         uint64_t va = 0;
         const bool resolved = can_resolve && m_resolve(o, pid, va);
         const bool ok = resolved ? m_mapping(pid, va) == pfn : m_frames.use(pfn) != frame_use::free;
+        if (!ok && !report) return true;
         if (!ok) {
             report_stale(pfn, write, can_resolve ? o : dma_origin{}, resolved, pid, va);
             stale = true;
@@ -261,11 +262,19 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
         // read at once; each request sees the writes that arrived before it (overlay_pending),
         // has its frames checked and waits for the commits before it.
         m_mem.read(addr, out, gp.get_data_length());
+        // The frames of all the requests (in address order) at once when all are the origin's
+        // (as mostly), else request by request, each reporting the frames it reads.
+        const read_request_part& first = list.requests.front();
+        const read_request_part& last = list.requests.back();
+        const bool owned =
+            last.offset + last.length > first.offset &&
+            !check_owner(addr + first.offset, last.offset + last.length - first.offset, false, ext,
+                         first.offset, /*report=*/false);
         for (read_request_part& r : list.requests) {
             const sc_core::sc_time& arrival = r.at_completer;
             ++m_reads;
             m_read_bytes += r.length;
-            check_owner(addr + r.offset, r.length, false, ext, r.offset);
+            if (!owned) check_owner(addr + r.offset, r.length, false, ext, r.offset);
             if (!m_pending.empty())
                 overlay_pending(addr + r.offset, r.length, out + r.offset, arrival, arrival);
             const sc_core::sc_time start = after_commits_before(arrival, arrival);

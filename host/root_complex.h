@@ -148,9 +148,10 @@ class root_complex : public sc_core::sc_module {
     void land(uint64_t addr, const uint8_t* data, uint64_t len);
     void notify_write(uint64_t addr, uint64_t len);
     // Counts and reports the frames of the access that are not the origin's; true if any.
-    // `origin_offset`: where the access starts in the request the origin describes.
+    // `origin_offset`: where the access starts in the request the origin describes. With
+    // `report` false nothing is counted or reported: the answer is whether any frame is not.
     bool check_owner(uint64_t addr, uint64_t len, bool write, const dma_origin_ext* ext,
-                     uint64_t origin_offset);
+                     uint64_t origin_offset, bool report = true);
     void report_stale(uint64_t pfn, bool write, const dma_origin& o, bool resolved, uint32_t pid,
                       uint64_t va);
     // The last page an operation's request was found to own (dma_origin_ext::transfer): its
