@@ -180,6 +180,18 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     left -= n * max_payload;
 }
 
+inline sc_core::sc_time pcie_link::header_ahead(serial_resource& dir, uint64_t& bytes_counter,
+                                                uint64_t bytes, const sc_core::sc_time& start) {
+    const sc_core::sc_time dur = wire_time(bytes);
+    sc_core::sc_time shown;
+    const sc_core::sc_time begin = dir.cut_in(start, dur, m_max_tlp, &shown);
+    HCASIM_TRACE(
+        busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown, shown + dur));
+    bytes_counter += bytes;
+    ++m_tlps;
+    return begin + dur;
+}
+
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                       uint64_t payload, uint64_t max_payload, uint64_t align,
                                       uint64_t overhead, const sc_core::sc_time& start,
@@ -210,12 +222,9 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
     }
     // A read request that passes queued TLPs and takes no credits: one header put ahead.
     if (pass_queued && !credits.headers && payload == 0) {
-        const sc_core::sc_time dur = wire_time(overhead);
-        sc_core::sc_time shown;
-        const sc_core::sc_time begin = dir.cut_in(start, dur, m_max_tlp, &shown);
-        count(shown, dur, overhead);
-        if (last_sent) *last_sent = begin + dur;
-        return begin + dur + to_time(m_cfg.latency);
+        const sc_core::sc_time sent = header_ahead(dir, bytes_counter, overhead, start);
+        if (last_sent) *last_sent = sent;
+        return sent + to_time(m_cfg.latency);
     }
     sc_core::sc_time ready = start;
     const uint64_t first_line = addr / 64;
@@ -395,12 +404,17 @@ void pcie_link::read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& l
     const sc_core::sc_time after = m_posted_sent[static_cast<size_t>(stream)];
     pcie_credit_use credits;
     if (!m_nph.infinite()) credits.headers = &m_nph;
+    const uint64_t header = tlp_overhead(true);
+    const sc_core::sc_time latency = to_time(m_cfg.latency);
     for (read_request_part& r : list.requests) {
         ++m_dma_reads;
         if (r.issue < after) m_order_wait_ps += to_ps(after - r.issue);
-        r.at_completer = send_tlps(m_up, m_up_bytes, addr + r.offset, 0, 1, 1, tlp_overhead(true),
-                                   std::max(r.issue, after), nullptr, sc_core::SC_ZERO_TIME,
-                                   credits, /*pass_queued=*/true);
+        const sc_core::sc_time start = std::max(r.issue, after);
+        r.at_completer = credits.headers
+                             ? send_tlps(m_up, m_up_bytes, addr + r.offset, 0, 1, 1, header, start,
+                                         nullptr, sc_core::SC_ZERO_TIME, credits,
+                                         /*pass_queued=*/true)
+                             : header_ahead(m_up, m_up_bytes, header, start) + latency;
         r.data_ready = r.at_completer;  // a completer that fails the request adds nothing
         r.ok = true;
     }

@@ -233,6 +233,10 @@ class pcie_link : public sc_core::sc_module {
                                sc_core::sc_time* last_sent = nullptr,
                                const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
                                const pcie_credit_use& credits = {}, bool pass_queued = false);
+    // send_tlps for a request header that passes queued TLPs and takes no credits: put ahead
+    // on `dir` (serial_resource::cut_in) from `start`; returns when it has left.
+    sc_core::sc_time header_ahead(serial_resource& dir, uint64_t& bytes_counter, uint64_t bytes,
+                                  const sc_core::sc_time& start);
     // send_tlps' run of TLPs ending at `run_end` (with `addr` and `left` where the next TLP
     // starts) grown by the full-size TLPs that follow back to back, in one step: the bookings,
     // bytes and TLP count the loop would make one TLP at a time (without a trace to show them).
