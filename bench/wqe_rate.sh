@@ -67,8 +67,8 @@ scenario() {
 EOF
 }
 
-printf '%-20s %8s %8s %8s %10s %10s %9s %10s %10s %9s\n' \
-    scenario wqes wall_s cpu_s wqes/s wqes/cpu_s sim_us events events/wqe wl_ev/wqe
+printf '%-20s %8s %8s %8s %10s %10s %9s %10s %10s %9s %8s\n' \
+    scenario wqes wall_s cpu_s wqes/s wqes/cpu_s sim_us events events/wqe wl_ev/wqe slowdown
 for c in "${cases[@]}"; do
     read -r name size qps iters <<<"$c"
     scenario "$tmp/$name.json" "$name" "$size" "$qps" "$iters"
@@ -90,13 +90,15 @@ for d in dirs:
 s = min(runs, key=lambda r: r["cpu_s"])   # the fastest repeat: least disturbed by other load
 w = s["workloads"][0]
 wqes = w["iters"] * w["qps"]
-print("%-20s %8d %8.3f %8.3f %10.0f %10.0f %9.0f %10d %10.2f %9.2f" % (
+print("%-20s %8d %8.3f %8.3f %10.0f %10.0f %9.0f %10d %10.2f %9.2f %8.1f" % (
     name, wqes, s["wall_time_s"], s["cpu_s"], wqes / s["wall_time_s"], wqes / s["cpu_s"],
-    s["sim_time_ns"] / 1e3, s["events"], s["events"] / wqes, w["events_per_op"]))
+    s["sim_time_ns"] / 1e3, s["events"], s["events"] / wqes, w["events_per_op"],
+    s["cpu_s"] / (s["sim_time_ns"] / 1e9)))
 EOF
 done
 echo "wqes/s, wqes/cpu_s: simulated WQEs per wall-clock / CPU second of the whole run (setup included);"
-echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's own (stats.json events_per_op)."
+echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's own (stats.json events_per_op);"
+echo "slowdown: CPU seconds per simulated second (setup included)."
 
 [ "$instructions" = 1 ] || [ "$tlps" = 1 ] || exit 0
 command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i, -u and -t need valgrind (apt-get install valgrind)" >&2; exit 2; }
