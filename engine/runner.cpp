@@ -232,17 +232,25 @@ class progress_run {
         const auto policy = stop_ps ? sc_core::SC_RUN_TO_TIME : sc_core::SC_EXIT_ON_STARVATION;
         sc_core::sc_time slice(1, sc_core::SC_US);
         const sc_core::sc_time max_slice(1, sc_core::SC_SEC);
+        // Without a stop time, sc_start stops short of a slice's end when nothing is due before
+        // it (starvation), at the time it was called: the next slice then reaches at least the
+        // next activity, which may lie seconds ahead (a registration of gigabytes, a long wait).
+        sc_core::sc_time reach = sc_core::SC_ZERO_TIME;
         for (;;) {
-            sc_core::sc_time step = slice;
+            sc_core::sc_time step = std::max(slice, reach);
             if (stop_ps) {
                 const sc_core::sc_time now = hcasim::now();
                 if (now >= stop) break;
                 if (stop - now < step) step = stop - now;
             }
             const auto t0 = clock::now();
+            const sc_core::sc_time before = sc_core::sc_time_stamp();
             run_for(step, policy, stop_ps ? stop : sc_core::sc_max_time());
             if (sc_core::sc_get_status() == sc_core::SC_STOPPED || stop_signals::caught()) break;
             if (!stop_ps && !sc_core::sc_pending_activity()) break;
+            reach = !stop_ps && sc_core::sc_time_stamp() == before
+                        ? sc_core::sc_time_to_pending_activity()
+                        : sc_core::SC_ZERO_TIME;
             const double took = std::chrono::duration<double>(clock::now() - t0).count();
             if (took < 0.05 && slice < max_slice) slice = slice * 2;
             if (took > 0.2 && slice > sc_core::sc_time(2, sc_core::SC_NS)) slice = slice / 2;

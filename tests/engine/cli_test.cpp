@@ -308,5 +308,22 @@ TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
         << "running the kernel in slices for the progress line changes no result";
 }
 
+TEST_F(cli, a_run_reaches_activity_seconds_ahead) {
+    // The slices of the run loop grow to a second at most; a next activity further ahead (a
+    // long wait, a registration of gigabytes) is still reached, without a stop time too.
+    const std::string dir = testing::TempDir() + "/cli_long_gap";
+    std::filesystem::create_directories(dir);
+    const std::string file = dir + "/long_gap.json";
+    std::ofstream(file) << R"({"name": "long_gap", "description": "3 s between two verbs",
+        "program": [{"node": "a", "op": "alloc_pd", "name": "pd0"},
+                    {"node": "a", "op": "wait", "time": "3s"},
+                    {"node": "a", "op": "alloc_pd", "name": "pd1"}]})";
+    const auto r = run_hcasim("run '" + file + "' -o '" + dir + "/out' --quiet");
+    ASSERT_EQ(r.code, 0) << r.err;
+    const json stats = json::parse(slurp(dir + "/out/stats.json"));
+    EXPECT_GE(stats.at("sim_time_ns").get<double>(), 3e9);
+    std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace hcasim
