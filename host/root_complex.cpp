@@ -167,8 +167,7 @@ sc_core::sc_time root_complex::after_writes_before(const sc_core::sc_time& arriv
 
 sc_core::sc_time root_complex::after_commits_before(const sc_core::sc_time& arrival,
                                                     sc_core::sc_time at) {
-    const sc_core::sc_time now = hcasim::now();
-    while (!m_commits.empty() && m_commits.front().second <= now) m_commits.pop_front();
+    prune_commits(hcasim::now());
     auto it =
         std::upper_bound(m_commits.begin(), m_commits.end(), arrival,
                          [](const sc_core::sc_time& t, const auto& c) { return t < c.first; });
@@ -270,6 +269,9 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
             last.offset + last.length > first.offset &&
             !check_owner(addr + first.offset, last.offset + last.length - first.offset, false, ext,
                          first.offset, /*report=*/false);
+        // (No write commit pending now: none before any request.)
+        prune_commits(now);
+        const bool commits = !m_commits.empty();
         for (read_request_part& r : list.requests) {
             const sc_core::sc_time& arrival = r.at_completer;
             ++m_reads;
@@ -277,7 +279,8 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
             if (!owned) check_owner(addr + r.offset, r.length, false, ext, r.offset);
             if (!m_pending.empty())
                 overlay_pending(addr + r.offset, r.length, out + r.offset, arrival, arrival);
-            const sc_core::sc_time start = after_commits_before(arrival, arrival);
+            const sc_core::sc_time start =
+                commits ? after_commits_before(arrival, arrival) : arrival;
             m_commit_wait_ps += to_ps(start - arrival);
             r.data_ready = start + m_mem_latency;
             r.ok = true;

@@ -206,6 +206,10 @@ class root_complex : public sc_core::sc_module {
     sc_core::sc_time m_line_interval;
     // When the writes that arrived by `arrival` are all committed (at least `at`).
     sc_core::sc_time after_commits_before(const sc_core::sc_time& arrival, sc_core::sc_time at);
+    // Forgets the commits done by `now`.
+    void prune_commits(const sc_core::sc_time& now) {
+        while (!m_commits.empty() && m_commits.front().second <= now) m_commits.pop_front();
+    }
     uint64_t m_msi_addr = 0;
     std::function<void()> m_on_interrupt;
     json m_stale_events = json::array();
