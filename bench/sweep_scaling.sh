@@ -10,7 +10,7 @@ trap 'rm -rf "$work"' EXIT
 
 cat >"$work/base.json" <<'JSON'
 {"name": "sweep_scaling", "description": "one point of bench/sweep_scaling.sh",
- "workloads": [{"type": "ib_write_bw", "client": "a", "server": "b", "size": 4096, "iters": 20000}]}
+ "workloads": [{"type": "ib_write_bw", "client": "a", "server": "b", "size": 4096, "iters": 80000}]}
 JSON
 cat >"$work/sweep.json" <<'JSON'
 {"base": "base.json", "axes": {"seed": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]},
