@@ -269,7 +269,7 @@ void root_complex::serve_requests(tlm::tlm_generic_payload& gp, completer_pacing
             last.offset + last.length > first.offset &&
             !check_owner(addr + first.offset, last.offset + last.length - first.offset, false, ext,
                          first.offset, /*report=*/false);
-        // (No write commit pending now: none before any request.)
+        // Commits done by now are forgotten once; when none is left, no request waits for one.
         prune_commits(now);
         const bool commits = !m_commits.empty();
         for (read_request_part& r : list.requests) {

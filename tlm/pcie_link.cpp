@@ -180,15 +180,23 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     left -= n * max_payload;
 }
 
+namespace {
+// A TLP of `bytes` on the HCA->host (`up`) or host->HCA direction, shown busy from `shown` for
+// `dur`: its trace and its counts.
+inline void count_tlp(const std::string& path, bool up, uint64_t& bytes_counter, uint64_t& tlps,
+                      const sc_core::sc_time& shown, const sc_core::sc_time& dur, uint64_t bytes) {
+    HCASIM_TRACE(busy(path.c_str(), up ? "up_busy" : "down_busy", shown, shown + dur));
+    bytes_counter += bytes;
+    ++tlps;
+}
+}  // namespace
+
 inline sc_core::sc_time pcie_link::header_ahead(serial_resource& dir, uint64_t& bytes_counter,
                                                 uint64_t bytes, const sc_core::sc_time& start) {
     const sc_core::sc_time dur = wire_time(bytes);
     sc_core::sc_time shown;
     const sc_core::sc_time begin = dir.cut_in(start, dur, m_max_tlp, &shown);
-    HCASIM_TRACE(
-        busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown, shown + dur));
-    bytes_counter += bytes;
-    ++m_tlps;
+    count_tlp(m_stats.path(), &dir == &m_up, bytes_counter, m_tlps, shown, dur, bytes);
     return begin + dur;
 }
 
@@ -200,10 +208,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
                                       const pcie_credit_use& credits, bool pass_queued) {
     // A TLP of `bytes` on the wire, shown busy from `shown` for `dur`.
     auto count = [&](const sc_core::sc_time& shown, const sc_core::sc_time& dur, uint64_t bytes) {
-        HCASIM_TRACE(busy(m_stats.path().c_str(), &dir == &m_up ? "up_busy" : "down_busy", shown,
-                          shown + dur));
-        bytes_counter += bytes;
-        ++m_tlps;
+        count_tlp(m_stats.path(), &dir == &m_up, bytes_counter, m_tlps, shown, dur, bytes);
     };
     // One TLP that takes no credits and passes nothing queued (most small transfers: a doorbell
     // record, a CQE, a 64 B payload or its completion): what the loop below does for it.
