@@ -140,7 +140,7 @@ class app_server : public sc_core::sc_module {
 
 void app_server::spawner() {
     for (;;) {
-        sc_core::wait(m_spawn);
+        wait_event(m_spawn);
         for (connection* c : m_to_spawn)
             spawn_thread(("app_thread_" + std::to_string(c->tid)).c_str(),
                          [this, c] { serve(*c); });
@@ -152,7 +152,7 @@ void app_server::spawner() {
 // program made it.
 void app_server::serve(connection& c) {
     for (;;) {
-        while (c.st != state::queued && !c.gone) sc_core::wait(c.wake);
+        while (c.st != state::queued && !c.gone) wait_event(c.wake);
         if (c.st != state::queued) break;
         c.st = state::inside;
         int err = 0;
@@ -169,11 +169,13 @@ void app_server::serve(connection& c) {
             m_limit = c.clock;
             calendar::get().set_limit(m_limit);
         }
+        sync_thread();  // the pause is at the thread's time
         sc_core::sc_pause();
         if (c.gone) break;
     }
     c.st = state::closed;
     if (--m_threads[c.program->id()] == 0) program_left(*c.program);
+    sync_thread();
     sc_core::sc_pause();
 }
 

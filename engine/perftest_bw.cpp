@@ -61,6 +61,7 @@ class stream {
                     receiver_error = e;
                 }
                 receiver_done = true;
+                sync_thread();
                 receiver_finished.notify();
             });
         }
@@ -86,7 +87,7 @@ class stream {
                     " WQEs of a QP): nothing to measure; make duration longer or cq_mod smaller"};
         }
         m_posting_done = true;
-        if (!receiver_done) sc_core::wait(receiver_finished);
+        if (!receiver_done) wait_event(receiver_finished);
         if (error) throw *error;
         if (receiver_error) throw *receiver_error;
     }
@@ -147,11 +148,13 @@ class stream {
                         if (!thread_error) thread_error = e;
                     }
                     m_end = std::max(m_end, now_ps());
-                    if (--running == 0) all_done.notify();
+                    if (--running == 0) {
+                        sync_thread();
+                        all_done.notify();
+                    }
                 });
             }
-            ++kernel_events();
-            sc_core::wait(all_done);
+            wait_event(all_done);
             if (thread_error) throw *thread_error;
         }
     }
@@ -319,6 +322,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
             back_error = e;
         }
         back_done = true;
+        sync_thread();
         back_finished.notify();
     });
     std::optional<workload_error> error;  // the reverse thread uses this frame: it ends first
@@ -327,7 +331,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
     } catch (const workload_error& e) {
         error = e;
     }
-    if (!back_done) sc_core::wait(back_finished);
+    if (!back_done) wait_event(back_finished);
     if (error) throw *error;
     if (back_error) throw *back_error;
     const json there = forward.result(), here = back.result();

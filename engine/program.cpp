@@ -237,10 +237,7 @@ void program_runner::execute(const step_spec& s, const json& a, step_result& r) 
 }
 
 void program_runner::op_wait(const json& a, step_result& r) {
-    auto pause = [](uint64_t ps) {
-        ++kernel_events();
-        sc_core::wait(ps_time(ps));
-    };
+    auto pause = [](uint64_t ps) { pass_time(ps_time(ps)); };
     if (!a.contains("until")) {
         if (auto ps = parse_time_ps(a["time"])) pause(*ps);
         return;

@@ -76,11 +76,13 @@ class replayer {
                              } catch (const workload_error& e) {
                                  ps->error = e;
                              }
-                             if (--running == 0) all_done.notify();
+                             if (--running == 0) {
+                                 sync_thread();
+                                 all_done.notify();
+                             }
                          });
         }
-        ++kernel_events();
-        sc_core::wait(all_done);
+        wait_event(all_done);
         for (auto& [name, p] : m_procs)
             if (p.error) throw *p.error;
         return result(start);
@@ -196,8 +198,7 @@ class replayer {
         for (const trace_op& op : m_trace.ops) {
             if (op.process != p.spec->name) continue;
             if (op.delay_ps) {
-                sc_core::wait(ps_time(op.delay_ps));
-                ++kernel_events();
+                pass_time(ps_time(op.delay_ps));
             }
             poll_until(p, [&] {
                 return std::all_of(op.after.begin(), op.after.end(),

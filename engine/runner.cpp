@@ -124,6 +124,9 @@ class scenario_player : public sc_core::sc_module {
     // run together, each in its own thread, sharing the fabric. The next group starts when every
     // workload of this one has finished.
     void play() {
+        run_ahead_thread([this] { play_all(); });
+    }
+    void play_all() {
         m_program.run(m_spec.program);
         const auto& ws = m_spec.workloads;
         for (size_t first = 0; first < ws.size();) {
@@ -140,9 +143,9 @@ class scenario_player : public sc_core::sc_module {
                     spawn_thread(("workload" + std::to_string(i)).c_str(),
                                  [this, i, first, &results, &running, &all_done] {
                                      results[i - first] = run_one(i);
-                                     if (--running == 0) all_done.notify(sc_core::SC_ZERO_TIME);
+                                     if (--running == 0) notify_now(all_done);
                                  });
-                sc_core::wait(all_done);
+                wait_event(all_done);
                 for (auto& r : results) m_workload_results.push_back(std::move(r));
             }
             first = last;
@@ -153,11 +156,12 @@ class scenario_player : public sc_core::sc_module {
     json run_one(size_t i) {
         const workload_spec& w = m_spec.workloads[i];
         const sc_core::sc_time at = ps_time(w.start_ps);
-        if (at > hcasim::now()) sc_core::wait(at - hcasim::now());
+        if (at > hcasim::now()) pass_time(at - hcasim::now());
         return run_workload(m_world, w, m_spec.seed + i);
     }
     void finish() {
         m_finished = true;
+        sync_thread();  // the simulation ends at the thread's time
         sc_core::sc_stop();
     }
 

@@ -76,8 +76,7 @@ json run_dma(world& w, const workload_spec& spec) {
         };
         nd.hca().dma().submit(op);
     }
-    ++kernel_events();
-    sc_core::wait(st->finished);
+    wait_event(st->finished);
     const bool all_ok = st->all_ok;
     const uint64_t end = st->end;
     const std::vector<uint8_t>& last_read = st->last_read;
@@ -97,11 +96,11 @@ class start_barrier {
     explicit start_barrier(size_t parties) : m_waiting(parties) {}
     // Called once by each party: when it is ready, or when it has failed before.
     void arrive() {
-        if (--m_waiting == 0) m_all.notify(sc_core::SC_ZERO_TIME);
+        if (--m_waiting == 0) notify_now(m_all);
     }
     void arrive_and_wait() {
         arrive();
-        if (m_waiting) sc_core::wait(m_all);
+        if (m_waiting) wait_event(m_all);
     }
 
   private:
@@ -277,11 +276,13 @@ void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
                 r["error"] = e.what;
             }
             results[k] = std::move(r);
-            if (--running == 0) all_done.notify();
+            if (--running == 0) {
+                sync_thread();
+                all_done.notify();
+            }
         });
     }
-    ++kernel_events();
-    sc_core::wait(all_done);
+    wait_event(all_done);
     const std::string pattern = spec.args.value("pattern", std::string("clients"));
     const json& first = results.front();
     out["pattern"] = pattern;

@@ -1,8 +1,10 @@
 // The CPU time a system call or verb spends, charged to the calling program's thread. A verb
 // accumulates its costs (host.cpu.*) as a lag; the lag either becomes the start delay of the MMIO
-// store that ends the work (so the store leaves when the CPU got there) or is waited out at the
-// end, one wait per verb rather than one per step. Every wake-up of a host thread counts one
-// kernel event. Outside a thread (elaboration, methods) time cannot pass and the lag is dropped.
+// store that ends the work (so the store leaves when the CPU got there) or is passed at the end,
+// once per verb rather than once per step (pass_time: without a kernel event while no other
+// process runs meanwhile). Every wake-up of a host thread in the kernel counts one kernel event.
+// Outside a thread (elaboration, methods, calendar callbacks) time cannot pass and the lag is
+// dropped.
 #pragma once
 
 #include <systemc>

@@ -122,7 +122,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu, uint64_t
     }
     m_cmd_time.add(to_ps(hcasim::now() - issued));
     m_cmd_busy = false;
-    m_cmd_free.notify(sc_core::SC_ZERO_TIME);
+    notify_now(m_cmd_free);
     return err;
 }
 

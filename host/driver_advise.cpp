@@ -68,6 +68,7 @@ int driver::advise_mr(uint32_t pid, uint32_t pd, mr_advice advice, bool flush,
     }
     // Asynchronous: the verb returns now, a kernel worker prefetches.
     sc_core::sc_spawn_options opts;
+    sync_thread();  // the worker starts at the caller's time
     sc_core::sc_spawn(
         [work] {
             cpu_clock c;

@@ -77,7 +77,7 @@ void driver::boot() {
                        " MiB with " + std::to_string(m_frames.frames_free()) + " frames free";
         HCASIM_LOG(name(), host, m_boot_error);
         m_boot_failed = true;
-        m_boot_done.notify(sc_core::SC_ZERO_TIME);
+        notify_now(m_boot_done);
         return;
     }
     m_cmd_record = *record << m_page_shift;
@@ -110,7 +110,7 @@ void driver::boot() {
     if (m_lid2) mmio(reg::port2_lid, m_lid2, delay);
     if (const uint64_t hmm = hmm_control()) mmio(reg::hmm_control, hmm, delay);
     m_booted = true;
-    m_boot_done.notify(sc_core::SC_ZERO_TIME);
+    notify_now(m_boot_done);
 }
 
 int driver::wait_boot() {

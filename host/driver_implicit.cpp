@@ -218,6 +218,7 @@ bool driver::implicit_in_range(uint64_t addr, uint64_t length) {
 
 void driver::implicit_reap(std::vector<uint32_t> children) {
     sc_core::sc_spawn_options opts;
+    sync_thread();  // the worker starts at the caller's time
     sc_core::sc_spawn(
         [this, children] {
             cpu_clock cpu;

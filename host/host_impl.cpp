@@ -213,8 +213,7 @@ int host_impl::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
     const uint64_t got = reclaim((bytes + page - 1) / page, cpu_clock::in_thread(), when);
     reclaimed = got * page;
     if (cpu_clock::in_thread() && when > hcasim::now()) {
-        sc_core::wait(when - hcasim::now());
-        ++kernel_events();
+        pass_time(when - hcasim::now());
     }
     return 0;
 }
@@ -238,8 +237,7 @@ void host_impl::kswapd() {
             const uint64_t got = reclaim(std::min<uint64_t>(want, 256), true, when);
             if (got == 0) break;
             if (when > hcasim::now()) {
-                sc_core::wait(when - hcasim::now());
-                ++kernel_events();
+                pass_time(when - hcasim::now());
             }
         }
         m_kswapd_busy = false;

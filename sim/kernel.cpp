@@ -22,6 +22,9 @@ namespace detail {
 bool g_ahead = false;
 sc_core::sc_time g_now;
 bool g_kernel_touched = false;
+bool g_in_callback = false;
+bool g_thread_ahead = false;
+bool g_may_run_ahead = false;
 }  // namespace detail
 
 void notify_now(sc_core::sc_event& ev) {
@@ -36,9 +39,69 @@ void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy pol
 void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy,
              const sc_core::sc_time& stop) {
     calendar& c = calendar::get();
+    const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+    const sc_core::sc_time end =
+        duration < sc_core::sc_max_time() - stamp ? stamp + duration : sc_core::sc_max_time();
     c.set_limit(stop);
+    c.set_slice_end(end);
     sc_core::sc_start(duration, policy);
     c.set_limit(sc_core::sc_max_time());
+    c.set_slice_end(sc_core::sc_max_time());
+}
+
+bool in_callback() {
+    return detail::g_in_callback;
+}
+
+namespace {
+// The calling thread stops being ahead of the kernel (it is about to wait in it): the calendar's
+// event again for what is pending. Returns the thread's time.
+sc_core::sc_time leave_ahead() {
+    const sc_core::sc_time t = now();
+    if (detail::g_thread_ahead) {
+        detail::g_thread_ahead = false;
+        detail::g_ahead = false;
+        calendar::get().rearm();
+    }
+    return t;
+}
+
+// Waits in the kernel as `wait` does; the thread that runs meanwhile sets g_may_run_ahead for
+// itself (run_ahead_thread), and this one has its own back when it resumes.
+template <class Wait>
+void kernel_wait(Wait&& wait) {
+    const bool mine = detail::g_may_run_ahead;
+    detail::g_may_run_ahead = false;
+    wait();
+    detail::g_may_run_ahead = mine;
+    ++kernel_events();
+}
+}  // namespace
+
+void pass_time(const sc_core::sc_time& d) {
+    if (d == sc_core::SC_ZERO_TIME) return;
+    const uint64_t until = (now() + d).value();
+    if (detail::g_may_run_ahead && calendar::get().pass_inline(until)) return;
+    leave_ahead();
+    kernel_wait([&] { sc_core::wait(time_value(until) - sc_core::sc_time_stamp()); });
+}
+
+void wait_event(const sc_core::sc_event& ev) {
+    leave_ahead();
+    kernel_wait([&] { sc_core::wait(ev); });
+}
+
+void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
+    // Nothing can notify `ev` before the thread's time: no process ran since it went ahead.
+    const sc_core::sc_time t = leave_ahead();
+    kernel_wait([&] { sc_core::wait(t + timeout - sc_core::sc_time_stamp(), ev); });
+}
+
+void sync_thread() {
+    if (!detail::g_thread_ahead) return;
+    const sc_core::sc_time t = leave_ahead();
+    if (t > sc_core::sc_time_stamp())
+        kernel_wait([&] { sc_core::wait(t - sc_core::sc_time_stamp()); });
 }
 
 callback_queue::callback_queue(sc_core::sc_module_name name)
@@ -108,10 +171,71 @@ void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
     ++m_pending;
 }
 
+inline void calendar::run(unsigned b, uint64_t when) {
+    const uint32_t slot = take(b, when);
+    --m_pending;
+    if (detail::g_now.value() != when) detail::g_now = time_value(when);
+    // Run in place (the chunk does not move when the callback books more), then free.
+    inline_callback& fn = slot_at(slot);
+    fn();
+    fn = nullptr;
+    m_free_slots.push_back(slot);
+}
+
+void calendar::rearm() {
+    if (m_pending == 0) return;
+    unsigned b = 0;
+    const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+    m_wake.notify(time_value(std::max<uint64_t>(earliest(b), stamp.value())) - stamp);
+}
+
+bool calendar::pass_inline(uint64_t until) {
+    if (until >= m_limit || until >= m_slice_end) return false;
+    const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+    // The kernel's next activity other than this calendar's (its event is set again on failure).
+    m_wake.cancel();
+    if ((stamp + sc_core::sc_time_to_pending_activity()).value() <= until) {
+        rearm();
+        return false;
+    }
+    detail::g_ahead = true;
+    detail::g_thread_ahead = false;
+    detail::g_in_callback = true;
+    detail::g_kernel_touched = false;
+    bool passed = true;
+    while (m_pending > 0) {
+        unsigned b = 0;
+        const uint64_t when = earliest(b);
+        if (when > until) break;
+        run(b, when);
+        // A callback woke a process: it runs first when that is before the thread's time.
+        if (detail::g_kernel_touched) {
+            detail::g_kernel_touched = false;
+            if ((stamp + sc_core::sc_time_to_pending_activity()).value() <= until) {
+                passed = false;
+                break;
+            }
+        }
+    }
+    detail::g_in_callback = false;
+    if (!passed) {
+        detail::g_ahead = false;
+        rearm();
+        return false;
+    }
+    detail::g_thread_ahead = true;
+    detail::g_now = time_value(until);
+    return true;
+}
+
 void calendar::dispatch() {
+    // A host thread ahead of the kernel brings it up to its time before it waits (sync_thread).
+    if (detail::g_thread_ahead)
+        throw std::logic_error("hcasim: a host thread waited in the kernel while ahead of it");
     ++kernel_events();
     const sc_core::sc_time stamp = sc_core::sc_time_stamp();
     detail::g_ahead = true;
+    detail::g_in_callback = true;
     detail::g_now = stamp;
     // Callbacks run in time order until the next activity of the kernel (a host thread's wake-up,
     // which a callback may have just notified): everything they touch is then as the thread
@@ -132,16 +256,10 @@ void calendar::dispatch() {
             next_due = when;
             break;
         }
-        const uint32_t slot = take(b, when);
-        --m_pending;
-        if (detail::g_now.value() != when) detail::g_now = time_value(when);
-        // Run in place (the chunk does not move when the callback books more), then free.
-        inline_callback& fn = slot_at(slot);
-        fn();
-        fn = nullptr;
-        m_free_slots.push_back(slot);
+        run(b, when);
     }
     detail::g_ahead = false;
+    detail::g_in_callback = false;
     if (next_due != UINT64_MAX) {
         m_wake.notify(time_value(next_due) - stamp);
     } else if (detail::g_now > stamp && !sc_core::sc_pending_activity()) {

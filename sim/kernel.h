@@ -6,7 +6,8 @@
 // pending (a host thread's wake-up) or the end of the current sc_start, whichever is first. The
 // hardware's pipeline stages therefore cost no kernel event of their own: the kernel is entered
 // when a host thread has to run, and a WQE costs a few events whatever the number of stages, TLPs
-// or cycles it spans. Code that runs in a callback reads the time from `now()`, never from
+// or cycles it spans. A host thread that only spends CPU time runs the calendar up to its own time
+// itself (pass_time), so a verb whose CPU time nothing else interrupts costs none. Code that runs in a callback reads the time from `now()`, never from
 // sc_time_stamp(), and wakes host threads with `notify_now`. Callbacks live in reused slots and
 // keep small captures inline (inline_callback), so scheduling allocates nothing in the steady
 // state.
@@ -37,10 +38,14 @@ uint64_t& kernel_events();
 uint64_t& wqes_on_wire();
 
 namespace detail {
-// The calendar's time while it runs a callback ahead of the kernel; `ahead` is set only then.
+// The time of the code that runs ahead of the kernel: a calendar callback's, or a host thread's
+// that passed CPU time without the kernel (pass_time); `ahead` is set only then.
 extern bool g_ahead;
 extern sc_core::sc_time g_now;
 extern bool g_kernel_touched;  // a callback woke a process: the kernel's next activity moved
+extern bool g_in_callback;     // a calendar callback runs
+extern bool g_thread_ahead;    // the running host thread is ahead of the kernel, at g_now
+extern bool g_may_run_ahead;   // the running host thread is one of run_ahead_thread's
 }  // namespace detail
 
 // The simulated time of the code that runs: the callback's time inside a calendar callback (it
@@ -52,8 +57,38 @@ inline sc_core::sc_time now() {
 // Wakes the processes waiting on `ev` at now(), a delta cycle later: the notification a callback
 // gives a host thread (a timed notification when the callback runs ahead of the kernel). Code
 // that runs in a callback notifies SystemC events through this only: the calendar stops running
-// ahead where it says.
+// ahead where it says. A host thread's delta notification (notify(SC_ZERO_TIME)) is this too.
 void notify_now(sc_core::sc_event& ev);
+
+// Host threads pass time through these, never through sc_core::wait. A thread that passes CPU
+// time (pass_time) runs the calendar's callbacks due by its end itself when no other process
+// would run before then, and goes on ahead of the kernel at that time: now() reads it, and the
+// callbacks, MMIO and notifications it makes are at it. Exactly what the kernel would do
+// (callbacks run before a thread woken at the same time), without a kernel event: a verb's CPU
+// time costs none while nothing else happens meanwhile. Whatever lets other processes or the
+// kernel see the time first brings the kernel up to the thread: a wait (these do it), a spawn,
+// an immediate notification, sc_stop, the end of the thread (sync_thread). Every wake-up in the
+// kernel counts one kernel event.
+bool in_callback();
+// The calling thread passes `d` (from now()).
+void pass_time(const sc_core::sc_time& d);
+// The calling thread waits for `ev` (and at most `timeout` from now()).
+void wait_event(const sc_core::sc_event& ev);
+void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
+// The kernel comes up to the calling thread's time, when it is ahead (a kernel event then).
+void sync_thread();
+// Runs `body` as a thread that may go ahead of the kernel: one that waits through the functions
+// above only (the engine's threads). Other threads (a test's, say, that calls sc_core::wait) pass
+// time in the kernel. It ends with the kernel at its time.
+template <class F>
+void run_ahead_thread(F&& body) {
+    struct scope {
+        scope() { detail::g_may_run_ahead = true; }
+        ~scope() { detail::g_may_run_ahead = false; }
+    } s;
+    body();
+    sync_thread();
+}
 // sc_start(duration) whose callbacks do not run past its end: the calendar stops there too, so
 // the state at the end is the state at that time. A run in slices towards a later end passes
 // that end as `stop` (or the maximum time for none): the calendar then runs ahead across the
@@ -96,8 +131,17 @@ class calendar {
     }
     // Callbacks booked and not yet run, on all queues.
     size_t pending() const { return m_pending; }
-    // Callbacks run from here stop at `limit` (run_for sets it; the maximum time otherwise).
+    // Callbacks run from here stop at `limit` (run_for sets it; the maximum time otherwise), and
+    // threads pass time without the kernel only before `slice_end`, the end of the current
+    // sc_start (so a run's slices still end when the kernel gets there).
     void set_limit(const sc_core::sc_time& limit) { m_limit = limit.value(); }
+    void set_slice_end(const sc_core::sc_time& end) { m_slice_end = end.value(); }
+    // For a host thread that passes time to `until`: runs the callbacks due by then when no other
+    // process would run before then (the thread is then ahead at `until`); false when it cannot
+    // (the thread waits in the kernel; callbacks it ran stay run).
+    bool pass_inline(uint64_t until);
+    // A thread that was ahead waits in the kernel: the calendar's event again for what is pending.
+    void rearm();
 
   private:
     calendar();
@@ -149,6 +193,8 @@ class calendar {
     // Takes the earliest callback, at `when` in bucket `b` (earliest()'s answer): its slot.
     uint32_t take(unsigned b, uint64_t when);
     void dispatch();
+    // Runs the earliest callback, at `when` in bucket `b`.
+    void run(unsigned b, uint64_t when);
     uint32_t take_slot();  // a free slot
     // Slots live in fixed chunks: a callback runs in place while it books more.
     inline_callback& slot_at(uint32_t slot) {
@@ -167,6 +213,7 @@ class calendar {
     std::vector<uint32_t> m_free_slots;
     sc_core::sc_event m_wake;
     uint64_t m_limit;
+    uint64_t m_slice_end = UINT64_MAX;
 };
 
 template <class F>

@@ -2,8 +2,9 @@
 // clock_domain conversions, and (in one bench, one sc_start) the calendar: callback order (also of
 // callbacks that book callbacks at random times), running
 // ahead of the kernel up to a host thread's next wake-up in one kernel event, waking a thread at a
-// callback's time (notify_now), stopping at the end of run_for; plus serial_resource pruning as
-// time advances.
+// callback's time (notify_now), stopping at the end of run_for, a thread passing CPU time ahead of
+// the kernel (pass_time) and waiting in it when another process comes first; plus serial_resource
+// pruning as time advances.
 #include "sim/kernel.h"
 
 #include <gtest/gtest.h>
@@ -135,7 +136,19 @@ struct bench : sc_core::sc_module {
     bool finished = false;
 
     SC_HAS_PROCESS(bench);
-    explicit bench(sc_core::sc_module_name n) : sc_core::sc_module(n) { SC_THREAD(run); }
+    explicit bench(sc_core::sc_module_name n) : sc_core::sc_module(n) {
+        SC_THREAD(run);
+        SC_THREAD(watcher);
+    }
+
+    // Another host thread: records when a callback wakes it.
+    sc_core::sc_event ping;
+    void watcher() {
+        for (;;) {
+            wait(ping);
+            record(100);
+        }
+    }
 
     void record(int id) { log.push_back({to_ps(hcasim::now()), id}); }
 
@@ -263,6 +276,58 @@ struct bench : sc_core::sc_module {
                 EXPECT_GT(log[i].id, log[i - 1].id) << "equal times in booking order, " << i;
             }
         }
+
+        // ---- a thread that passes CPU time runs the calendar itself, ahead of the kernel ----
+        log.clear();
+        const uint64_t t5 = to_ps(hcasim::now());
+        q.at(ps_time(t5 + 1000), [this] { record(40); });
+        q.at(ps_time(t5 + 3000), [this] { record(41); });  // at the thread's time: runs first
+        q.at(ps_time(t5 + 9000), [this] { record(42); });
+        const uint64_t events_ahead = kernel_events();
+        run_ahead_thread([&] {
+            pass_time(sc_time(3, SC_NS));
+            EXPECT_EQ(to_ps(hcasim::now()), t5 + 3000) << "the thread's time";
+            EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t5) << "the kernel stays where it was";
+            ASSERT_EQ(log.size(), 2u) << "what is due by the thread's time ran, nothing later";
+            EXPECT_EQ(log[1].at_ps, t5 + 3000);
+            EXPECT_EQ(kernel_events(), events_ahead) << "no kernel event";
+            q.after(sc_time(1, SC_NS), [this] { record(43); });  // from the thread's time
+            pass_time(sc_time(2, SC_NS));
+            ASSERT_EQ(log.size(), 3u);
+            EXPECT_EQ(log[2].id, 43);
+            EXPECT_EQ(log[2].at_ps, t5 + 4000);
+        });
+        EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t5 + 5000)
+            << "the thread ends with the kernel at its time";
+        EXPECT_EQ(kernel_events() - events_ahead, 1u) << "one event: the kernel catching up";
+        wait(sc_time(5, SC_NS));
+        ASSERT_EQ(log.size(), 4u) << "the calendar's own wake-up was set again";
+        EXPECT_EQ(log[3].at_ps, t5 + 9000);
+
+        // ---- ... but waits in the kernel when another process runs before its time ----
+        log.clear();
+        const uint64_t t6 = to_ps(hcasim::now());
+        q.at(ps_time(t6 + 2000), [this] {
+            record(50);
+            notify_now(ping);  // the watcher runs at t6 + 2 ns
+        });
+        q.at(ps_time(t6 + 6000), [this] { record(51); });
+        run_ahead_thread([&] {
+            pass_time(sc_time(4, SC_NS));
+            EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t6 + 4000) << "waited in the kernel";
+            ASSERT_EQ(log.size(), 2u);
+            EXPECT_EQ(log[1].id, 100) << "the watcher ran before the thread went on";
+            EXPECT_EQ(log[1].at_ps, t6 + 2000);
+            pass_time(sc_time(3, SC_NS));
+            ASSERT_EQ(log.size(), 3u);
+            EXPECT_EQ(log[2].at_ps, t6 + 6000);
+            // An event from a thread ahead of the kernel wakes others at the thread's time.
+            EXPECT_GT(hcasim::now(), sc_core::sc_time_stamp());
+            notify_now(ping);
+            pass_time(sc_time(1, SC_NS));  // the watcher runs first: in the kernel again
+            ASSERT_EQ(log.size(), 4u);
+            EXPECT_EQ(log[3].at_ps, t6 + 7000);
+        });
 
         // ---- serial_resource prunes intervals that ended ----
         serial_resource r;
