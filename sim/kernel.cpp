@@ -97,6 +97,20 @@ void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
     kernel_wait([&] { sc_core::wait(t + timeout - sc_core::sc_time_stamp(), ev); });
 }
 
+void run_ahead_thread(const std::function<void()>& body) {
+    detail::g_may_run_ahead = true;
+    try {
+        body();
+    } catch (...) {
+        // Ends the simulation: the kernel's time stays, the calendar's event is set again.
+        detail::g_may_run_ahead = false;
+        leave_ahead();
+        throw;
+    }
+    sync_thread();
+    detail::g_may_run_ahead = false;
+}
+
 void sync_thread() {
     if (!detail::g_thread_ahead) return;
     const sc_core::sc_time t = leave_ahead();
@@ -208,6 +222,12 @@ bool calendar::pass_inline(uint64_t until) {
         const uint64_t when = earliest(b);
         if (when > until) break;
         run(b, when);
+        // A callback stopped the run short of the thread's time (the app server's pause where a
+        // program may look): the thread waits in the kernel.
+        if (until >= m_limit) {
+            passed = false;
+            break;
+        }
         // A callback woke a process: it runs first when that is before the thread's time.
         if (detail::g_kernel_touched) {
             detail::g_kernel_touched = false;

@@ -7,18 +7,19 @@
 // hardware's pipeline stages therefore cost no kernel event of their own: the kernel is entered
 // when a host thread has to run, and a WQE costs a few events whatever the number of stages, TLPs
 // or cycles it spans. A host thread that only spends CPU time runs the calendar up to its own time
-// itself (pass_time), so a verb whose CPU time nothing else interrupts costs none. Code that runs in a callback reads the time from `now()`, never from
-// sc_time_stamp(), and wakes host threads with `notify_now`. Callbacks live in reused slots and
-// keep small captures inline (inline_callback), so scheduling allocates nothing in the steady
-// state.
-// `serial_resource`: something that serves one transfer at a time (a link direction, a cache
-// port). Reserving it returns when the transfer starts; no events are needed to model occupancy.
-// `clock_domain`: converts a unit's cycle counts to sc_time in one place.
+// itself (pass_time), so a verb whose CPU time nothing else interrupts costs none. Code that runs
+// in a callback reads the time from `now()`, never from sc_time_stamp(), and wakes host threads
+// with `notify_now`. Callbacks live in reused slots and keep small captures inline
+// (inline_callback), so scheduling allocates nothing in the steady state. `serial_resource`:
+// something that serves one transfer at a time (a link direction, a cache port). Reserving it
+// returns when the transfer starts; no events are needed to model occupancy. `clock_domain`:
+// converts a unit's cycle counts to sc_time in one place.
 #pragma once
 
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -80,15 +81,7 @@ void sync_thread();
 // Runs `body` as a thread that may go ahead of the kernel: one that waits through the functions
 // above only (the engine's threads). Other threads (a test's, say, that calls sc_core::wait) pass
 // time in the kernel. It ends with the kernel at its time.
-template <class F>
-void run_ahead_thread(F&& body) {
-    struct scope {
-        scope() { detail::g_may_run_ahead = true; }
-        ~scope() { detail::g_may_run_ahead = false; }
-    } s;
-    body();
-    sync_thread();
-}
+void run_ahead_thread(const std::function<void()>& body);
 // sc_start(duration) whose callbacks do not run past its end: the calendar stops there too, so
 // the state at the end is the state at that time. A run in slices towards a later end passes
 // that end as `stop` (or the maximum time for none): the calendar then runs ahead across the
