@@ -66,10 +66,13 @@ void notify_now(sc_core::sc_event& ev);
 // would run before then, and goes on ahead of the kernel at that time: now() reads it, and the
 // callbacks, MMIO and notifications it makes are at it. Exactly what the kernel would do
 // (callbacks run before a thread woken at the same time), without a kernel event: a verb's CPU
-// time costs none while nothing else happens meanwhile. Whatever lets other processes or the
+// time costs none while nothing else happens meanwhile (which of two threads due at the same
+// picosecond runs first stays the kernel's choice). Whatever lets other processes or the
 // kernel see the time first brings the kernel up to the thread: a wait (these do it), a spawn,
 // an immediate notification, sc_stop, the end of the thread (sync_thread). Every wake-up in the
 // kernel counts one kernel event.
+// Whether a calendar callback runs (also inside a thread that passes time: it is not the
+// thread's code, cpu_clock::in_thread is false).
 bool in_callback();
 // The calling thread passes `d` (from now()).
 void pass_time(const sc_core::sc_time& d);
