@@ -61,8 +61,7 @@ class stream {
                     receiver_error = e;
                 }
                 receiver_done = true;
-                sync_thread();
-                receiver_finished.notify();
+                notify_immediately(receiver_finished);
             });
         }
         m_start = now_ps();
@@ -148,10 +147,7 @@ class stream {
                         if (!thread_error) thread_error = e;
                     }
                     m_end = std::max(m_end, now_ps());
-                    if (--running == 0) {
-                        sync_thread();
-                        all_done.notify();
-                    }
+                    if (--running == 0) notify_immediately(all_done);
                 });
             }
             wait_event(all_done);
@@ -322,8 +318,7 @@ json run_bw(const params& p, side& client, side& server, uint64_t seed, histogra
             back_error = e;
         }
         back_done = true;
-        sync_thread();
-        back_finished.notify();
+        notify_immediately(back_finished);
     });
     std::optional<workload_error> error;  // the reverse thread uses this frame: it ends first
     try {

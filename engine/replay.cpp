@@ -76,10 +76,7 @@ class replayer {
                              } catch (const workload_error& e) {
                                  ps->error = e;
                              }
-                             if (--running == 0) {
-                                 sync_thread();
-                                 all_done.notify();
-                             }
+                             if (--running == 0) notify_immediately(all_done);
                          });
         }
         wait_event(all_done);

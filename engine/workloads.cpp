@@ -276,10 +276,7 @@ void run_pairs(world& w, const workload_spec& spec, uint64_t seed, json& out) {
                 r["error"] = e.what;
             }
             results[k] = std::move(r);
-            if (--running == 0) {
-                sync_thread();
-                all_done.notify();
-            }
+            if (--running == 0) notify_immediately(all_done);
         });
     }
     wait_event(all_done);

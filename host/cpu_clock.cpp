@@ -12,14 +12,6 @@ bool cpu_clock::in_thread() {
                          h.proc_kind() == sc_core::SC_CTHREAD_PROC_);
 }
 
-void cpu_clock::wait_for(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
-    wait_event(ev, timeout);
-}
-
-void cpu_clock::wait_for(const sc_core::sc_event& ev) {
-    wait_event(ev);
-}
-
 void cpu_clock::settle() {
     sc_core::sc_time t = take();
     if (t == sc_core::SC_ZERO_TIME || !in_thread()) return;

@@ -16,9 +16,6 @@ namespace hcasim {
 class cpu_clock {
   public:
     static bool in_thread();
-    // Blocks the calling thread until `ev` or `timeout`; counts the wake-up.
-    static void wait_for(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
-    static void wait_for(const sc_core::sc_event& ev);
     // Waits on `ev` until `ready()` holds or `deadline` passes (outside a thread: no waiting);
     // whether it holds.
     template <class F>
@@ -26,7 +23,7 @@ class cpu_clock {
         while (!ready()) {
             const sc_core::sc_time now = hcasim::now();
             if (now >= deadline || !in_thread()) return false;
-            wait_for(ev, deadline - now);
+            wait_event(ev, deadline - now);
         }
         return true;
     }

@@ -66,7 +66,7 @@ bool driver::mmio(uint64_t offset, uint64_t value, sc_core::sc_time& delay) {
 
 int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu, uint64_t in2) {
     if (!cpu_clock::in_thread()) return EAGAIN;
-    while (m_cmd_busy) cpu_clock::wait_for(m_cmd_free);
+    while (m_cmd_busy) wait_event(m_cmd_free);
     m_cmd_busy = true;
     // The token travels in bits 32..63 of cmd_op and the HCA answers with it in the record's
     // first word: count 1..2^32-1 and wrap, skipping 0 (a cleared record).
@@ -100,7 +100,7 @@ int driver::command(cmd op, uint64_t in0, uint64_t in1, cpu_clock& cpu, uint64_t
                 err = ETIMEDOUT;
                 break;
             }
-            cpu_clock::wait_for(m_cmd_done, deadline - now);
+            wait_event(m_cmd_done, deadline - now);
             continue;
         }
         uint8_t rec[cmd_record_size];
@@ -649,7 +649,7 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
         const sc_core::sc_time now = hcasim::now();
         const bool done =
             static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
-        if (!done && !w->fired && !w->moved) cpu_clock::wait_for(w->ev, deadline - now);
+        if (!done && !w->fired && !w->moved) wait_event(w->ev, deadline - now);
         if (!w->fired) m_rc.unwatch(id);
         if (done || m_cqs.find(cqn) == m_cqs.end()) break;
         it = m_cqs.find(cqn);

@@ -116,7 +116,7 @@ void driver::boot() {
 int driver::wait_boot() {
     if (!m_booted && !m_boot_failed) {
         if (!cpu_clock::in_thread()) return EAGAIN;
-        cpu_clock::wait_for(m_boot_done);
+        wait_event(m_boot_done);
     }
     return m_booted ? 0 : refuse(ENODEV, m_boot_error);
 }

@@ -200,7 +200,7 @@ int driver::hmm_migrate_to_ram(uint32_t pid, uint64_t page_va) {
 bool driver::hmm_migration_wait(uint32_t /*pid*/, uint64_t /*page_va*/) {
     if (!cpu_clock::in_thread()) return false;
     ++m_hmm_migration_waits;
-    cpu_clock::wait_for(m_hmm_done);
+    wait_event(m_hmm_done);
     return true;
 }
 

@@ -34,7 +34,7 @@ bool driver::setup_events(cpu_clock& cpu) {
 
 void driver::odp_worker() {
     for (;;) {
-        while (!m_irq_pending) cpu_clock::wait_for(m_irq);
+        while (!m_irq_pending) wait_event(m_irq);
         m_irq_pending = false;
         for (;;) {
             const uint64_t slot =

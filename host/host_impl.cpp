@@ -226,7 +226,7 @@ void host_impl::check_watermark() {
 
 void host_impl::kswapd() {
     for (;;) {
-        cpu_clock::wait_for(m_kswapd_wake);
+        wait_event(m_kswapd_wake);
         m_kswapd_busy = true;
         ++m_kswapd_runs;
         const double high =

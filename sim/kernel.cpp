@@ -111,6 +111,11 @@ void run_ahead_thread(const std::function<void()>& body) {
     detail::g_may_run_ahead = false;
 }
 
+void notify_immediately(sc_core::sc_event& ev) {
+    sync_thread();
+    ev.notify();
+}
+
 void sync_thread() {
     if (!detail::g_thread_ahead) return;
     const sc_core::sc_time t = leave_ahead();
@@ -203,49 +208,58 @@ void calendar::rearm() {
     m_wake.notify(time_value(std::max<uint64_t>(earliest(b), stamp.value())) - stamp);
 }
 
-bool calendar::pass_inline(uint64_t until) {
-    if (until >= m_limit || until >= m_slice_end) return false;
-    const sc_core::sc_time stamp = sc_core::sc_time_stamp();
-    // The kernel's next activity other than this calendar's (its event is set again on failure).
-    m_wake.cancel();
-    if ((stamp + sc_core::sc_time_to_pending_activity()).value() <= until) {
-        rearm();
-        return false;
-    }
+uint64_t calendar::next_activity() {
+    return (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value();
+}
+
+uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
     detail::g_ahead = true;
-    detail::g_thread_ahead = false;
     detail::g_in_callback = true;
     detail::g_kernel_touched = false;
-    bool passed = true;
+    uint64_t left = UINT64_MAX;
     while (m_pending > 0) {
+        // The kernel's next activity changes only when a callback wakes a process (notify_now).
+        if (detail::g_kernel_touched) {
+            horizon = next_activity();
+            detail::g_kernel_touched = false;
+        }
         unsigned b = 0;
         const uint64_t when = earliest(b);
-        if (when > until) break;
-        run(b, when);
-        // A callback stopped the run short of the thread's time (the app server's pause where a
-        // program may look): the thread waits in the kernel.
-        if (until >= m_limit) {
-            passed = false;
+        // sc_start(duration) leaves what is due at its end to the next sc_start: so does this.
+        if (when > bound || when >= m_limit || when > horizon) {
+            left = when;
             break;
         }
-        // A callback woke a process: it runs first when that is before the thread's time.
-        if (detail::g_kernel_touched) {
-            detail::g_kernel_touched = false;
-            if ((stamp + sc_core::sc_time_to_pending_activity()).value() <= until) {
-                passed = false;
-                break;
-            }
-        }
+        run(b, when);
+    }
+    if (detail::g_kernel_touched) {  // by the last callback run
+        horizon = next_activity();
+        detail::g_kernel_touched = false;
     }
     detail::g_in_callback = false;
-    if (!passed) {
-        detail::g_ahead = false;
-        rearm();
-        return false;
+    return left;
+}
+
+bool calendar::pass_inline(uint64_t until) {
+    if (until >= m_limit || until >= m_slice_end) return false;
+    // The kernel's next activity other than this calendar's (its event is set again on failure).
+    m_wake.cancel();
+    uint64_t horizon = next_activity();
+    if (horizon > until) {
+        detail::g_thread_ahead = false;
+        run_due(until, horizon);
+        // Passed unless a callback woke a process due by then, or stopped the run short of it
+        // (the app server's pause where a program may look).
+        if (horizon > until && until < m_limit) {
+            detail::g_thread_ahead = true;
+            detail::g_now = time_value(until);
+            return true;
+        }
     }
-    detail::g_thread_ahead = true;
-    detail::g_now = time_value(until);
-    return true;
+    detail::g_thread_ahead = false;
+    detail::g_ahead = false;
+    rearm();
+    return false;
 }
 
 void calendar::dispatch() {
@@ -254,32 +268,13 @@ void calendar::dispatch() {
         throw std::logic_error("hcasim: a host thread waited in the kernel while ahead of it");
     ++kernel_events();
     const sc_core::sc_time stamp = sc_core::sc_time_stamp();
-    detail::g_ahead = true;
-    detail::g_in_callback = true;
     detail::g_now = stamp;
     // Callbacks run in time order until the next activity of the kernel (a host thread's wake-up,
     // which a callback may have just notified): everything they touch is then as the thread
     // would find it, as if the kernel had stepped through each callback's time.
-    // The kernel's next activity changes only when a callback wakes a process (notify_now).
-    uint64_t horizon = (stamp + sc_core::sc_time_to_pending_activity()).value();
-    detail::g_kernel_touched = false;
-    uint64_t next_due = UINT64_MAX;  // the earliest callback left, when one is
-    while (m_pending > 0) {
-        if (detail::g_kernel_touched) {
-            horizon = (stamp + sc_core::sc_time_to_pending_activity()).value();
-            detail::g_kernel_touched = false;
-        }
-        unsigned b = 0;
-        const uint64_t when = earliest(b);
-        // sc_start(duration) leaves what is due at its end to the next sc_start: so does this.
-        if (when >= m_limit || when > horizon) {
-            next_due = when;
-            break;
-        }
-        run(b, when);
-    }
+    uint64_t horizon = next_activity();
+    const uint64_t next_due = run_due(UINT64_MAX, horizon);
     detail::g_ahead = false;
-    detail::g_in_callback = false;
     if (next_due != UINT64_MAX) {
         m_wake.notify(time_value(next_due) - stamp);
     } else if (detail::g_now > stamp && !sc_core::sc_pending_activity()) {

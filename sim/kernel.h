@@ -81,6 +81,8 @@ void wait_event(const sc_core::sc_event& ev);
 void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
 // The kernel comes up to the calling thread's time, when it is ahead (a kernel event then).
 void sync_thread();
+// An immediate notification of `ev` from a host thread, with the kernel at the thread's time.
+void notify_immediately(sc_core::sc_event& ev);
 // Runs `body` as a thread that may go ahead of the kernel: one that waits through the functions
 // above only (the engine's threads). Other threads (a test's, say, that calls sc_core::wait) pass
 // time in the kernel. It ends with the kernel at its time.
@@ -191,6 +193,12 @@ class calendar {
     void dispatch();
     // Runs the earliest callback, at `when` in bucket `b`.
     void run(unsigned b, uint64_t when);
+    // The time of the kernel's next activity (the maximum time for none).
+    static uint64_t next_activity();
+    // Runs in time order the callbacks due by `bound`, before the run's limit and by the kernel's
+    // next activity `horizon` (kept up to date as callbacks wake processes); the time of the
+    // earliest callback left for later (UINT64_MAX: none).
+    uint64_t run_due(uint64_t bound, uint64_t& horizon);
     uint32_t take_slot();  // a free slot
     // Slots live in fixed chunks: a callback runs in place while it books more.
     inline_callback& slot_at(uint32_t slot) {
