@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
 #include <stdexcept>
 
@@ -24,12 +25,11 @@ sc_core::sc_time g_now;
 bool g_kernel_touched = false;
 bool g_in_callback = false;
 bool g_thread_ahead = false;
-bool g_may_run_ahead = false;
+sc_core::sc_event* g_thread_wake = nullptr;
 }  // namespace detail
 
 void notify_now(sc_core::sc_event& ev) {
-    ev.notify(now() - sc_core::sc_time_stamp());
-    detail::g_kernel_touched = true;
+    calendar::get().wake_at(now().value(), ev);
 }
 
 void run_for(const sc_core::sc_time& duration, sc_core::sc_starvation_policy policy) {
@@ -66,14 +66,14 @@ sc_core::sc_time leave_ahead() {
     return t;
 }
 
-// Waits in the kernel as `wait` does; the thread that runs meanwhile sets g_may_run_ahead for
+// Waits in the kernel as `wait` does; the thread that runs meanwhile sets g_thread_wake for
 // itself (run_ahead_thread), and this one has its own back when it resumes.
 template <class Wait>
 void kernel_wait(Wait&& wait) {
-    const bool mine = detail::g_may_run_ahead;
-    detail::g_may_run_ahead = false;
+    sc_core::sc_event* const mine = detail::g_thread_wake;
+    detail::g_thread_wake = nullptr;
     wait();
-    detail::g_may_run_ahead = mine;
+    detail::g_thread_wake = mine;
     ++kernel_events();
 }
 }  // namespace
@@ -81,9 +81,17 @@ void kernel_wait(Wait&& wait) {
 void pass_time(const sc_core::sc_time& d) {
     if (d == sc_core::SC_ZERO_TIME) return;
     const uint64_t until = (now() + d).value();
-    if (detail::g_may_run_ahead && calendar::get().pass_inline(until)) return;
+    sc_core::sc_event* const wake = detail::g_thread_wake;
+    if (!wake) {  // not one of the engine's threads: a timed wait, as it would itself
+        kernel_wait([&] { sc_core::wait(time_value(until) - sc_core::sc_time_stamp()); });
+        return;
+    }
+    if (calendar::get().pass_inline(until)) return;
     leave_ahead();
-    kernel_wait([&] { sc_core::wait(time_value(until) - sc_core::sc_time_stamp()); });
+    // Woken by the calendar, after what was booked for then before (threads due at one time
+    // run in the order they asked).
+    calendar::get().wake_at(until, *wake);
+    kernel_wait([&] { sc_core::wait(*wake); });
 }
 
 void wait_event(const sc_core::sc_event& ev) {
@@ -98,17 +106,18 @@ void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
 }
 
 void run_ahead_thread(const std::function<void()>& body) {
-    detail::g_may_run_ahead = true;
+    sc_core::sc_event wake;
+    detail::g_thread_wake = &wake;
     try {
         body();
     } catch (...) {
         // Ends the simulation: the kernel's time stays, the calendar's event is set again.
-        detail::g_may_run_ahead = false;
+        detail::g_thread_wake = nullptr;
         leave_ahead();
         throw;
     }
     sync_thread();
-    detail::g_may_run_ahead = false;
+    detail::g_thread_wake = nullptr;
 }
 
 void notify_immediately(sc_core::sc_event& ev) {
@@ -118,9 +127,15 @@ void notify_immediately(sc_core::sc_event& ev) {
 
 void sync_thread() {
     if (!detail::g_thread_ahead) return;
-    const sc_core::sc_time t = leave_ahead();
+    // Nothing else is due by the thread's time (it went ahead before the kernel's next activity;
+    // the calendar ran what was due by then): the thread alone wakes there, and what it booked
+    // for then runs after it, as when it had been there in the kernel.
+    const sc_core::sc_time t = now();
+    detail::g_thread_ahead = false;
+    detail::g_ahead = false;
     if (t > sc_core::sc_time_stamp())
         kernel_wait([&] { sc_core::wait(t - sc_core::sc_time_stamp()); });
+    calendar::get().rearm();
 }
 
 callback_queue::callback_queue(sc_core::sc_module_name name)
@@ -132,7 +147,9 @@ calendar& calendar::get() {
     return *c;
 }
 
-calendar::calendar() : m_limit(sc_core::sc_max_time().value()) {
+calendar::calendar()
+    : m_limit(sc_core::sc_max_time().value()),
+      m_threads_in_kernel(std::getenv("HCASIM_THREADS_IN_KERNEL") != nullptr) {
     std::fill(std::begin(m_least), std::end(m_least), UINT64_MAX);
     if (sc_core::sc_time(1, sc_core::SC_PS).value() != ticks_per_ps())
         throw std::logic_error("hcasim needs SystemC's default time resolution, 1 ps");
@@ -168,6 +185,14 @@ void calendar::spread(unsigned b, uint64_t least) {
     clear(b);
 }
 
+inline const calendar::item& calendar::front(unsigned& b, uint64_t when) {
+    if (b != 0 && m_bucket[b].size() != 1) {
+        spread(b, when);
+        b = 0;
+    }
+    return b == 0 ? m_bucket[0][m_head] : m_bucket[b].front();
+}
+
 inline uint32_t calendar::take(unsigned b, uint64_t when) {
     if (b != 0 && m_bucket[b].size() == 1) {
         // Alone in the lowest bucket (the common case): taken from there, which leaves the
@@ -179,6 +204,16 @@ inline uint32_t calendar::take(unsigned b, uint64_t when) {
     }
     if (b != 0) spread(b, when);
     return m_bucket[0][m_head++].slot;
+}
+
+void calendar::wake_at(uint64_t when, sc_core::sc_event& ev) {
+    const sc_core::sc_time t = std::max(time_value(when), now());
+    const uint32_t slot = take_slot();
+    if (slot >= m_wake_of.size()) m_wake_of.resize(m_chunks.size() << k_chunk_bits, nullptr);
+    m_wake_of[slot] = &ev;
+    m_wake_times.push_back(t.value());
+    m_next_wake = std::min<uint64_t>(m_next_wake, t.value());
+    schedule(t, slot);
 }
 
 void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
@@ -201,6 +236,40 @@ inline void calendar::run(unsigned b, uint64_t when) {
     m_free_slots.push_back(slot);
 }
 
+inline void calendar::wake(unsigned b, uint64_t when, uint64_t stamp) {
+    const uint32_t slot = take(b, when);
+    --m_pending;
+    m_free_slots.push_back(slot);
+    sc_core::sc_event& ev = *m_wake_of[slot];
+    m_wake_of[slot] = nullptr;
+    *std::find(m_wake_times.begin(), m_wake_times.end(), when) = m_wake_times.back();
+    m_wake_times.pop_back();
+    m_next_wake = m_wake_times.empty()
+                      ? UINT64_MAX
+                      : *std::min_element(m_wake_times.begin(), m_wake_times.end());
+    // With the kernel at its time, an immediate notification: the thread runs once the callbacks
+    // due now have run, after threads notified before it (SystemC runs the processes an
+    // evaluation phase makes runnable in that order; delta notifications trigger in reverse).
+    // Ahead of it, with nothing else due by then, the kernel's timed notification: the only
+    // one at its time, and the calendar's event for callbacks due then too is a method, which
+    // runs before threads (a wake-up booked later for then waits for the calendar's event).
+    if (when == stamp)
+        ev.notify();
+    else
+        ev.notify(time_value(when - stamp));
+    detail::g_kernel_touched = true;
+}
+
+calendar::wake_step calendar::at_wake(unsigned b, uint64_t when, uint64_t horizon) {
+    if (!is_wake(front(b, when).slot)) return wake_step::none;
+    const uint64_t stamp = sc_core::sc_time_stamp().value();
+    // A wake-up runs with the kernel at its time, where something else is due too: the kernel
+    // gets there first (the calendar's event), nothing runs past it.
+    if (when > stamp && when >= horizon) return wake_step::stop;
+    wake(b, when, stamp);
+    return wake_step::notified;
+}
+
 void calendar::rearm() {
     if (m_pending == 0) return;
     unsigned b = 0;
@@ -217,6 +286,7 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
     detail::g_in_callback = true;
     detail::g_kernel_touched = false;
     uint64_t left = UINT64_MAX;
+    bool woken = false;
     while (m_pending > 0) {
         // The kernel's next activity changes only when a callback wakes a process (notify_now).
         if (detail::g_kernel_touched) {
@@ -230,17 +300,30 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
             left = when;
             break;
         }
+        // Only at the earliest wake-up's time can the earliest item be one.
+        if (when >= m_next_wake) {
+            const wake_step step = at_wake(b, when, horizon);
+            if (step == wake_step::stop) {
+                left = when;
+                woken = true;
+                break;
+            }
+            if (step == wake_step::notified) continue;
+            earliest(b);  // a callback, maybe spread into bucket 0 meanwhile
+        }
         run(b, when);
     }
     if (detail::g_kernel_touched) {  // by the last callback run
         horizon = next_activity();
         detail::g_kernel_touched = false;
     }
+    if (woken) horizon = std::min(horizon, left);
     detail::g_in_callback = false;
     return left;
 }
 
 bool calendar::pass_inline(uint64_t until) {
+    if (m_threads_in_kernel) return false;
     if (until >= m_limit || until >= m_slice_end) return false;
     // The kernel's next activity other than this calendar's (its event is set again on failure).
     m_wake.cancel();

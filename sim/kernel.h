@@ -46,7 +46,9 @@ extern sc_core::sc_time g_now;
 extern bool g_kernel_touched;  // a callback woke a process: the kernel's next activity moved
 extern bool g_in_callback;     // a calendar callback runs
 extern bool g_thread_ahead;    // the running host thread is ahead of the kernel, at g_now
-extern bool g_may_run_ahead;   // the running host thread is one of run_ahead_thread's
+// The running host thread's own event, which the calendar notifies when the time it passes in
+// the kernel is up: set for run_ahead_thread's threads (which may go ahead), null for others.
+extern sc_core::sc_event* g_thread_wake;
 }  // namespace detail
 
 // The simulated time of the code that runs: the callback's time inside a calendar callback (it
@@ -55,10 +57,12 @@ inline sc_core::sc_time now() {
     // The context's time_stamp() is inline; sc_time_stamp() is the same read out of line.
     return detail::g_ahead ? detail::g_now : sc_core::sc_get_curr_simcontext()->time_stamp();
 }
-// Wakes the processes waiting on `ev` at now(), a delta cycle later: the notification a callback
-// gives a host thread (a timed notification when the callback runs ahead of the kernel). Code
-// that runs in a callback notifies SystemC events through this only: the calendar stops running
-// ahead where it says. A host thread's delta notification (notify(SC_ZERO_TIME)) is this too.
+// Wakes the processes waiting on `ev` at now(), once the callbacks due then have run: the
+// notification a callback gives a host thread, booked on the calendar as a wake-up
+// (calendar::wake_at), so threads due at the same time wake in the order they were notified.
+// Code that runs in a callback notifies SystemC events through this only: the calendar stops
+// running ahead where it says. A host thread's delta notification (notify(SC_ZERO_TIME)) is this
+// too.
 void notify_now(sc_core::sc_event& ev);
 
 // Host threads pass time through these, never through sc_core::wait. A thread that passes CPU
@@ -140,6 +144,11 @@ class calendar {
     bool pass_inline(uint64_t until);
     // A thread that was ahead waits in the kernel: the calendar's event again for what is pending.
     void rearm();
+    // Notifies `ev` when the kernel is at `when` (no earlier than now()), after the callbacks
+    // booked before this for then: the callbacks stop running ahead of the kernel there. The
+    // threads woken at one time run after every callback due then, in the order their wake-ups
+    // were booked.
+    void wake_at(uint64_t when, sc_core::sc_event& ev);
 
   private:
     calendar();
@@ -153,7 +162,7 @@ class calendar {
     // callbacks due at the same time run in the order they were booked.
     struct item {
         uint64_t when;
-        uint32_t slot;  // in the slot chunks
+        uint32_t slot;  // in the slot chunks (a wake-up's: m_wake_of)
     };
     static constexpr unsigned k_buckets = 65;
     static constexpr unsigned k_chunk_bits = 8;  // slots per chunk: 256
@@ -188,16 +197,27 @@ class calendar {
     void move_floor(uint64_t least);
     // Spreads bucket `b` around its earliest time `least`.
     void spread(unsigned b, uint64_t least);
+    // The earliest item, at `when` in bucket `b` (earliest()'s answer), brought where take() finds
+    // it (bucket `b` is spread when it holds others).
+    const item& front(unsigned& b, uint64_t when);
     // Takes the earliest callback, at `when` in bucket `b` (earliest()'s answer): its slot.
     uint32_t take(unsigned b, uint64_t when);
     void dispatch();
+    bool is_wake(uint32_t slot) const { return slot < m_wake_of.size() && m_wake_of[slot]; }
+    // Notifies the earliest wake-up, at `when` in bucket `b`, with the kernel at `stamp`.
+    void wake(unsigned b, uint64_t when, uint64_t stamp);
+    // At the earliest item, at `when` in bucket `b`, when it may be a wake-up (rare: off the
+    // loop): a callback (none), a wake-up notified, or one the kernel must get to first (stop).
+    enum class wake_step { none, notified, stop };
+    [[gnu::noinline]] wake_step at_wake(unsigned b, uint64_t when, uint64_t horizon);
     // Runs the earliest callback, at `when` in bucket `b`.
     void run(unsigned b, uint64_t when);
     // The time of the kernel's next activity (the maximum time for none).
     static uint64_t next_activity();
     // Runs in time order the callbacks due by `bound`, before the run's limit and by the kernel's
-    // next activity `horizon` (kept up to date as callbacks wake processes); the time of the
-    // earliest callback left for later (UINT64_MAX: none).
+    // next activity `horizon` (kept up to date as callbacks wake processes; a wake-up due after
+    // the kernel's time where the kernel has something else due stops the run and becomes the
+    // horizon); the time of the earliest callback left for later (UINT64_MAX: none).
     uint64_t run_due(uint64_t bound, uint64_t& horizon);
     uint32_t take_slot();  // a free slot
     // Slots live in fixed chunks: a callback runs in place while it books more.
@@ -215,9 +235,16 @@ class calendar {
     std::vector<std::unique_ptr<inline_callback[]>> m_chunks;
     uint32_t m_slots = 0;  // slots made
     std::vector<uint32_t> m_free_slots;
+    // By slot: a wake-up's event (null, or past the end: a callback's slot).
+    std::vector<sc_core::sc_event*> m_wake_of;
+    std::vector<uint64_t> m_wake_times;  // of the pending wake-ups (one per waiting thread)
+    uint64_t m_next_wake = UINT64_MAX;   // the earliest of them
     sc_core::sc_event m_wake;
     uint64_t m_limit;
     uint64_t m_slice_end = UINT64_MAX;
+    // HCASIM_THREADS_IN_KERNEL set: threads never pass time ahead of the kernel, a check that
+    // results do not depend on the kernel events a run takes (tests/golden/in_kernel.py).
+    bool m_threads_in_kernel;
 };
 
 template <class F>

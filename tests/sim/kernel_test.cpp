@@ -3,14 +3,17 @@
 // callbacks that book callbacks at random times), running
 // ahead of the kernel up to a host thread's next wake-up in one kernel event, waking a thread at a
 // callback's time (notify_now), stopping at the end of run_for, a thread passing CPU time ahead of
-// the kernel (pass_time) and waiting in it when another process comes first; plus serial_resource
-// pruning as time advances.
+// the kernel (pass_time) and waiting in it when another process comes first, threads due at one
+// picosecond waking in the order they asked (not in the kernel's heap order); plus
+// serial_resource pruning as time advances.
+#define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/kernel.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <functional>
+#include <memory>
 #include <random>
 #include <utility>
 #include <vector>
@@ -328,6 +331,43 @@ struct bench : sc_core::sc_module {
             ASSERT_EQ(log.size(), 4u);
             EXPECT_EQ(log[3].at_ps, t6 + 7000);
         });
+
+        // ---- threads due at one picosecond run in the order they asked ----
+        // SystemC's own timed waits at one time resume in its heap's order (for this pattern:
+        // 6 7 3 0 1 2 4 5); engine threads wake through the calendar, in booking order.
+        std::vector<int> woke;
+        const uint64_t t7 = to_ps(hcasim::now());
+        for (int i = 0; i < 8; ++i)
+            sc_core::sc_spawn([&, i] {
+                run_ahead_thread([&, i] {
+                    pass_time(ps_time(static_cast<uint64_t>(i)));
+                    pass_time(ps_time(1000 - static_cast<uint64_t>(i)));
+                    EXPECT_EQ(to_ps(hcasim::now()), t7 + 1000);
+                    woke.push_back(i);
+                });
+            });
+        wait(sc_time(2, SC_NS));
+        EXPECT_EQ(woke, (std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7})) << "booking order";
+        // Events a callback notifies ahead of the kernel wake their threads in that order too.
+        woke.clear();
+        const uint64_t t8 = to_ps(hcasim::now());
+        std::vector<std::unique_ptr<sc_core::sc_event>> evs;
+        for (int i = 0; i < 6; ++i) {
+            evs.push_back(std::make_unique<sc_core::sc_event>());
+            sc_core::sc_spawn([&, i] {
+                run_ahead_thread([&, i] {
+                    wait_event(*evs[static_cast<size_t>(i)]);
+                    EXPECT_EQ(to_ps(hcasim::now()), t8 + 1000);
+                    woke.push_back(i);
+                });
+            });
+        }
+        q.at(ps_time(t8 + 500), [] {});  // the calendar wakes here and runs the next one ahead
+        q.at(ps_time(t8 + 1000), [&] {
+            for (int i : {3, 1, 5, 0, 4, 2}) notify_now(*evs[static_cast<size_t>(i)]);
+        });
+        wait(sc_time(2, SC_NS));
+        EXPECT_EQ(woke, (std::vector<int>{3, 1, 5, 0, 4, 2})) << "notification order";
 
         // ---- serial_resource prunes intervals that ended ----
         serial_resource r;
