@@ -10,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/scenario.h"
@@ -303,9 +304,20 @@ TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
     EXPECT_NE(last.find(" us, " + std::to_string(wqes) + " WQEs on the wire, "), std::string::npos)
         << "the last line counts the WQEs of every node (" << wqes << "): " << last;
     EXPECT_EQ(last.back(), '\n') << "the last progress line is left on the terminal";
-    EXPECT_EQ(machine_independent(json::parse(slurp(base + "plain/stats.json"))),
-              machine_independent(stats))
-        << "running the kernel in slices for the progress line changes no result";
+    // What the simulation computed, without the kernel events the run took: a slice's end makes
+    // a thread that would pass time across it wait in the kernel (sim/kernel.h), and the slices
+    // follow wall time.
+    auto simulated = [](json j) {
+        j = machine_independent(std::move(j));
+        j.erase("events");
+        for (auto& w : j.at("workloads")) {
+            w.erase("events");
+            w.erase("events_per_op");
+        }
+        return j;
+    };
+    EXPECT_EQ(simulated(json::parse(slurp(base + "plain/stats.json"))), simulated(stats))
+        << "running the kernel in slices for the progress line changes no simulated result";
 }
 
 TEST_F(cli, a_run_reaches_activity_seconds_ahead) {
