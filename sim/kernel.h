@@ -70,8 +70,12 @@ void notify_now(sc_core::sc_event& ev);
 // would run before then, and goes on ahead of the kernel at that time: now() reads it, and the
 // callbacks, MMIO and notifications it makes are at it. Exactly what the kernel would do
 // (callbacks run before a thread woken at the same time), without a kernel event: a verb's CPU
-// time costs none while nothing else happens meanwhile (which of two threads due at the same
-// picosecond runs first stays the kernel's choice). Whatever lets other processes or the
+// time costs none while nothing else happens meanwhile. A thread that waits in the kernel for
+// its time to pass, or for an event notified through notify_now, is woken by a wake-up on the
+// calendar (calendar::wake_at): threads due at the same picosecond run in the order their
+// wake-ups were booked, after every callback due then, whatever the number of kernel events the
+// run took (a timeout's expiry is still the kernel's timed wait; a thread that is not
+// run_ahead_thread's waits as it asked). Whatever lets other processes or the
 // kernel see the time first brings the kernel up to the thread: a wait (these do it), a spawn,
 // an immediate notification, sc_stop, the end of the thread (sync_thread). Every wake-up in the
 // kernel counts one kernel event.
