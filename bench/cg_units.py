@@ -29,7 +29,10 @@ def units(path):
         where = m.group(2)
         source = where.split(":")[0]
         function = where[len(source) + 1:]
-        own = re.search(r"/\.\./(cli|engine|fabric|host|model|sim|tlm)/(\w+)", source)
+        # hcasim's own file, however the build named it (tlm/pcie_link.cpp from the build
+        # folder, /work/hcasim/sim/kernel.h for a header, ../model/tpt.cpp).
+        own = None if source.startswith("/usr/") else \
+            re.search(r"(?:^|/)(cli|engine|fabric|host|model|sim|tlm)/(\w+)\.(?:cpp|h)$", source)
         if own:
             unit = own.group(1) + "/" + own.group(2)
         elif re.search(r"libsystemc|/sysc/|tlm_core|tlm_utils", where) or \
