@@ -363,14 +363,15 @@ void tpt::release(const tpt_result& r) {
     if (r.parts) return release_parts(r.parts);
     if (!r.ok() || r.mpt_index == 0) return;
     if (r.mtt_count) release_mtt(r.mtt_first, r.mtt_count);
-    auto it = m_in_flight.find(r.mpt_index);
-    if (it == m_in_flight.end() || it->second == 0) return;
-    if (--it->second == 0) finish_waiters(r.mpt_index);
+    uint32_t* held = m_in_flight.find(r.mpt_index);
+    if (!held || *held == 0) return;
+    if (--*held == 0) finish_waiters(r.mpt_index);
 }
 
 void tpt::finish_waiters(uint32_t index) {
-    // The entry's count is 0 now; it stays in the map (every reader checks the count), so the
-    // next translation through this region allocates no node.
+    // The entry's count is 0 now; it stays in the table (every reader checks the count), so the
+    // next translation through this region makes no record.
+    if (m_waiting_invalidate.empty()) return;  // the common case: no invalidation waits
     auto it = m_waiting_invalidate.find(index);
     if (it == m_waiting_invalidate.end()) return;
     auto waiters = std::move(it->second);
@@ -380,8 +381,7 @@ void tpt::finish_waiters(uint32_t index) {
 
 void tpt::invalidate_mpt(uint32_t index, std::function<void()> done) {
     m_mpt.invalidate(index);
-    auto it = m_in_flight.find(index);
-    if (it != m_in_flight.end() && it->second > 0) {
+    if (const uint32_t* held = m_in_flight.find(index); held && *held > 0) {
         ++m_invalidate_waits;
         m_waiting_invalidate[index].push_back(std::move(done));
         return;

@@ -31,6 +31,7 @@
 
 #include "model/context_cache.h"
 #include "model/word_cache.h"
+#include "sim/index_map.h"
 #include "tlm/hca_interface.h"
 
 namespace hcasim {
@@ -191,7 +192,7 @@ class tpt : public sc_core::sc_module {
     context_cache<hca_if::mpt_entry> m_mpt;
     word_cache m_mtt;
     uint64_t m_mtt_base = 0, m_mtt_entries = 0;
-    std::unordered_map<uint32_t, uint32_t> m_in_flight;
+    index_map<uint32_t> m_in_flight;
     std::unordered_map<uint32_t, std::vector<std::function<void()>>> m_waiting_invalidate;
     uint64_t& m_lookups;
     uint64_t& m_faults;
