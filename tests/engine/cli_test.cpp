@@ -243,14 +243,24 @@ TEST_F(cli, sweep_refuses_a_bad_sweep_file_as_check_does) {
     EXPECT_EQ(r.err, run_hcasim("check '" + path + "'").err);
 }
 
-// stats.json without what depends on the machine (wall-clock time).
-json machine_independent(json j, bool top = true) {
+// What the simulation computed, from stats.json: without the wall-clock times, how the run was
+// asked for (the command lines differ), and the kernel events it took (a slice's end makes a
+// thread that would pass time across it wait in the kernel, sim/kernel.h, and the slices follow
+// wall time).
+json simulated_results(json j, bool top = true) {
     if (j.is_object()) {
         j.erase("wall_time_s");
-        if (top) j.erase("run");  // how the run was asked for: the command lines differ
-        for (auto& [k, v] : j.items()) v = machine_independent(v, false);
+        for (auto& [k, v] : j.items()) v = simulated_results(v, false);
+        if (top) {
+            j.erase("run");
+            j.erase("events");
+            for (auto& w : j.at("workloads")) {
+                w.erase("events");
+                w.erase("events_per_op");
+            }
+        }
     } else if (j.is_array()) {
-        for (auto& v : j) v = machine_independent(v, false);
+        for (auto& v : j) v = simulated_results(v, false);
     }
     return j;
 }
@@ -304,19 +314,8 @@ TEST_F(cli, progress_line_on_request_and_it_changes_no_result) {
     EXPECT_NE(last.find(" us, " + std::to_string(wqes) + " WQEs on the wire, "), std::string::npos)
         << "the last line counts the WQEs of every node (" << wqes << "): " << last;
     EXPECT_EQ(last.back(), '\n') << "the last progress line is left on the terminal";
-    // What the simulation computed, without the kernel events the run took: a slice's end makes
-    // a thread that would pass time across it wait in the kernel (sim/kernel.h), and the slices
-    // follow wall time.
-    auto simulated = [](json j) {
-        j = machine_independent(std::move(j));
-        j.erase("events");
-        for (auto& w : j.at("workloads")) {
-            w.erase("events");
-            w.erase("events_per_op");
-        }
-        return j;
-    };
-    EXPECT_EQ(simulated(json::parse(slurp(base + "plain/stats.json"))), simulated(stats))
+    EXPECT_EQ(simulated_results(json::parse(slurp(base + "plain/stats.json"))),
+              simulated_results(stats))
         << "running the kernel in slices for the progress line changes no simulated result";
 }
 
