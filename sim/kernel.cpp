@@ -367,63 +367,54 @@ void calendar::dispatch() {
     }
 }
 
-sc_core::sc_time serial_resource::search_gap(const sc_core::sc_time& earliest,
-                                             const sc_core::sc_time& duration) {
-    sc_core::sc_time start = earliest;
-    auto it = std::upper_bound(
-        m_calendar.begin(), m_calendar.end(), start,
-        [](const sc_core::sc_time& t, const interval& iv) { return t < iv.start; });
+uint64_t serial_resource::search_gap(uint64_t earliest, uint64_t duration) const {
+    uint64_t start = earliest;
+    auto it = std::upper_bound(m_calendar.begin(), m_calendar.end(), start,
+                               [](uint64_t t, const interval& iv) { return t < iv.start; });
     if (it != m_calendar.begin() && std::prev(it)->end > start) start = std::prev(it)->end;
     for (; it != m_calendar.end() && it->start < start + duration; ++it)
         if (it->end > start) start = it->end;
     return start;
 }
 
-sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest,
-                                         const sc_core::sc_time& duration,
+sc_core::sc_time serial_resource::cut_in(const sc_core::sc_time& earliest_time,
+                                         const sc_core::sc_time& duration_time,
                                          const sc_core::sc_time& in_progress,
                                          sc_core::sc_time* booked) {
+    const uint64_t earliest = earliest_time.value(), duration = duration_time.value();
     // Right behind the previous cut-in item when it would overlap it (the wire is between items
     // then), else at `earliest`, after the item on the wire. Cut-in items may be asked for out of
     // time order (one booked ahead, then an earlier one): an earlier one that fits before the
     // last is not held behind it.
     const bool behind = earliest < m_cut_in_end && earliest + duration > m_cut_in_start;
-    sc_core::sc_time start = behind ? m_cut_in_end : earliest;
-    sc_core::sc_time fit = sc_core::SC_ZERO_TIME;
+    uint64_t start = behind ? m_cut_in_end : earliest;
+    uint64_t first = 0;
     if (!behind) {
-        fit = first_fit(start, duration);
-        if (fit != start) start = after_item_at(start, in_progress);
+        first = fit(start, duration);
+        if (first != start) start = item_end_at(start, in_progress.value());
     }
     if (start < m_cut_in_end && start + duration > m_cut_in_start) start = m_cut_in_end;
     m_cut_in_start = start;
     m_cut_in_end = start + duration;
     // Where it ends up at the first fit (mostly: a free direction), that is where book_over
     // would book it (the first fit of a first fit is itself).
-    const sc_core::sc_time at =
-        !behind && start == fit ? book(start, duration) : book_over(start, duration);
-    if (booked) *booked = at;
-    return start;
+    const uint64_t at = !behind && start == first ? book_at(start, duration)
+                                                  : book_at(fit(start, duration), duration);
+    if (booked) *booked = time_value(at);
+    return time_value(start);
 }
 
-sc_core::sc_time serial_resource::after_item_at(const sc_core::sc_time& t,
-                                                const sc_core::sc_time& in_progress) {
-    prune(now());
-    auto it = std::upper_bound(
-        m_calendar.begin(), m_calendar.end(), t,
-        [](const sc_core::sc_time& x, const interval& iv) { return x < iv.start; });
+uint64_t serial_resource::item_end_at(uint64_t t, uint64_t in_progress) {
+    prune(now_value());
+    auto it = std::upper_bound(m_calendar.begin(), m_calendar.end(), t,
+                               [](uint64_t x, const interval& iv) { return x < iv.start; });
     if (it == m_calendar.begin() || std::prev(it)->end <= t) return t;
     return std::min(std::prev(it)->end, t + in_progress);
 }
 
-sc_core::sc_time serial_resource::book_over(const sc_core::sc_time& start,
-                                            const sc_core::sc_time& duration) {
-    return book(first_fit(start, duration), duration);
-}
-
-void serial_resource::insert(const sc_core::sc_time& start, sc_core::sc_time end) {
-    auto next = std::lower_bound(
-        m_calendar.begin(), m_calendar.end(), start,
-        [](const interval& iv, const sc_core::sc_time& t) { return iv.start < t; });
+void serial_resource::insert(uint64_t start, uint64_t end) {
+    auto next = std::lower_bound(m_calendar.begin(), m_calendar.end(), start,
+                                 [](const interval& iv, uint64_t t) { return iv.start < t; });
     if (next != m_calendar.end() && next->start == end) {
         end = next->end;
         next = m_calendar.erase(next);

@@ -57,6 +57,11 @@ inline sc_core::sc_time now() {
     // The context's time_stamp() is inline; sc_time_stamp() is the same read out of line.
     return detail::g_ahead ? detail::g_now : sc_core::sc_get_curr_simcontext()->time_stamp();
 }
+// now() as a kernel time value (picoseconds).
+inline uint64_t now_value() {
+    return detail::g_ahead ? detail::g_now.value()
+                           : sc_core::sc_get_curr_simcontext()->time_stamp().value();
+}
 // Wakes the processes waiting on `ev` at now(), once the callbacks due then have run: the
 // notification a callback gives a host thread, booked on the calendar as a wake-up
 // (calendar::wake_at), so threads due at the same time wake in the order they were notified.
@@ -256,91 +261,6 @@ void callback_queue::at(const sc_core::sc_time& when, F&& fn) {
     m_calendar.at(when, std::forward<F>(fn));
 }
 
-// A resource that serves one transfer at a time (a link direction, a cache port). Reservations
-// are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or
-// after its earliest start, so a transfer booked for later does not hold up an earlier one. No
-// events are needed to model occupancy; intervals that ended before now are pruned. The calendar
-// is sorted by start: bookings mostly append at the end and pruning takes from the front
-// (sim/front_vector.h), so booking allocates nothing in the steady state.
-class serial_resource {
-  public:
-    // Occupies the resource for `duration` from the first free gap at or after `earliest`;
-    // returns the start time.
-    sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
-        return book(first_fit(earliest, duration), duration);
-    }
-    // The start `reserve` would give, without booking (intervals that ended are pruned).
-    sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
-        prune(now());
-        // Only a booking that starts before the end of the calendar searches it for a gap; the
-        // common case (a link that keeps up) starts after it.
-        if (m_calendar.empty() || earliest >= m_calendar.back().end) return earliest;
-        return search_gap(earliest, duration);
-    }
-    // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
-    // not searched again); returns it.
-    sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
-        m_busy += duration;
-        if (duration == sc_core::SC_ZERO_TIME) return start;
-        // After the last interval (the common case): appended, or merged with it when touching.
-        if (m_calendar.empty() || start > m_calendar.back().end)
-            m_calendar.push_back(interval{start, start + duration});
-        else if (start == m_calendar.back().end)
-            m_calendar.back().end = start + duration;
-        else
-            insert(start, start + duration);
-        return start;
-    }
-    // For a short item that the sender's arbiter puts ahead of items booked before it that have
-    // not started (a read request passing another stream's queued writes): it starts at
-    // `earliest`, or, when the resource is busy then, after the item in progress, taken to end
-    // `in_progress` later at most (and no later than the busy stretch). Items booked earlier that
-    // it overlaps keep their times; the time it takes from them is booked at the first gap after
-    // it, so the backlog ends as late as if they had moved. Two such items never overlap.
-    // Returns the start.
-    // Returns the start; `booked`, when given, gets where its time was booked (the same start, or
-    // the gap after the backlog: what a waveform shows as busy).
-    sc_core::sc_time cut_in(const sc_core::sc_time& earliest, const sc_core::sc_time& duration,
-                            const sc_core::sc_time& in_progress,
-                            sc_core::sc_time* booked = nullptr);
-    // When the item on the resource at `t` ends at the latest: `t` when the resource is free then,
-    // else the end of the busy stretch or `t + in_progress`, whichever is first.
-    sc_core::sc_time after_item_at(const sc_core::sc_time& t, const sc_core::sc_time& in_progress);
-    // Occupies [start, start + duration) for an item put ahead of bookings that have not started
-    // (an arbiter's choice): booked there when free, else its time is booked at the first gap
-    // after `start` (the bookings it passes keep their times; the backlog ends as late as if they
-    // had moved). Returns where its time was booked.
-    sc_core::sc_time book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration);
-    const sc_core::sc_time& busy_time() const { return m_busy; }
-    // End of the last booked interval.
-    sc_core::sc_time free_at() const {
-        return m_calendar.empty() ? sc_core::SC_ZERO_TIME : m_calendar.back().end;
-    }
-    // Whether nothing is booked at or after `t` (intervals that ended are pruned): an item
-    // starting at `t` may then be booked with `book` without a search.
-    bool free_from(const sc_core::sc_time& t) {
-        prune(now());
-        return t >= free_at();
-    }
-    size_t booked_intervals() const { return m_calendar.size(); }
-
-  private:
-    struct interval {
-        sc_core::sc_time start, end;
-    };
-    void prune(const sc_core::sc_time& now) {
-        while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
-    }
-    // first_fit's search when `earliest` is before the end of the calendar.
-    sc_core::sc_time search_gap(const sc_core::sc_time& earliest, const sc_core::sc_time& duration);
-    // book's insertion of [start, end) before the last interval, merging with touching neighbours.
-    void insert(const sc_core::sc_time& start, sc_core::sc_time end);
-    front_vector<interval> m_calendar;                        // disjoint, by start
-    sc_core::sc_time m_cut_in_start = sc_core::SC_ZERO_TIME;  // the last cut_in item
-    sc_core::sc_time m_cut_in_end = sc_core::SC_ZERO_TIME;
-    sc_core::sc_time m_busy = sc_core::SC_ZERO_TIME;
-};
-
 // An sc_time of `v` kernel time values. SystemC's sc_time::from_value is out of line and looks up
 // the simulation context on every call, and scaling a one-value time goes through a volatile
 // double (tens of times per WQE on the hot path, each a store, a reload and two conversions); an
@@ -354,6 +274,104 @@ inline sc_core::sc_time time_value(uint64_t v) {
     std::memcpy(static_cast<void*>(&t), &v, sizeof v);
     return t;
 }
+
+// A resource that serves one transfer at a time (a link direction, a cache port). Reservations
+// are booked on a calendar of busy intervals: a transfer takes the first gap long enough at or
+// after its earliest start, so a transfer booked for later does not hold up an earlier one. No
+// events are needed to model occupancy; intervals that ended before now are pruned. The calendar
+// is sorted by start: bookings mostly append at the end and pruning takes from the front
+// (sim/front_vector.h), so booking allocates nothing in the steady state.
+class serial_resource {
+  public:
+    // Occupies the resource for `duration` from the first free gap at or after `earliest`;
+    // returns the start time.
+    sc_core::sc_time reserve(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
+        const uint64_t d = duration.value();
+        return time_value(book_at(fit(earliest.value(), d), d));
+    }
+    // The start `reserve` would give, without booking (intervals that ended are pruned).
+    sc_core::sc_time first_fit(const sc_core::sc_time& earliest, const sc_core::sc_time& duration) {
+        return time_value(fit(earliest.value(), duration.value()));
+    }
+    // Occupies the resource for `duration` from `start`, a start first_fit has given (the gap is
+    // not searched again); returns it.
+    sc_core::sc_time book(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
+        return time_value(book_at(start.value(), duration.value()));
+    }
+    // For a short item that the sender's arbiter puts ahead of items booked before it that have
+    // not started (a read request passing another stream's queued writes): it starts at
+    // `earliest`, or, when the resource is busy then, after the item in progress, taken to end
+    // `in_progress` later at most (and no later than the busy stretch). Items booked earlier that
+    // it overlaps keep their times; the time it takes from them is booked at the first gap after
+    // it, so the backlog ends as late as if they had moved. Two such items never overlap.
+    // Returns the start; `booked`, when given, gets where its time was booked (the same start, or
+    // the gap after the backlog: what a waveform shows as busy).
+    sc_core::sc_time cut_in(const sc_core::sc_time& earliest, const sc_core::sc_time& duration,
+                            const sc_core::sc_time& in_progress,
+                            sc_core::sc_time* booked = nullptr);
+    // When the item on the resource at `t` ends at the latest: `t` when the resource is free then,
+    // else the end of the busy stretch or `t + in_progress`, whichever is first.
+    sc_core::sc_time after_item_at(const sc_core::sc_time& t, const sc_core::sc_time& in_progress) {
+        return time_value(item_end_at(t.value(), in_progress.value()));
+    }
+    // Occupies [start, start + duration) for an item put ahead of bookings that have not started
+    // (an arbiter's choice): booked there when free, else its time is booked at the first gap
+    // after `start` (the bookings it passes keep their times; the backlog ends as late as if they
+    // had moved). Returns where its time was booked.
+    sc_core::sc_time book_over(const sc_core::sc_time& start, const sc_core::sc_time& duration) {
+        return reserve(start, duration);
+    }
+    sc_core::sc_time busy_time() const { return time_value(m_busy); }
+    // End of the last booked interval.
+    sc_core::sc_time free_at() const { return time_value(last_end()); }
+    // Whether nothing is booked at or after `t` (intervals that ended are pruned): an item
+    // starting at `t` may then be booked with `book` without a search.
+    bool free_from(const sc_core::sc_time& t) {
+        prune(now_value());
+        return t.value() >= last_end();
+    }
+    size_t booked_intervals() const { return m_calendar.size(); }
+
+  private:
+    // The calendar in kernel time values: plain integers, so the intervals move as bytes and the
+    // arithmetic stays in registers (sc_time's copies are not trivial).
+    struct interval {
+        uint64_t start, end;
+    };
+    uint64_t last_end() const { return m_calendar.empty() ? 0 : m_calendar.back().end; }
+    void prune(uint64_t now) {
+        while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
+    }
+    uint64_t fit(uint64_t earliest, uint64_t duration) {
+        prune(now_value());
+        // Only a booking that starts before the end of the calendar searches it for a gap; the
+        // common case (a link that keeps up) starts after it.
+        if (m_calendar.empty() || earliest >= m_calendar.back().end) return earliest;
+        return search_gap(earliest, duration);
+    }
+    uint64_t book_at(uint64_t start, uint64_t duration) {
+        m_busy += duration;
+        if (duration == 0) return start;
+        // After the last interval (the common case): appended, or merged with it when touching.
+        if (m_calendar.empty() || start > m_calendar.back().end)
+            m_calendar.push_back(interval{start, start + duration});
+        else if (start == m_calendar.back().end)
+            m_calendar.back().end = start + duration;
+        else
+            insert(start, start + duration);
+        return start;
+    }
+    uint64_t item_end_at(uint64_t t, uint64_t in_progress);
+    // fit's search when `earliest` is before the end of the calendar.
+    uint64_t search_gap(uint64_t earliest, uint64_t duration) const;
+    // book_at's insertion of [start, end) before the last interval, merging with touching
+    // neighbours.
+    void insert(uint64_t start, uint64_t end);
+    front_vector<interval> m_calendar;  // disjoint, by start
+    uint64_t m_cut_in_start = 0;        // the last cut_in item
+    uint64_t m_cut_in_end = 0;
+    uint64_t m_busy = 0;
+};
 
 // `t` times `n` in integer arithmetic on the kernel's time value (no sc_time built from a
 // double).
