@@ -220,7 +220,9 @@ class address_space : public frame_mapper {
     phys_mem& m_mem;
     uint64_t m_memlock_limit;
     unsigned m_base_shift;
-    std::map<uint64_t, vma> m_vmas;          // by start address
+    std::map<uint64_t, vma> m_vmas;  // by start address
+    // The area find_vma found last (null after an area is erased).
+    mutable const std::pair<const uint64_t, vma>* m_last_vma = nullptr;
     range_allocator m_va_free{0, mmap_top};  // free addresses below mmap_top
     page_table m_pt;                         // by virtual page number of each mapping page's start
     uint64_t m_locked_pages = 0;

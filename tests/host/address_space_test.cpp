@@ -117,6 +117,8 @@ TEST(address_space, munmap_splits_and_frees) {
     const uint64_t pfn1 = b.as.lookup(va + page).pfn;
     ASSERT_EQ(b.as.munmap(va + page, page), 0);
     EXPECT_FALSE(b.as.mapped(va + page, 1)) << "the middle page is gone";
+    EXPECT_FALSE(b.as.lookup(va + page).mapped) << "the area found before the split is forgotten";
+    EXPECT_TRUE(b.as.lookup(va + 3 * page).present);
     EXPECT_TRUE(b.as.mapped(va, 1)) << "the left piece stays";
     EXPECT_TRUE(b.as.mapped(va + 2 * page, 2 * page)) << "the right piece stays";
     EXPECT_EQ(b.as.mappings(), 2u);
@@ -125,6 +127,7 @@ TEST(address_space, munmap_splits_and_frees) {
     EXPECT_EQ(b.as.munmap(va + 1, page), EINVAL) << "unaligned munmap";
     ASSERT_EQ(b.as.munmap(va, 4 * page), 0) << "unmapping across a hole is fine";
     EXPECT_EQ(b.as.mappings(), 0u);
+    EXPECT_FALSE(b.as.lookup(va + 3 * page).mapped);
     EXPECT_EQ(b.frames.frames_free(), free_before + 4);
 }
 
