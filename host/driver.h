@@ -77,6 +77,7 @@
 #include "host/range_allocator.h"
 #include "host/root_complex.h"
 #include "sim/front_vector.h"
+#include "sim/index_map.h"
 #include "sim/stats.h"
 #include "tlm/dma_origin.h"
 #include "tlm/hca_interface.h"
@@ -524,7 +525,7 @@ class driver : public sc_core::sc_module {
     std::map<uint32_t, pd_state> m_pds;
     std::map<uint32_t, mr_state> m_mrs;
     std::map<uint32_t, cq_state> m_cqs;
-    std::map<uint32_t, qp_state_t> m_qps;
+    index_map<qp_state_t> m_qps;  // by QPN: found on every post
     std::map<uint32_t, mw_state> m_mws;
     std::map<uint32_t, ah_state> m_ahs;
     std::map<uint32_t, dm_state> m_dms;

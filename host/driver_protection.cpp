@@ -373,14 +373,14 @@ int driver::dealloc_mw(uint32_t handle) {
 int driver::bind_mw(uint32_t handle, uint32_t qpn, uint32_t mr, uint64_t addr, uint64_t length,
                     uint8_t access, bool signaled, uint64_t wr_id, uint32_t& new_rkey) {
     auto mw = m_mws.find(handle);
-    auto qp = m_qps.find(qpn);
+    qp_state_t* qp = m_qps.find(qpn);
     auto region = m_mrs.find(mr);
     // ibv_bind_mw binds type 1 windows only, on RC or UC QPs.
-    if (mw == m_mws.end() || mw->second.type != 1 || qp == m_qps.end() ||
-        qp->second.attr.type == qp_type::ud || region == m_mrs.end())
+    if (mw == m_mws.end() || mw->second.type != 1 || !qp || qp->attr.type == qp_type::ud ||
+        region == m_mrs.end())
         return refuse(EINVAL, mw != m_mws.end() && mw->second.type != 1
                                   ? "bind_mw: a type 2 window (bind it with a bind_mw WR)"
-                              : qp != m_qps.end() && qp->second.attr.type == qp_type::ud
+                              : qp && qp->attr.type == qp_type::ud
                                   ? "bind_mw: a UD QP"
                                   : "bind_mw: no such window, QP or region");
     // libibverbs ibv_bind_mw: the window and the region must share a PD (EPERM), before the

@@ -172,9 +172,9 @@ int driver::post_srq_recv(uint32_t srqn, const recv_wr& wr) {
 }
 
 void driver::srq_complete(uint32_t qpn, cqe& c) {
-    auto qp = m_qps.find(qpn);
-    if (qp == m_qps.end()) return;
-    auto it = m_srqs.find(qp->second.attr.srqn);
+    qp_state_t* qp = m_qps.find(qpn);
+    if (!qp) return;
+    auto it = m_srqs.find(qp->attr.srqn);
     if (it == m_srqs.end()) return;
     srq_state_t& srq = it->second;
     const uint32_t slot = c.wqe_counter & (srq.wqes.depth - 1);
