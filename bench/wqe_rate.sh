@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Simulation speed of hcasim: simulated WQEs per wall-clock second and kernel events per WQE.
 #
-# Generates two ib_write_bw scenarios in a temporary folder (64 B on 1 QP: per-WQE overhead;
-# 4 KiB on 16 QPs: many QPs and multi-TLP payloads), runs each with build/hcasim, and reads
+# Generates three ib_write_bw scenarios in a temporary folder (64 B on 1 QP: per-WQE overhead;
+# 4 KiB on 16 QPs: many QPs and multi-TLP payloads; 64 B on 4,096 QPs: more QPs than the QPC
+# cache holds, a context miss on most WQEs), runs each with build/hcasim, and reads
 # stats.json: `wall_time_s` and `events` of the run, `iters`, `qps`, `events` and
 # `events_per_op` of the workload, and the process's CPU time (user + system, from bash's `time`),
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
@@ -12,8 +13,9 @@
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
 #   -i          also count instructions per WQE with valgrind's callgrind (exact and unaffected
-#               by other load): 2,000 WQEs and 1 WQE per QP of each case, the difference over
-#               the WQEs in between, so setup is not counted (needs valgrind; ~1 min)
+#               by other load): 2,000 WQEs (at least 5 per QP) and 1 WQE per QP of each case,
+#               the difference over the WQEs in between, so setup is not counted (needs
+#               valgrind; ~2 min)
 #   -u          -i, and those instructions per WQE by unit (source file; bench/cg_units.py)
 #   -t          also count instructions per extra TLP with callgrind: 1,000 WQEs of 16 KiB
 #               against 1,000 of 4 KiB on one QP, the difference in instructions over the
@@ -50,6 +52,7 @@ tmp="$(mktemp -d)"
 cases=(
     "write_bw_64B_1qp 64 1 $((200000 * scale))"
     "write_bw_4KiB_16qp 4096 16 $((8000 * scale))"
+    "write_bw_64B_4096qp 64 4096 $((50 * scale))"
 )
 
 # Writes an ib_write_bw scenario: scenario FILE NAME SIZE QPS ITERS (iterations per QP).
@@ -118,6 +121,7 @@ if [ "$instructions" = 1 ]; then
         wqes=()
         for n in 2000 1; do
             per_qp=$(( (n + qps - 1) / qps ))
+            [ "$n" -gt 1 ] && [ "$per_qp" -lt 5 ] && per_qp=5
             scenario "$tmp/$name.i$n.json" "$name" "$size" "$qps" "$per_qp"
             counts+=("$(instructions "$tmp/$name.i$n")")
             wqes+=("$((per_qp * qps))")
@@ -127,7 +131,8 @@ if [ "$instructions" = 1 ]; then
         [ "$units" = 1 ] && python3 bench/cg_units.py "$tmp/$name.i2000.cg" "$tmp/$name.i1.cg" \
             "$((wqes[-2] - wqes[-1]))"
     done
-    echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs less that of one per QP)."
+    echo "instr/wqe: instructions per WQE beyond setup (callgrind Ir of 2,000 WQEs, at least 5 per QP, less"
+    echo "that of one per QP)."
 fi
 
 [ "$tlps" = 1 ] || exit 0
