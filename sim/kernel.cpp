@@ -216,11 +216,11 @@ void calendar::wake_at(uint64_t when, sc_core::sc_event& ev) {
     schedule(t, slot);
 }
 
-void calendar::schedule(const sc_core::sc_time& when, uint32_t slot) {
-    const uint64_t t = std::max(when, now()).value();
+void calendar::schedule_notified(uint64_t when, uint32_t slot) {
+    const uint64_t t = std::max(when, now_value());
     // While the calendar runs callbacks, it picks this one up itself; otherwise its event is
     // notified for this time (an event keeps the earlier of two notifications).
-    if (!detail::g_ahead) m_wake.notify(time_value(t) - sc_core::sc_time_stamp());
+    m_wake.notify(time_value(t) - sc_core::sc_time_stamp());
     push(bucket_of(t, m_last), item{t, slot});
     ++m_pending;
 }

@@ -233,7 +233,17 @@ class calendar {
     inline_callback& slot_at(uint32_t slot) {
         return m_chunks[slot >> k_chunk_bits][slot & ((1u << k_chunk_bits) - 1)];
     }
-    void schedule(const sc_core::sc_time& when, uint32_t slot);
+    // Books `slot` at `when` (no earlier than now()). Inline: every callback booking comes here,
+    // and the common case, a callback booking the next one, is a compare and a bucket push.
+    void schedule(const sc_core::sc_time& when, uint32_t slot) {
+        if (!detail::g_ahead) return schedule_notified(when.value(), slot);
+        const uint64_t now = detail::g_now.value();
+        const uint64_t t = when.value() < now ? now : when.value();
+        push(bucket_of(t, m_last), item{t, slot});
+        ++m_pending;
+    }
+    // schedule() outside the calendar's run: its event is notified for the time as well.
+    void schedule_notified(uint64_t when, uint32_t slot);
 
     std::vector<item> m_bucket[k_buckets];
     uint64_t m_least[k_buckets];  // bucket b > 0: its least time (UINT64_MAX when empty)
