@@ -160,15 +160,10 @@ calendar::calendar()
     sc_core::sc_spawn([this] { dispatch(); }, "hcasim_calendar", &opts);
 }
 
-uint32_t calendar::take_slot() {
-    if (m_free_slots.empty()) {
-        const uint32_t slot = m_slots++;
-        if ((slot >> k_chunk_bits) == m_chunks.size())
-            m_chunks.push_back(std::make_unique<inline_callback[]>(size_t{1} << k_chunk_bits));
-        return slot;
-    }
-    const uint32_t slot = m_free_slots.back();
-    m_free_slots.pop_back();
+uint32_t calendar::new_slot() {
+    const uint32_t slot = m_slots++;
+    if ((slot >> k_chunk_bits) == m_chunks.size())
+        m_chunks.push_back(std::make_unique<inline_callback[]>(size_t{1} << k_chunk_bits));
     return slot;
 }
 

@@ -228,7 +228,14 @@ class calendar {
     // the kernel's time where the kernel has something else due stops the run and becomes the
     // horizon); the time of the earliest callback left for later (UINT64_MAX: none).
     uint64_t run_due(uint64_t bound, uint64_t& horizon);
-    uint32_t take_slot();  // a free slot
+    // A free slot: one given back (inline, the steady state), else a new one.
+    uint32_t take_slot() {
+        if (m_free_slots.empty()) return new_slot();
+        const uint32_t slot = m_free_slots.back();
+        m_free_slots.pop_back();
+        return slot;
+    }
+    uint32_t new_slot();
     // Slots live in fixed chunks: a callback runs in place while it books more.
     inline_callback& slot_at(uint32_t slot) {
         return m_chunks[slot >> k_chunk_bits][slot & ((1u << k_chunk_bits) - 1)];
