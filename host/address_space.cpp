@@ -39,16 +39,20 @@ std::optional<uint64_t> address_space::vpn_of(uint64_t pfn) const {
 }
 
 const std::pair<const uint64_t, address_space::vma>* address_space::find_vma(uint64_t va) const {
+    auto holds = [va](const std::pair<const uint64_t, vma>& area) {
+        return va >= area.first && va - area.first < area.second.length;
+    };
     // Most lookups land in the area of the one before (a ring written WQE after WQE).
-    if (const auto* last = m_last_vma;
-        last && va >= last->first && va - last->first < last->second.length)
-        return last;
+    if (m_last_vma && holds(*m_last_vma)) return m_last_vma;
     auto it = m_vmas.upper_bound(va);
-    if (it == m_vmas.begin()) return nullptr;
-    --it;
-    if (va >= it->first + it->second.length) return nullptr;
-    m_last_vma = &*it;
+    if (it == m_vmas.begin() || !holds(*std::prev(it))) return nullptr;
+    m_last_vma = &*std::prev(it);
     return m_last_vma;
+}
+
+void address_space::erase_vma(uint64_t start) {
+    m_last_vma = nullptr;  // it may be this one
+    m_vmas.erase(start);
 }
 
 bool address_space::overlaps(uint64_t va, uint64_t length) const {
@@ -106,8 +110,7 @@ int address_space::mmap(uint64_t length, std::optional<uint64_t> va, uint64_t hu
     add_vma(start, len, shift);
     if (!frames.empty()) {
         if (int err = populate(start, npages, shift, frames)) {
-            m_last_vma = nullptr;
-            m_vmas.erase(start);
+            erase_vma(start);
             remove_vmas(start, len);
             return err;
         }
@@ -207,8 +210,7 @@ int address_space::munmap(uint64_t va, uint64_t length) {
         const uint64_t pages = (hi - lo) >> v.page_shift;
         if (v.page_shift != m_base_shift && pages > present)
             m_frames.pool_unreserve(v.page_shift, pages - present);
-        m_last_vma = nullptr;
-        m_vmas.erase(start);
+        erase_vma(start);
         if (start < lo) m_vmas[start] = vma{lo - start, v.page_shift, v.shared};
         if (hi < start + v.length)
             m_vmas[hi] = vma{start + v.length - hi, v.page_shift,

@@ -202,6 +202,8 @@ class address_space : public frame_mapper {
     bool find_pte(uint64_t page_va, pte& out) const { return m_pt.get(vpn(page_va), out); }
 
     const std::pair<const uint64_t, vma>* find_vma(uint64_t va) const;
+    // Erases the area starting at `start` (find_vma forgets it).
+    void erase_vma(uint64_t start);
     bool overlaps(uint64_t va, uint64_t length) const;
     // Record a new mapping / mappings gone from a range, keeping m_va_free the complement.
     void add_vma(uint64_t start, uint64_t length, unsigned page_shift);

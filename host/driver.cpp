@@ -540,9 +540,9 @@ datagram_seg driver::datagram_of(uint32_t pid, const send_wr& wr) const {
 // post_send: driver_post.cpp
 
 int driver::post_recv(uint32_t qpn, const recv_wr& wr) {
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return EINVAL;
-    qp_state_t& qp = *it;
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return EINVAL;
+    qp_state_t& qp = *found;
     if (qp.state == qp_state::reset) return refuse(EINVAL, "post_recv: the QP is in RESET");
     if (qp.attr.srqn)
         return refuse(EINVAL, "post_recv: the QP takes its receives from an SRQ (post_srq_recv)");
@@ -573,9 +573,9 @@ int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const 
 }
 
 void driver::retire(cqe& c) {
-    qp_state_t* it = m_qps.find(c.qpn);
-    if (!it) return;
-    qp_state_t& qp = *it;
+    qp_state_t* found = m_qps.find(c.qpn);
+    if (!found) return;
+    qp_state_t& qp = *found;
     if (is_receive(c.opcode)) {
         if (qp.attr.srqn) return srq_complete(c.qpn, c);
         if (qp.rq.ci != qp.rq.pi) ++qp.rq.ci;

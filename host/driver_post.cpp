@@ -133,9 +133,9 @@ int driver::post_send(uint32_t qpn, const std::vector<send_wr>& wrs, size_t* bad
 }
 
 int driver::post_send(uint32_t qpn, const send_wr* wrs, size_t count, size_t* bad) {
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return EINVAL;
-    qp_state_t& qp = *it;
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return EINVAL;
+    qp_state_t& qp = *found;
     // Work posted to a QP in the error (or send queue error) state is accepted and completes with
     // WR_FLUSH_ERR.
     if (qp.state != qp_state::rts && qp.state != qp_state::err && qp.state != qp_state::sqe) {

@@ -114,9 +114,9 @@ int driver::read_qpc(uint32_t qpn, qp_context& ctx, cpu_clock& cpu) {
 int driver::destroy_qp(uint32_t qpn) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return leave(cpu, EINVAL);
-    qp_state_t& qp = *it;
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return leave(cpu, EINVAL);
+    qp_state_t& qp = *found;
     int err = command(cmd::flush_qpc, qpn, 0, cpu);
     m_mem.zero(m_qpc.base + uint64_t{qpn} * qp_context::size, qp_context::size);
     free_ring(qp.sq, cpu);
@@ -163,9 +163,9 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
                       std::optional<uint8_t> access) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return leave(cpu, EINVAL);
-    qp_state_t& qp = *it;
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return leave(cpu, EINVAL);
+    qp_state_t& qp = *found;
     qp_context ctx;
     int err = read_qpc(qpn, ctx, cpu);
     if (!err && !legal_transition(ctx.state, state)) err = EINVAL;
@@ -257,11 +257,11 @@ int driver::modify_qp(uint32_t qpn, qp_state state, uint32_t remote_qpn, uint16_
 int driver::query_qp(uint32_t qpn, qp_state& state) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return leave(cpu, EINVAL);
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return leave(cpu, EINVAL);
     qp_context ctx;
     int err = read_qpc(qpn, ctx, cpu);
-    if (!err) state = it->state = ctx.state;
+    if (!err) state = found->state = ctx.state;
     return leave(cpu, err);
 }
 

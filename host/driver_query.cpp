@@ -119,12 +119,12 @@ int driver::query_device(device_attr& out) {
 int driver::query_qp(uint32_t qpn, qp_query& out) {
     cpu_clock cpu;
     if (int err = enter_kernel(cpu)) return err;
-    qp_state_t* it = m_qps.find(qpn);
-    if (!it) return leave(cpu, refuse(EINVAL, "query_qp: no QP " + std::to_string(qpn)));
+    qp_state_t* found = m_qps.find(qpn);
+    if (!found) return leave(cpu, refuse(EINVAL, "query_qp: no QP " + std::to_string(qpn)));
     qp_context ctx;
     int err = read_qpc(qpn, ctx, cpu);
     if (err) return leave(cpu, err);
-    qp_state_t& qp = *it;
+    qp_state_t& qp = *found;
     qp.state = ctx.state;
     out = qp_query{};
     out.state = ctx.state;
