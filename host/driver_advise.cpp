@@ -9,6 +9,7 @@
 // PD EPERM; PREFETCH_WRITE on a region without local write EPERM; a range outside the region
 // EFAULT. No SGE at all: EINVAL. An implicit region prefetches through its children, creating
 // them (driver_implicit.cpp); a range past its last child range is EFAULT.
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // sc_spawn
 #include <algorithm>
 #include <cerrno>
 

@@ -25,6 +25,7 @@
 //  - advise_mr prefetches through children, creating them; EFAULT past the last child range.
 //  - dereg_mr: the region's entry first (in-flight transfers finish), then every child.
 //    rereg_mr and reg_shared_mr refuse the region (EOPNOTSUPP).
+#define SC_INCLUDE_DYNAMIC_PROCESSES  // sc_spawn
 #include <algorithm>
 #include <cerrno>
 

@@ -13,11 +13,10 @@ host::host(sc_core::sc_module_name name, const host_config& cfg, uint64_t seed, 
            uint16_t lid2)
     : sc_core::sc_module(name),
       mmio_out("mmio_out"),
-      dma_in("dma_in"),
+      dma_in("dma_in", this),
       m_cfg(cfg),
       m_lid(lid),
       m_lid2(lid2) {
-    dma_in.register_b_transport(this, &host::dma_transport);
     m_impl = std::make_unique<host_impl>(*this, cfg, seed, lid, lid2);
 }
 

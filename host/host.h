@@ -13,7 +13,6 @@
 #include <vector>
 
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 #include <systemc>
 #include <tlm>
 
@@ -22,6 +21,7 @@
 #include "sim/kernel.h"
 #include "sim/params.h"
 #include "sim/stats.h"
+#include "tlm/target_socket.h"
 
 namespace hcasim {
 
@@ -423,9 +423,12 @@ struct pagemap_entry {
 class host_impl;
 
 class host : public sc_core::sc_module {
+    // Device DMA, handed to the root complex (named before the socket that calls it).
+    void dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
   public:
     tlm_utils::simple_initiator_socket<host> mmio_out;  // CPU stores to device BARs
-    tlm_utils::simple_target_socket<host> dma_in;       // device DMA (the root complex)
+    target_socket<host, &host::dma_transport> dma_in;   // device DMA (the root complex)
 
     // `lid` and `lid2`: the LIDs the subnet manager gave the HCA's port 1 and port 2 (0: the HCA
     // has one port); the driver programs them into the ports.
@@ -569,8 +572,6 @@ class host : public sc_core::sc_module {
     bool booted() const;
 
   private:
-    void dma_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-
     host_config m_cfg;
     uint16_t m_lid, m_lid2;
     std::unique_ptr<host_impl> m_impl;

@@ -13,7 +13,7 @@ using namespace hca_if;
 doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
                    const clock_domain& clk)
     : sc_core::sc_module(name),
-      bar_in("bar_in"),
+      bar_in("bar_in", this),
       m_cfg(cfg),
       m_clk(clk),
       m_queue("queue"),
@@ -36,7 +36,6 @@ doorbell::doorbell(sc_core::sc_module_name name, const doorbell_config& cfg,
       m_bf_bytes(m_stats.counter("blueflame_bytes", "bytes",
                                  "bytes written into the BlueFlame buffers (64-byte chunks)")) {
     m_bf.resize(reg::bf_buffers);
-    bar_in.register_b_transport(this, &doorbell::b_transport);
     m_regs.add("device_id", reg::device_id, register_bank::access::ro, reg::device_id_value);
     table_register("qpc", reg::qpc_base, &m_tables.qpc_base, &m_tables.qpc_entries);
     table_register("cqc", reg::cqc_base, &m_tables.cqc_base, &m_tables.cqc_entries);

@@ -19,7 +19,6 @@
 #include <functional>
 #include <vector>
 
-#include <tlm_utils/simple_target_socket.h>
 #include <systemc>
 #include <tlm>
 
@@ -31,6 +30,7 @@
 #include "sim/stats.h"
 #include "tlm/hca_interface.h"
 #include "tlm/register_bank.h"
+#include "tlm/target_socket.h"
 
 namespace hcasim {
 
@@ -72,8 +72,11 @@ struct bf_wqe : pooled<bf_wqe> {
 using bf_wqe_ptr = pool_ptr<bf_wqe>;
 
 class doorbell : public sc_core::sc_module {
+    // An access to BAR0 (named before the socket that calls it).
+    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
   public:
-    tlm_utils::simple_target_socket<doorbell> bar_in;
+    target_socket<doorbell, &doorbell::b_transport> bar_in;
 
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_send;
     std::function<void(uint32_t qpn, uint32_t producer_index)> on_recv;
@@ -92,7 +95,6 @@ class doorbell : public sc_core::sc_module {
 
   private:
     device_memory* m_dm = nullptr;
-    void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     enum class queue { send, recv, srq };
     bool ring(queue q, uint64_t value, const sc_core::sc_time& delay);
     bool blueflame_chunk(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay);

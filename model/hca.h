@@ -80,7 +80,7 @@ class hca : public sc_core::sc_module {
   public:
     hca(sc_core::sc_module_name name, const hca_config& cfg, uint64_t mrrs, uint64_t pcie_gen = 3);
 
-    tlm_utils::simple_target_socket<doorbell>& bar_in() { return m_doorbell.bar_in; }
+    decltype(doorbell::bar_in)& bar_in() { return m_doorbell.bar_in; }
     tlm_utils::simple_initiator_socket<dma_engine>& dma_out() { return m_dma.dma_out; }
     // Port `num` (1-based) of the HCA's `config().ports`.
     port& ib_port(int num = 1) { return m_ports.at(num); }

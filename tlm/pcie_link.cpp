@@ -68,9 +68,9 @@ double pcie_config::bytes_per_second() const {
 pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
                      const std::string& stats_path)
     : sc_core::sc_module(name),
-      dma_in("dma_in"),
+      dma_in("dma_in", this),
       dma_out("dma_out"),
-      mmio_in("mmio_in"),
+      mmio_in("mmio_in", this),
       mmio_out("mmio_out"),
       m_cfg(cfg),
       m_ps_per_byte(1e12 / cfg.tlp_bytes_per_second()),
@@ -111,8 +111,6 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
     m_wire_ps.resize(largest + 1);
     for (uint64_t b = 0; b <= largest; ++b) m_wire_ps[b] = wire_ps(b);
     m_max_tlp = wire_time(m_cfg.mps + tlp_overhead(true));
-    dma_in.register_b_transport(this, &pcie_link::upstream);
-    mmio_in.register_b_transport(this, &pcie_link::downstream);
     auto utilization = [this](const serial_resource& r) {
         double now = hcasim::now().to_seconds();
         return json(now > 0 ? std::min(1.0, r.busy_time().to_seconds() / now) : 0.0);

@@ -53,7 +53,6 @@
 #include <vector>
 
 #include <tlm_utils/simple_initiator_socket.h>
-#include <tlm_utils/simple_target_socket.h>
 #include <systemc>
 #include <tlm>
 
@@ -63,6 +62,7 @@
 #include "tlm/dma_stream.h"
 #include "tlm/flow_credits.h"
 #include "tlm/read_requests.h"
+#include "tlm/target_socket.h"
 
 namespace hcasim {
 
@@ -184,11 +184,15 @@ struct pcie_credit_use {
 };
 
 class pcie_link : public sc_core::sc_module {
+    // The two directions' transports (named before the sockets that call them).
+    void upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+    void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
+
   public:
-    tlm_utils::simple_target_socket<pcie_link> dma_in;       // from the HCA's DMA engine
-    tlm_utils::simple_initiator_socket<pcie_link> dma_out;   // to the root complex
-    tlm_utils::simple_target_socket<pcie_link> mmio_in;      // from the host CPU
-    tlm_utils::simple_initiator_socket<pcie_link> mmio_out;  // to the HCA's BAR
+    target_socket<pcie_link, &pcie_link::upstream> dma_in;     // from the HCA's DMA engine
+    tlm_utils::simple_initiator_socket<pcie_link> dma_out;     // to the root complex
+    target_socket<pcie_link, &pcie_link::downstream> mmio_in;  // from the host CPU
+    tlm_utils::simple_initiator_socket<pcie_link> mmio_out;    // to the HCA's BAR
 
     // `stats_path` names the counters (default: the module's name); a node files them under its
     // HCA ("a.hca.pcie"), the device whose link it is.
@@ -211,8 +215,6 @@ class pcie_link : public sc_core::sc_module {
     }
 
   private:
-    void upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
-    void downstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
     // upstream() for a read that carries several requests (tlm/read_requests.h): each booked and
     // served as a read of that one request would be; fills in each one's times and status.
     void read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& list, dma_stream stream,
