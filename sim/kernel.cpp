@@ -273,7 +273,12 @@ void calendar::rearm() {
 }
 
 uint64_t calendar::next_activity() {
-    return (sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity()).value();
+    // sc_time_to_pending_activity() added to the time stamp, asked of the context directly.
+    const sc_core::sc_simcontext* const c = sc_core::sc_get_curr_simcontext();
+    if (c->pending_activity_at_current_time()) return c->time_stamp().value();
+    sc_core::sc_time t = sc_core::sc_max_time();
+    c->next_time(t);
+    return t.value();
 }
 
 uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {

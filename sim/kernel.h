@@ -87,6 +87,11 @@ void notify_now(sc_core::sc_event& ev);
 // Whether a calendar callback runs (also inside a thread that passes time: it is not the
 // thread's code, cpu_clock::in_thread is false).
 bool in_callback();
+// Whether the running process is one of run_ahead_thread's threads, outside a callback: such a
+// thread holds its event in g_thread_wake only while it runs (it clears it before it waits).
+inline bool in_run_ahead_thread() {
+    return detail::g_thread_wake != nullptr && !detail::g_in_callback;
+}
 // The calling thread passes `d` (from now()).
 void pass_time(const sc_core::sc_time& d);
 // The calling thread waits for `ev` (and at most `timeout` from now()).

@@ -283,12 +283,20 @@ struct bench : sc_core::sc_module {
         // ---- a thread that passes CPU time runs the calendar itself, ahead of the kernel ----
         log.clear();
         const uint64_t t5 = to_ps(hcasim::now());
-        q.at(ps_time(t5 + 1000), [this] { record(40); });
+        bool callback_in_thread = true;
+        q.at(ps_time(t5 + 1000), [this, &callback_in_thread] {
+            record(40);
+            callback_in_thread = in_run_ahead_thread();  // runs inside the thread's pass_time
+        });
         q.at(ps_time(t5 + 3000), [this] { record(41); });  // at the thread's time: runs first
         q.at(ps_time(t5 + 9000), [this] { record(42); });
         const uint64_t events_ahead = kernel_events();
+        EXPECT_FALSE(in_run_ahead_thread()) << "the bench's own thread is not one";
         run_ahead_thread([&] {
+            EXPECT_TRUE(in_run_ahead_thread());
             pass_time(sc_time(3, SC_NS));
+            EXPECT_FALSE(callback_in_thread) << "a callback is not the thread's code";
+            EXPECT_TRUE(in_run_ahead_thread());
             EXPECT_EQ(to_ps(hcasim::now()), t5 + 3000) << "the thread's time";
             EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t5) << "the kernel stays where it was";
             ASSERT_EQ(log.size(), 2u) << "what is due by the thread's time ran, nothing later";
@@ -303,6 +311,7 @@ struct bench : sc_core::sc_module {
         EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t5 + 5000)
             << "the thread ends with the kernel at its time";
         EXPECT_EQ(kernel_events() - events_ahead, 1u) << "one event: the kernel catching up";
+        EXPECT_FALSE(in_run_ahead_thread()) << "the thread's body is over";
         wait(sc_time(5, SC_NS));
         ASSERT_EQ(log.size(), 4u) << "the calendar's own wake-up was set again";
         EXPECT_EQ(log[3].at_ps, t5 + 9000);
@@ -318,6 +327,7 @@ struct bench : sc_core::sc_module {
         run_ahead_thread([&] {
             pass_time(sc_time(4, SC_NS));
             EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t6 + 4000) << "waited in the kernel";
+            EXPECT_TRUE(in_run_ahead_thread()) << "its own again after the wait";
             ASSERT_EQ(log.size(), 2u);
             EXPECT_EQ(log[1].id, 100) << "the watcher ran before the thread went on";
             EXPECT_EQ(log[1].at_ps, t6 + 2000);
