@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
-#include <optional>
 
 #include "sim/kernel.h"
 #include "sim/tracer.h"
@@ -64,15 +63,12 @@ uint64_t dma_engine::outstanding_reads() const {
     return n;
 }
 
-sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
-                                      uint64_t len, const sc_core::sc_time& start, dma_op& op,
-                                      const dma_origin& origin) {
+inline sc_core::sc_time dma_engine::transact_on(dma_payload& p, tlm::tlm_command cmd, uint64_t addr,
+                                                uint8_t* data, uint64_t len,
+                                                const sc_core::sc_time& start, dma_op& op,
+                                                const dma_origin& origin) {
     const sc_core::sc_time now = hcasim::now();
-    const bool own = !m_gp_busy;
-    std::optional<dma_payload> nested;
-    dma_payload& p = own ? m_payload : nested.emplace();
     tlm::tlm_generic_payload& gp = p.gp;
-    m_gp_busy = true;
     gp.set_command(cmd);
     gp.set_address(addr);
     gp.set_data_ptr(data);
@@ -87,13 +83,29 @@ sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8
     p.keeper.keeper = cmd == tlm::TLM_WRITE_COMMAND ? &op : nullptr;
     sc_core::sc_time delay = start - now;
     dma_out->b_transport(gp, delay);
-    if (own) m_gp_busy = false;
     if (!gp.is_response_ok()) {
         op.ok = false;
         ++m_errors;
         if (cmd == tlm::TLM_READ_COMMAND) std::memset(data, 0, len);
     }
     return now + delay;
+}
+
+sc_core::sc_time dma_engine::transact(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
+                                      uint64_t len, const sc_core::sc_time& start, dma_op& op,
+                                      const dma_origin& origin) {
+    if (m_gp_busy) return transact_nested(cmd, addr, data, len, start, op, origin);
+    m_gp_busy = true;
+    const sc_core::sc_time done = transact_on(m_payload, cmd, addr, data, len, start, op, origin);
+    m_gp_busy = false;
+    return done;
+}
+
+sc_core::sc_time dma_engine::transact_nested(tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
+                                             uint64_t len, const sc_core::sc_time& start,
+                                             dma_op& op, const dma_origin& origin) {
+    dma_payload nested;
+    return transact_on(nested, cmd, addr, data, len, start, op, origin);
 }
 
 sc_core::sc_time dma_engine::device_access(bool write, const dma_segment& seg, uint8_t* data,

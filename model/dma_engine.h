@@ -220,6 +220,15 @@ class dma_engine : public sc_core::sc_module {
     // One payload for every transaction (no allocation per TLP burst); a nested transaction, if a
     // target ever issued one, gets its own.
     dma_payload m_payload;
+    // transact() on `p`: the payload filled, sent and its response checked.
+    sc_core::sc_time transact_on(dma_payload& p, tlm::tlm_command cmd, uint64_t addr, uint8_t* data,
+                                 uint64_t len, const sc_core::sc_time& start, dma_op& op,
+                                 const dma_origin& origin);
+    // transact() while m_payload is in use: on a payload of its own (out of the common path).
+    [[gnu::noinline]] sc_core::sc_time transact_nested(tlm::tlm_command cmd, uint64_t addr,
+                                                       uint8_t* data, uint64_t len,
+                                                       const sc_core::sc_time& start, dma_op& op,
+                                                       const dma_origin& origin);
     read_requests_ext m_requests;  // attached to it for a run of read requests (read_run)
     bool m_read_runs = false;
     sc_core::sc_time m_round_trip = sc_core::SC_ZERO_TIME;
