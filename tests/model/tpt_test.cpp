@@ -3,7 +3,8 @@
 // DMA segments. Every check is exercised alone and against the next one in the documented order
 // (a request failing two checks reports the first), bounds at the first and last byte and across
 // the 64-bit wrap, segments merge physically adjacent pages, invalidate_mpt waits for a
-// holder's release, and a missing page of an on-demand region parks the request until the
+// holder's release (invalidate_mtt_range for the transfers holding its entries, and only
+// those), and a missing page of an on-demand region parks the request until the
 // driver resumes it (through a window too: the fault names the region the window is bound to).
 #include "model/tpt.h"
 
@@ -246,6 +247,45 @@ void bench::run() {
         unit.invalidate_mpt(5, [&] { quick = true; });
         EXPECT_TRUE(wait_for([&] { return quick; }, sc_time(1, SC_US)))
             << "nothing held: completes at once";
+    }
+
+    // ---- invalidate_mtt_range waits for the transfers holding those entries, and only those ----
+    {
+        // A region of 100 pages at translation entries 100-199 (all on one frame: only the
+        // holds matter here).
+        mpt_entry big = mr;
+        big.key_byte = 0x21, big.start = big.page_base = 0x90000000, big.length = 100 * 4096;
+        big.mtt_index = 100, big.mtt_count = 100;
+        put_mpt(10, big);
+        for (int i = 0; i < 100; ++i) put_mtt(100 + static_cast<uint64_t>(i), k_pages[0], true);
+        tpt_request r;
+        r.key = make_key(10, 0x21), r.pd = k_pd, r.length = 64;
+        // Each page translated and released: a released entry is held by nobody.
+        for (uint64_t page = 0; page < 100; ++page) {
+            r.addr = big.start + page * 4096;
+            tpt_result done = translate(r);
+            ASSERT_TRUE(done.ok());
+            EXPECT_EQ(done.mtt_first, 100 + page);
+            unit.release(done);
+        }
+        r.addr = big.start + 7 * 4096;
+        tpt_result held = translate(r);  // holds entry 107
+        ASSERT_TRUE(held.ok());
+        bool other = false, overlapping = false;
+        unit.invalidate_mtt_range(190, 10, [&] { other = true; });
+        unit.invalidate_mtt_range(105, 5, [&] { overlapping = true; });
+        EXPECT_TRUE(wait_for([&] { return other; }, sc_time(1, SC_US)))
+            << "entries released before are held by nobody";
+        wait(sc_time(20, SC_US));
+        EXPECT_FALSE(overlapping) << "entry 107 is held by an in-flight transfer";
+        unit.release(held);
+        EXPECT_TRUE(wait_for([&] { return overlapping; }, sc_time(1, SC_US)))
+            << "the invalidation completes once the holder released the entry";
+        EXPECT_EQ(test::stats_of("bench.tpt")["mtt_invalidate_waits"], 1);
+        bool again = false;
+        unit.invalidate_mtt_range(107, 1, [&] { again = true; });
+        EXPECT_TRUE(wait_for([&] { return again; }, sc_time(1, SC_US)))
+            << "released: nothing holds it";
     }
 
     // ---- on-demand paging: a missing page parks the request, the fault names the region ----
