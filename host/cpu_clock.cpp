@@ -5,10 +5,9 @@
 namespace hcasim {
 
 bool cpu_clock::in_thread() {
-    // A calendar callback may run inside a thread that passes time (pass_time): not the thread's.
-    if (in_callback()) return false;
     if (in_run_ahead_thread()) return true;  // the engine's threads: no kernel query
-    if (!sc_core::sc_is_running()) return false;
+    // A calendar callback may run inside a thread that passes time (pass_time): not the thread's.
+    if (in_callback() || !sc_core::sc_is_running()) return false;
     sc_core::sc_process_handle h = sc_core::sc_get_current_process_handle();
     return h.valid() && (h.proc_kind() == sc_core::SC_THREAD_PROC_ ||
                          h.proc_kind() == sc_core::SC_CTHREAD_PROC_);
