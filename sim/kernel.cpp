@@ -180,24 +180,46 @@ void calendar::spread(unsigned b, uint64_t least) {
     clear(b);
 }
 
+inline size_t calendar::first_at(unsigned b, uint64_t when) const {
+    size_t i = 0;
+    while (m_bucket[b][i].when != when) ++i;
+    return i;
+}
+
 inline const calendar::item& calendar::front(unsigned& b, uint64_t when) {
-    if (b != 0 && m_bucket[b].size() != 1) {
-        spread(b, when);
-        b = 0;
-    }
-    return b == 0 ? m_bucket[0][m_head] : m_bucket[b].front();
+    if (b == 0) return m_bucket[0][m_head];
+    const size_t n = m_bucket[b].size();
+    if (n == 1) return m_bucket[b].front();
+    if (n <= k_scan) return m_bucket[b][first_at(b, when)];
+    spread(b, when);
+    b = 0;
+    return m_bucket[0][m_head];
 }
 
 inline uint32_t calendar::take(unsigned b, uint64_t when) {
-    if (b != 0 && m_bucket[b].size() == 1) {
+    if (b == 0) return m_bucket[0][m_head++].slot;
+    std::vector<item>& v = m_bucket[b];
+    const size_t n = v.size();
+    if (n == 1) {
         // Alone in the lowest bucket (the common case): taken from there, which leaves the
         // buckets as spreading it into bucket 0 and taking it would.
         move_floor(when);
-        const uint32_t slot = m_bucket[b].front().slot;
+        const uint32_t slot = v.front().slot;
         clear(b);
         return slot;
     }
-    if (b != 0) spread(b, when);
+    if (n <= k_scan) {
+        // A few: the first at the earliest time is taken out where it is, the floor stays (every
+        // item is still where it belongs; later bookings are no earlier than this one).
+        const size_t i = first_at(b, when);
+        const uint32_t slot = v[i].slot;
+        v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
+        uint64_t least = UINT64_MAX;
+        for (const item& it : v) least = std::min(least, it.when);
+        m_least[b] = least;
+        return slot;
+    }
+    spread(b, when);
     return m_bucket[0][m_head++].slot;
 }
 

@@ -172,7 +172,9 @@ class calendar {
     // the times whose highest bit that differs from the last one run is bit b - 1, and bucket 0
     // the times equal to it. Booking appends to a bucket; when bucket 0 is used up, the lowest
     // non-empty bucket is spread over the lower ones around its earliest time, once that
-    // callback is due. Buckets keep their items in booking order and spreading keeps it, so
+    // callback is due; a bucket of a few (k_scan) gives up its first earliest item where it is
+    // instead, the floor staying (every item is still in its bucket: fewer moves than spreading
+    // them, measured). Buckets keep their items in booking order and spreading keeps it, so
     // callbacks due at the same time run in the order they were booked.
     struct item {
         uint64_t when;
@@ -180,6 +182,7 @@ class calendar {
     };
     static constexpr unsigned k_buckets = 65;
     static constexpr unsigned k_chunk_bits = 8;  // slots per chunk: 256
+    static constexpr size_t k_scan = 6;  // items a bucket holds that are taken without spreading
     static unsigned bucket_of(uint64_t when, uint64_t last) {
         return when == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(when ^ last));
     }
@@ -214,6 +217,8 @@ class calendar {
     // The earliest item, at `when` in bucket `b` (earliest()'s answer), brought where take() finds
     // it (bucket `b` is spread when it holds others).
     const item& front(unsigned& b, uint64_t when);
+    // Where the first item at `when` is in bucket `b` (there is one).
+    size_t first_at(unsigned b, uint64_t when) const;
     // Takes the earliest callback, at `when` in bucket `b` (earliest()'s answer): its slot.
     uint32_t take(unsigned b, uint64_t when);
     void dispatch();

@@ -249,8 +249,8 @@ struct bench : sc_core::sc_module {
         // Ids are handed out in booking order, so the calendar is right when every callback runs
         // once, at its time, times never go back, and equal times run in increasing ids. The
         // delays mix the same time, picoseconds, nanoseconds and microseconds (up to 18 us), so
-        // the buckets hold one item (taken directly) and several (spread) alike, over a wide
-        // span of bits.
+        // the buckets hold one item (taken directly), a few (taken where they are) and many
+        // (spread) alike, over a wide span of bits.
         log.clear();
         std::mt19937_64 draw(5);
         int booked = 0;
