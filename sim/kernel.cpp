@@ -208,19 +208,28 @@ inline uint32_t calendar::take(unsigned b, uint64_t when) {
         clear(b);
         return slot;
     }
-    if (n <= k_scan) {
-        // A few: the first at the earliest time is taken out where it is, the floor stays (every
-        // item is still where it belongs; later bookings are no earlier than this one).
-        const size_t i = first_at(b, when);
-        const uint32_t slot = v[i].slot;
-        v.erase(v.begin() + static_cast<std::ptrdiff_t>(i));
-        uint64_t least = UINT64_MAX;
-        for (const item& it : v) least = std::min(least, it.when);
-        m_least[b] = least;
-        return slot;
-    }
+    if (n <= k_scan) return take_among_few(b, when);
     spread(b, when);
     return m_bucket[0][m_head++].slot;
+}
+
+uint32_t calendar::take_among_few(unsigned b, uint64_t when) {
+    // The first at the earliest time is taken out where it is and the floor stays (every item is
+    // still where it belongs; later bookings are no earlier than this one). One pass: the items
+    // after it move up one, and the bucket's least time is found again.
+    std::vector<item>& v = m_bucket[b];
+    item* p = v.data();
+    item* const end = p + v.size();
+    uint64_t least = UINT64_MAX;
+    for (; p->when != when; ++p) least = std::min(least, p->when);
+    const uint32_t slot = p->slot;
+    for (++p; p != end; ++p) {
+        least = std::min(least, p->when);
+        p[-1] = *p;
+    }
+    v.pop_back();
+    m_least[b] = least;
+    return slot;
 }
 
 void calendar::wake_at(uint64_t when, sc_core::sc_event& ev) {

@@ -219,6 +219,8 @@ class calendar {
     const item& front(unsigned& b, uint64_t when);
     // Where the first item at `when` is in bucket `b` (there is one).
     size_t first_at(unsigned b, uint64_t when) const;
+    // take() from bucket `b` > 0 when it holds a few items (2 to k_scan).
+    [[gnu::noinline]] uint32_t take_among_few(unsigned b, uint64_t when);
     // Takes the earliest callback, at `when` in bucket `b` (earliest()'s answer): its slot.
     uint32_t take(unsigned b, uint64_t when);
     void dispatch();
