@@ -215,7 +215,7 @@ class calendar {
     // Spreads bucket `b` around its earliest time `least`.
     void spread(unsigned b, uint64_t least);
     // The earliest item, at `when` in bucket `b` (earliest()'s answer), brought where take() finds
-    // it (bucket `b` is spread when it holds others).
+    // it (bucket `b` is spread when it holds more than k_scan).
     const item& front(unsigned& b, uint64_t when);
     // Where the first item at `when` is in bucket `b` (there is one).
     size_t first_at(unsigned b, uint64_t when) const;
