@@ -61,8 +61,7 @@ class front_vector {
             m_items.clear();
             m_head = 0;
         } else if (m_head >= 32 && 2 * m_head >= m_items.size()) {
-            m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
-            m_head = 0;
+            compact();
         }
     }
     void clear() {
@@ -71,6 +70,12 @@ class front_vector {
     }
 
   private:
+    // Moves the live items down over the dropped ones (out of line: pop_front stays small enough
+    // to inline where it is called).
+    [[gnu::noinline]] void compact() {
+        m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
+        m_head = 0;
+    }
     std::vector<T> m_items;
     size_t m_head = 0;  // items before it are dropped
 };

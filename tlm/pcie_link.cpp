@@ -150,12 +150,11 @@ sc_core::sc_time pcie_link::credits_free(const pcie_credit_use& c, sc_core::sc_t
 }
 
 void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
-                           uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
-                           const sc_core::sc_time& start, uint64_t first_line,
-                           const sc_core::sc_time& line_interval) {
+                           uint64_t& left, uint64_t max_payload, uint64_t align,
+                           uint64_t overhead) {
     // Full-size TLPs in a row up to the next 4 KiB boundary: each starts where the one before
-    // ends (its data is ready by then, checked below), so they extend the run by their count
-    // times one wire time, as the loop would one by one.
+    // ends, so they extend the run by their count times one wire time, as the loop would one by
+    // one.
     // A full-size TLP is max_payload bytes only from an aligned address, and when that ends on
     // an alignment boundary (scenarios keep MPS a power of two, RCB 64 or 128 B).
     if (align > 1 && (addr % align != 0 || max_payload % align != 0)) return;
@@ -163,14 +162,6 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     if (n == 0) return;
     const uint64_t bytes = max_payload + overhead;
     const sc_core::sc_time full = wire_time(bytes);
-    if (line_interval > sc_core::SC_ZERO_TIME) {
-        // The first one's last line must be ready when the run ends; after it, each TLP's data
-        // is ready max_payload / 64 line intervals after the one before, no later than the
-        // wire time it follows.
-        if (scaled(line_interval, max_payload / 64) > full) return;
-        if (start + scaled(line_interval, (addr + max_payload - 1) / 64 - first_line) > run_end)
-            return;
-    }
     run_end += scaled(full, n);
     bytes_counter += n * bytes;
     m_tlps += n;
@@ -201,9 +192,8 @@ inline sc_core::sc_time pcie_link::header_ahead(serial_resource& dir, uint64_t& 
 sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_counter, uint64_t addr,
                                       uint64_t payload, uint64_t max_payload, uint64_t align,
                                       uint64_t overhead, const sc_core::sc_time& start,
-                                      sc_core::sc_time* last_sent,
-                                      const sc_core::sc_time& line_interval,
-                                      const pcie_credit_use& credits, bool pass_queued) {
+                                      sc_core::sc_time* last_sent, const pcie_credit_use& credits,
+                                      bool pass_queued) {
     // A TLP of `bytes` on the wire, shown busy from `shown` for `dur`.
     auto count = [&](const sc_core::sc_time& shown, const sc_core::sc_time& dur, uint64_t bytes) {
         count_tlp(m_stats.path(), &dir == &m_up, bytes_counter, m_tlps, shown, dur, bytes);
@@ -211,14 +201,10 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
     // One TLP that takes no credits and passes nothing queued (most small transfers: a doorbell
     // record, a CQE, a 64 B payload or its completion): what the loop below does for it.
     if (!credits.headers && !pass_queued && payload <= max_payload &&
-        addr % 4096 + payload <= 4096 && (payload > 0 || line_interval == sc_core::SC_ZERO_TIME)) {
-        const sc_core::sc_time ready =
-            line_interval > sc_core::SC_ZERO_TIME
-                ? start + scaled(line_interval, (addr + payload - 1) / 64 - addr / 64)
-                : start;
+        addr % 4096 + payload <= 4096) {
         const uint64_t bytes = payload + overhead;
         const sc_core::sc_time dur = wire_time(bytes);
-        const sc_core::sc_time begin = dir.reserve(ready, dur);
+        const sc_core::sc_time begin = dir.reserve(start, dur);
         count(begin, dur, bytes);
         if (last_sent) *last_sent = begin + dur;
         return begin + dur + to_time(m_cfg.latency);
@@ -230,13 +216,11 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         return sent + to_time(m_cfg.latency);
     }
     sc_core::sc_time ready = start;
-    const uint64_t first_line = addr / 64;
     sc_core::sc_time done = start;
     uint64_t left = payload;
     // TLPs that leave back to back after everything booked on the direction are gathered into
     // one run [run_start, run_end) and booked once: the calendar would merge them into that one
-    // interval anyway. A TLP that waits for its data (line_interval) starts a new run. Credits
-    // and cut-in TLPs take their own bookings.
+    // interval anyway. Credits and cut-in TLPs take their own bookings.
     const bool runs = !credits.headers && !pass_queued;
     bool in_run = false;
     sc_core::sc_time run_start, run_end;
@@ -248,9 +232,6 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
             uint64_t end = (addr + chunk) / align * align;
             if (end > addr) chunk = end - addr;
         }
-        if (line_interval > sc_core::SC_ZERO_TIME)
-            ready = std::max(ready,
-                             start + scaled(line_interval, (addr + chunk - 1) / 64 - first_line));
         const uint64_t bytes = chunk + overhead;
         if (bytes != last_bytes) {  // the TLPs of a transfer mostly share one size
             dur = wire_time(bytes);
@@ -295,14 +276,42 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
         left -= chunk;
         if (in_run && left >= max_payload && !tracer::on()) {
             // In a run the last TLP ends the run: run_end == done.
-            extend_run(run_end, bytes_counter, addr, left, max_payload, align, overhead, start,
-                       first_line, line_interval);
+            extend_run(run_end, bytes_counter, addr, left, max_payload, align, overhead);
             done = ready = run_end;
         }
     } while (left > 0);
     if (in_run) dir.book(run_start, run_end - run_start);
     if (last_sent) *last_sent = done;
     return done + to_time(m_cfg.latency);
+}
+
+sc_core::sc_time pcie_link::completions(uint64_t addr, uint64_t payload, uint64_t start,
+                                        uint64_t line_interval) {
+    // What send_tlps' loop books for them, TLP by TLP: a TLP that starts a run finds nothing
+    // booked after it, so booking it at once is booking the run it would start, and each TLP of
+    // a run starts no earlier than the one before ends (reserve finds the direction free there).
+    const uint64_t overhead = tlp_overhead(false);
+    const uint64_t first_line = addr / 64;
+    const uint64_t align = m_cfg.rcb;
+    uint64_t done = start;
+    uint64_t left = payload;
+    do {
+        uint64_t chunk = std::min({left, m_cpl_max, 4096 - (addr % 4096)});
+        if (chunk < left) {
+            const uint64_t end = (addr + chunk) / align * align;
+            if (end > addr) chunk = end - addr;
+        }
+        const uint64_t ready =
+            std::max(done, start + line_interval * ((addr + chunk - 1) / 64 - first_line));
+        const uint64_t bytes = chunk + overhead;
+        const sc_core::sc_time dur = wire_time(bytes);
+        const sc_core::sc_time begin = m_down.reserve(time_value(ready), dur);
+        count_tlp(m_stats.path(), false, m_down_bytes, m_tlps, begin, dur, bytes);
+        done = (begin + dur).value();
+        addr += chunk;
+        left -= chunk;
+    } while (left > 0);
+    return time_value(done) + to_time(m_cfg.latency);
 }
 
 void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) {
@@ -329,9 +338,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
             credits.data = &m_pd;
             credits.returned = &returned;
         }
-        sc_core::sc_time arrival =
-            send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1, tlp_overhead(true), now + delay,
-                      &sent, sc_core::SC_ZERO_TIME, credits);
+        sc_core::sc_time arrival = send_tlps(m_up, m_up_bytes, addr, len, m_cfg.mps, 1,
+                                             tlp_overhead(true), now + delay, &sent, credits);
         sc_core::sc_time& posted = m_posted_sent[static_cast<size_t>(stream)];
         posted = std::max(posted, sent);
         const sc_core::sc_time offered = arrival - now;
@@ -369,8 +377,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         do {
             uint64_t chunk = std::min({left, m_cfg.mrrs, 4096 - (a % 4096)});
             sc_core::sc_time arrival =
-                send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready, nullptr,
-                          sc_core::SC_ZERO_TIME, credits, /*pass_queued=*/true);
+                send_tlps(m_up, m_up_bytes, a, 0, 1, 1, tlp_overhead(true), ready, nullptr, credits,
+                          /*pass_queued=*/true);
             ready = arrival - to_time(m_cfg.latency);
             requests.push_back({a, chunk, arrival});
             a += chunk;
@@ -385,9 +393,8 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         m_down_payload += len;
         sc_core::sc_time arrival = now;
         for (const read_request& r : requests)
-            arrival =
-                send_tlps(m_down, m_down_bytes, r.addr, r.length, m_cpl_max, m_cfg.rcb,
-                          tlp_overhead(false), r.arrival + memory, nullptr, pacing.line_interval);
+            arrival = completions(r.addr, r.length, (r.arrival + memory).value(),
+                                  pacing.line_interval.value());
         delay = arrival - now;
         m_read_latency.add(to_ps(arrival - issued));
         m_requests.swap(requests);
@@ -415,8 +422,7 @@ void pcie_link::read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& l
         const sc_core::sc_time start = std::max(r.issue, after);
         r.at_completer = credits.headers
                              ? send_tlps(m_up, m_up_bytes, addr + r.offset, 0, 1, 1, header, start,
-                                         nullptr, sc_core::SC_ZERO_TIME, credits,
-                                         /*pass_queued=*/true)
+                                         nullptr, credits, /*pass_queued=*/true)
                              : header_ahead(m_up, m_up_bytes, header, start) + latency;
         r.data_ready = r.at_completer;  // a completer that fails the request adds nothing
         r.ok = true;
@@ -432,9 +438,8 @@ void pcie_link::read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& l
     sc_core::sc_time last = now;
     for (read_request_part& r : list.requests) {
         m_down_payload += r.length;
-        r.arrived = send_tlps(m_down, m_down_bytes, addr + r.offset, r.length, m_cpl_max, m_cfg.rcb,
-                              tlp_overhead(false), r.data_ready, nullptr,
-                              r.ok ? pacing.line_interval : sc_core::SC_ZERO_TIME);
+        r.arrived = completions(addr + r.offset, r.length, r.data_ready.value(),
+                                r.ok ? pacing.line_interval.value() : 0);
         m_read_latency.add(to_ps(r.arrived - std::max(r.issue, after)));
         if (!r.ok) ++m_errors;
         last = std::max(last, r.arrived);

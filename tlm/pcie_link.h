@@ -221,9 +221,7 @@ class pcie_link : public sc_core::sc_module {
                        sc_core::sc_time& delay);
     // Books `payload` bytes starting at `addr` as TLPs of at most `max_payload` that never cross
     // a 4 KiB boundary and, when split, end on multiples of `align`; returns the time the last
-    // one has arrived at the far end (and when it left, in `last_sent`). With `line_interval`,
-    // the data's 64 B lines become ready that far apart from `start` (the first line), and a TLP
-    // leaves no earlier than its last line.
+    // one has arrived at the far end (and when it left, in `last_sent`).
     // With `pass_queued` (a read request of one DMA stream), the TLPs go ahead of other
     // streams' TLPs booked but not started, after the TLP on the wire (serial_resource::cut_in).
     // With `credits`, each TLP first waits for the receiver's credits and holds them until it
@@ -233,8 +231,13 @@ class pcie_link : public sc_core::sc_module {
                                uint64_t payload, uint64_t max_payload, uint64_t align,
                                uint64_t overhead, const sc_core::sc_time& start,
                                sc_core::sc_time* last_sent = nullptr,
-                               const sc_core::sc_time& line_interval = sc_core::SC_ZERO_TIME,
                                const pcie_credit_use& credits = {}, bool pass_queued = false);
+    // send_tlps for the completions of one read request on the host->HCA direction (no credits,
+    // nothing passed): `payload` bytes from `addr` in completions of at most the completion size,
+    // split on RCB boundaries, their data ready from `start` one line per `line_interval`
+    // (kernel time values); returns when the last one has arrived.
+    sc_core::sc_time completions(uint64_t addr, uint64_t payload, uint64_t start,
+                                 uint64_t line_interval);
     // send_tlps for a request header that passes queued TLPs and takes no credits: put ahead
     // on `dir` (serial_resource::cut_in) from `start`; returns when it has left.
     sc_core::sc_time header_ahead(serial_resource& dir, uint64_t& bytes_counter, uint64_t bytes,
@@ -243,9 +246,7 @@ class pcie_link : public sc_core::sc_module {
     // starts) grown by the full-size TLPs that follow back to back, in one step: the bookings,
     // bytes and TLP count the loop would make one TLP at a time (without a trace to show them).
     void extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, uint64_t& addr,
-                    uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead,
-                    const sc_core::sc_time& start, uint64_t first_line,
-                    const sc_core::sc_time& line_interval);
+                    uint64_t& left, uint64_t max_payload, uint64_t align, uint64_t overhead);
     // ceil(bytes x ps per byte): the formula wire_time looks up.
     uint64_t wire_ps(uint64_t bytes) const;
     // When credits taken from `t` for a TLP of `data_credits` are free for `hold`.

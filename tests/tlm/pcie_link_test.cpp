@@ -461,6 +461,32 @@ void bench::run() {
     EXPECT_GT(s["down_utilization"].get<double>(), 0.0);
     EXPECT_EQ(s["dma_writes"], 17) << "every DMA write counted, the failed one included";
 
+    // ---- a completion leaves when its last 64 B line is ready and the one before has left ----
+    {
+        // 512 B in two 256 B completions (MPS mode) on an idle link: the first holds lines 0-3,
+        // the second lines 4-7. Lines 6 ns apart come slower than a completion's wire time, so
+        // the second waits for its last line (7 intervals); 4.2 ns apart, 4 lines take less
+        // than the first completion's wire time, and the second follows it back to back.
+        const sc_time request = m.booked(m.overhead(true));
+        const sc_time completion = m.booked(256 + m.overhead(false));
+        const sc_time slow_lines(6, SC_NS), close(4200, sc_core::SC_PS);
+        ASSERT_GT(4 * slow_lines, completion);
+        ASSERT_LT(4 * close, completion);
+        for (const sc_time& lines : {slow_lines, close}) {
+            wait(sc_time(10, SC_US));
+            m.host.line_interval = lines;
+            std::vector<uint8_t> buf(512);
+            sc_time d = sc_core::SC_ZERO_TIME;
+            EXPECT_EQ(test::transact(m.dma, false, 0x20000, buf.data(), 512, d),
+                      tlm::TLM_OK_RESPONSE);
+            EXPECT_EQ(buf, m.host.read(0x20000, 512));
+            const sc_time second_leaves = std::max(7 * lines, 3 * lines + completion);
+            EXPECT_EQ(d, request + m.latency() + second_leaves + completion + m.latency())
+                << "lines " << lines;
+        }
+        m.host.line_interval = sc_core::SC_ZERO_TIME;
+    }
+
     // ---- full-size TLPs in a row, booked at once, book what TLP-by-TLP booking does ----
     {
         // Lines ready faster than a full completion's wire time (17.5 ns at Gen3 x16 for 4
