@@ -129,13 +129,14 @@ void dma_engine::read_run(dma_op& op, const dma_segment& seg, uint64_t& addr, ui
     // come later than them, so it would take the same tag times, waiting as long, as this does.
     // They go to the link in one transaction (tlm/read_requests.h), each with its own issue time.
     const sc_core::sc_time first = std::max(issue, m_tag_free.soonest(0));
+    const sc_core::sc_time last_tag = first + m_round_trip;  // the latest a tag may be free
     auto& requests = m_requests.requests;
     requests.clear();
     uint64_t a = addr, l = left;
-    while (l > 0 && requests.size() < m_tag_free.size() &&
-           m_tag_free.soonest(requests.size()) <= first + m_round_trip) {
+    for (size_t n = 0, tags = m_tag_free.size(); l > 0 && n < tags; ++n) {
+        const sc_core::sc_time tag_free = m_tag_free.soonest(n);
+        if (tag_free > last_tag) break;
         const uint64_t chunk = std::min({l, m_mrrs, 4096 - (a % 4096)});
-        const sc_core::sc_time tag_free = m_tag_free.soonest(requests.size());
         if (tag_free > issue) {
             m_tag_wait_ps += to_ps(tag_free - issue);
             issue = tag_free;
@@ -150,7 +151,7 @@ void dma_engine::read_run(dma_op& op, const dma_segment& seg, uint64_t& addr, ui
         a += chunk;
         l -= chunk;
     }
-    for (size_t i = 0; i < requests.size(); ++i) m_tag_free.take();
+    m_tag_free.take(requests.size());
     // One payload, as transact() fills it in, with the requests attached.
     tlm::tlm_generic_payload& gp = m_payload.gp;
     m_gp_busy = true;

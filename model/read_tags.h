@@ -16,7 +16,7 @@ namespace hcasim {
 // O(1) in the common case instead of a heap's two O(log n) sifts per request.
 class read_tags {
   public:
-    explicit read_tags(std::size_t n) : m_ring(n, sc_core::SC_ZERO_TIME), m_count(n) {}
+    explicit read_tags(std::size_t n) : m_ring(n, sc_core::SC_ZERO_TIME), m_tags(n), m_count(n) {}
 
     std::size_t size() const { return m_count; }
 
@@ -28,19 +28,26 @@ class read_tags {
         return t;
     }
 
+    // Takes the `n` tags free soonest (n <= size()), whose times soonest() gave.
+    void take(std::size_t n) {
+        m_head += n;
+        if (m_head >= m_tags) m_head -= m_tags;
+        m_count -= n;
+    }
+
     // When the k-th tag to be taken (0: the next; k < size()) is free, as things stand.
     const sc_core::sc_time& soonest(std::size_t k) const {
         std::size_t pos = m_head + k;
-        if (pos >= m_ring.size()) pos -= m_ring.size();
+        if (pos >= m_tags) pos -= m_tags;
         return m_ring[pos];
     }
 
     // Gives a taken tag back, busy until `free_at`.
     void give(const sc_core::sc_time& free_at) {
         std::size_t pos = m_head + m_count;
-        if (pos >= m_ring.size()) pos -= m_ring.size();
+        if (pos >= m_tags) pos -= m_tags;
         while (pos != m_head) {
-            const std::size_t before = pos == 0 ? m_ring.size() - 1 : pos - 1;
+            const std::size_t before = pos == 0 ? m_tags - 1 : pos - 1;
             if (m_ring[before] <= free_at) break;
             m_ring[pos] = m_ring[before];
             pos = before;
@@ -60,8 +67,9 @@ class read_tags {
     }
 
   private:
-    std::size_t next(std::size_t i) const { return i + 1 == m_ring.size() ? 0 : i + 1; }
+    std::size_t next(std::size_t i) const { return i + 1 == m_tags ? 0 : i + 1; }
     std::vector<sc_core::sc_time> m_ring;
+    std::size_t m_tags;  // the ring's size: every tag
     std::size_t m_head = 0;
     std::size_t m_count;
 };
