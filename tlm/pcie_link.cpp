@@ -287,9 +287,10 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
 
 sc_core::sc_time pcie_link::completions(uint64_t addr, uint64_t payload, uint64_t start,
                                         uint64_t line_interval) {
-    // What send_tlps' loop books for them, TLP by TLP: a TLP that starts a run finds nothing
-    // booked after it, so booking it at once is booking the run it would start, and each TLP of
-    // a run starts no earlier than the one before ends (reserve finds the direction free there).
+    // Each at the first free time from when its last 64 B line is ready and the one before it
+    // has left (the completions of one request leave in order). The host's memory mostly paces
+    // them slower than the wire, so they are booked one by one, not in runs as send_tlps books
+    // back-to-back TLPs.
     const uint64_t overhead = tlp_overhead(false);
     const uint64_t first_line = addr / 64;
     const uint64_t align = m_cfg.rcb;

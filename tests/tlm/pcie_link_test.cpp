@@ -3,9 +3,10 @@
 // bytes arrive exactly, that TLP counts and link bytes follow the PCIe rules (writes split at MPS
 // and 4 KiB, reads at MRRS and 4 KiB, completions per RCB or MPS), that annotated delays respect
 // the serialization and latency lower bounds derived from the configured generation and width,
-// that utilization counts the booked wire time, and that error responses come back to the
-// initiator; and that a traced and an untraced link (the latter books full-size TLPs in a row at
-// once) give the same times and counts. One sc_start: every timed check runs in the bench thread.
+// that utilization counts the booked wire time, that a read's completions leave as the paced
+// lines of host memory are ready, and that error responses come back to the initiator; and that a
+// traced and an untraced link (the latter books full-size TLPs in a row at once) give the same
+// times and counts. One sc_start: every timed check runs in the bench thread.
 #include "tlm/pcie_link.h"
 
 #include <gtest/gtest.h>
@@ -491,7 +492,9 @@ void bench::run() {
     {
         // Lines ready faster than a full completion's wire time (17.5 ns at Gen3 x16 for 4
         // lines), slower, and in between: 4 lines fit a full completion's time, but after an
-        // unaligned first one (fewer bytes) the next waits for its lines.
+        // unaligned first one (fewer bytes) the next waits for its lines. (A read's completions
+        // are booked one by one on both links, pcie_link::completions; its request and the
+        // writes are what the untraced link books in runs.)
         const sc_time fast(1, SC_NS), close(4200, sc_core::SC_PS), slow_lines(6, SC_NS);
         struct transfer {
             bool write;
