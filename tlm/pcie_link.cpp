@@ -178,6 +178,16 @@ inline void count_tlp(const std::string& path, bool up, uint64_t& bytes_counter,
     bytes_counter += bytes;
     ++tlps;
 }
+// The payload of the next TLP from `addr` with `left` bytes to go: at most `max_payload`, never
+// across a 4 KiB boundary and, when the transfer is split there, ending on a multiple of `align`.
+inline uint64_t tlp_payload(uint64_t addr, uint64_t left, uint64_t max_payload, uint64_t align) {
+    uint64_t chunk = std::min({left, max_payload, 4096 - addr % 4096});
+    if (align > 1 && chunk < left) {
+        const uint64_t end = (addr + chunk) / align * align;
+        if (end > addr) chunk = end - addr;
+    }
+    return chunk;
+}
 }  // namespace
 
 inline sc_core::sc_time pcie_link::header_ahead(serial_resource& dir, uint64_t& bytes_counter,
@@ -227,11 +237,7 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
     uint64_t last_bytes = 0;
     sc_core::sc_time dur;
     do {
-        uint64_t chunk = std::min({left, max_payload, 4096 - (addr % 4096)});
-        if (align > 1 && chunk < left) {
-            uint64_t end = (addr + chunk) / align * align;
-            if (end > addr) chunk = end - addr;
-        }
+        const uint64_t chunk = tlp_payload(addr, left, max_payload, align);
         const uint64_t bytes = chunk + overhead;
         if (bytes != last_bytes) {  // the TLPs of a transfer mostly share one size
             dur = wire_time(bytes);
@@ -293,15 +299,10 @@ sc_core::sc_time pcie_link::completions(uint64_t addr, uint64_t payload, uint64_
     // back-to-back TLPs.
     const uint64_t overhead = tlp_overhead(false);
     const uint64_t first_line = addr / 64;
-    const uint64_t align = m_cfg.rcb;
     uint64_t done = start;
     uint64_t left = payload;
     do {
-        uint64_t chunk = std::min({left, m_cpl_max, 4096 - (addr % 4096)});
-        if (chunk < left) {
-            const uint64_t end = (addr + chunk) / align * align;
-            if (end > addr) chunk = end - addr;
-        }
+        const uint64_t chunk = tlp_payload(addr, left, m_cpl_max, m_cfg.rcb);
         const uint64_t ready =
             std::max(done, start + line_interval * ((addr + chunk - 1) / 64 - first_line));
         const uint64_t bytes = chunk + overhead;
