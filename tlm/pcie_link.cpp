@@ -2,8 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
+#include "sim/bits.h"
 #include "sim/kernel.h"
 #include "sim/tracer.h"
 #include "tlm/completer_pacing.h"
@@ -107,6 +110,11 @@ pcie_link::pcie_link(sc_core::sc_module_name name, const pcie_config& cfg,
       m_read_latency(m_stats.latency(
           "read_latency",
           "DMA read: request handed to the link until its last completion arrived")) {
+    // TLP sizes split on masks and shifts, not divisions (the scenario checker gives the
+    // reasons: engine/scenario.cpp).
+    if (!is_pow2(m_cfg.mps) || !is_pow2(m_cfg.mrrs) || !is_pow2(m_cfg.rcb))
+        throw std::invalid_argument(std::string(this->name()) +
+                                    ": pcie.mps, pcie.mrrs and pcie.rcb must be powers of two");
     const uint64_t largest = m_cfg.mps + std::max(tlp_overhead(true), tlp_overhead(false));
     m_wire_ps.resize(largest + 1);
     for (uint64_t b = 0; b <= largest; ++b) m_wire_ps[b] = wire_ps(b);
@@ -156,9 +164,9 @@ void pcie_link::extend_run(sc_core::sc_time& run_end, uint64_t& bytes_counter, u
     // ends, so they extend the run by their count times one wire time, as the loop would one by
     // one.
     // A full-size TLP is max_payload bytes only from an aligned address, and when that ends on
-    // an alignment boundary (scenarios keep MPS a power of two, RCB 64 or 128 B).
-    if (align > 1 && (addr % align != 0 || max_payload % align != 0)) return;
-    const uint64_t n = std::min(left, 4096 - addr % 4096) / max_payload;
+    // an alignment boundary (MPS, MRRS and RCB are powers of two: the constructor checks).
+    if (align > 1 && ((addr | max_payload) & (align - 1)) != 0) return;
+    const uint64_t n = std::min(left, 4096 - addr % 4096) >> log2_floor(max_payload);
     if (n == 0) return;
     const uint64_t bytes = max_payload + overhead;
     const sc_core::sc_time full = wire_time(bytes);
@@ -179,11 +187,12 @@ inline void count_tlp(const std::string& path, bool up, uint64_t& bytes_counter,
     ++tlps;
 }
 // The payload of the next TLP from `addr` with `left` bytes to go: at most `max_payload`, never
-// across a 4 KiB boundary and, when the transfer is split there, ending on a multiple of `align`.
+// across a 4 KiB boundary and, when the transfer is split there, ending on a multiple of `align`
+// (1 or the RCB: a power of two).
 inline uint64_t tlp_payload(uint64_t addr, uint64_t left, uint64_t max_payload, uint64_t align) {
     uint64_t chunk = std::min({left, max_payload, 4096 - addr % 4096});
     if (align > 1 && chunk < left) {
-        const uint64_t end = (addr + chunk) / align * align;
+        const uint64_t end = align_down(addr + chunk, align);
         if (end > addr) chunk = end - addr;
     }
     return chunk;

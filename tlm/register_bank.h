@@ -5,17 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
+#include <stdexcept>
 #include <string>
-#include <deque>
 
 #include <tlm>
 
 namespace hcasim {
 
 class register_bank {
-public:
+  public:
     enum class access { ro, wo, rw };
     enum class outcome { ok, unmapped, bad_width, read_only, write_only, rejected };
 
@@ -38,13 +39,19 @@ public:
     }
 
     // A write-only window of `size` bytes taking aligned stores of exactly `chunk` bytes (the
-    // BlueFlame buffers: write-combined 64-byte stores). `on_write` gets the offset into the window.
+    // BlueFlame buffers: write-combined 64-byte stores). `on_write` gets the offset into the
+    // window.
     struct window {
         std::string name;
         uint64_t offset = 0, size = 0, chunk = 0;
-        std::function<bool(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay)> on_write;
+        std::function<bool(uint64_t at, const uint8_t* data, const sc_core::sc_time& delay)>
+            on_write;
     };
     window& add_window(std::string name, uint64_t offset, uint64_t size, uint64_t chunk) {
+        // A store's alignment is checked with a mask (no division per store).
+        if (chunk == 0 || (chunk & (chunk - 1)) != 0)
+            throw std::invalid_argument("register_bank: window " + name + "'s chunk of " +
+                                        std::to_string(chunk) + " B is not a power of two");
         m_windows.push_back(window{std::move(name), offset, size, chunk, {}});
         return m_windows.back();
     }
@@ -59,8 +66,8 @@ public:
                 gp.set_response_status(tlm::TLM_COMMAND_ERROR_RESPONSE);
                 return outcome::write_only;
             }
-            if (gp.get_data_length() != w.chunk || (a - w.offset) % w.chunk || gp.get_byte_enable_ptr() != nullptr ||
-                gp.get_streaming_width() < w.chunk) {
+            if (gp.get_data_length() != w.chunk || ((a - w.offset) & (w.chunk - 1)) ||
+                gp.get_byte_enable_ptr() != nullptr || gp.get_streaming_width() < w.chunk) {
                 gp.set_response_status(tlm::TLM_BURST_ERROR_RESPONSE);
                 return outcome::bad_width;
             }
@@ -115,7 +122,7 @@ public:
     }
     const std::map<uint64_t, reg>& registers() const { return m_regs; }
 
-private:
+  private:
     std::map<uint64_t, reg> m_regs;
     std::deque<window> m_windows;  // references stay valid as windows are added
 };

@@ -7,6 +7,8 @@
 
 #include <map>
 #include <random>
+#include <stdexcept>
+#include <vector>
 
 #include "tlm/hca_interface.h"
 
@@ -131,4 +133,34 @@ TEST(register_bank, write_action_sees_the_value_and_the_delay) {
     EXPECT_EQ(seen, 0xAABBCCDD00112233ULL) << "little-endian value";
     EXPECT_EQ(when, sc_core::sc_time(42, sc_core::SC_NS)) << "the write lands after the delay";
     EXPECT_EQ(bank.value(0x1000), 0u) << "a write-only register keeps no readable value";
+}
+
+TEST(register_bank, a_window_takes_whole_aligned_chunks_only) {
+    register_bank bank;
+    std::vector<uint64_t> offsets;
+    bank.add_window("wc", 0x1000, 0x400, 64).on_write = [&](uint64_t at, const uint8_t*,
+                                                            const sc_core::sc_time&) {
+        offsets.push_back(at);
+        return true;
+    };
+    auto store = [&](uint64_t offset, unsigned len) {
+        uint8_t buf[128] = {};
+        tlm::tlm_generic_payload gp;
+        gp.set_command(tlm::TLM_WRITE_COMMAND);
+        gp.set_address(offset);
+        gp.set_data_ptr(buf);
+        gp.set_data_length(len);
+        gp.set_streaming_width(len);
+        return bank.transport(gp, sc_core::SC_ZERO_TIME);
+    };
+    EXPECT_EQ(store(0x1000, 64), outcome::ok);
+    EXPECT_EQ(store(0x13C0, 64), outcome::ok) << "the last chunk";
+    for (uint64_t off : {0x1008u, 0x1020u, 0x103Fu, 0x1041u})
+        EXPECT_EQ(store(off, 64), outcome::bad_width) << "a store at " << off << " is misaligned";
+    EXPECT_EQ(store(0x1040, 32), outcome::bad_width) << "half a chunk";
+    EXPECT_EQ(store(0x1040, 128), outcome::bad_width) << "two chunks";
+    EXPECT_EQ(offsets, (std::vector<uint64_t>{0x0, 0x3C0})) << "only whole chunks reach the window";
+    EXPECT_THROW(bank.add_window("odd", 0x2000, 0x300, 48), std::invalid_argument)
+        << "a chunk that is not a power of two";
+    EXPECT_THROW(bank.add_window("none", 0x2000, 0x300, 0), std::invalid_argument);
 }
