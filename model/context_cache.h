@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/dma_engine.h"
+#include "sim/block_pool.h"
 #include "sim/kernel.h"
 #include "sim/set_assoc_cache.h"
 #include "sim/stats.h"
@@ -177,8 +178,9 @@ class context_cache {
             m_blocked.pop_front();
             start_fill(next, hcasim::now());
         }
-        auto waiting = std::move(m_pending[index]);
-        m_pending.erase(index);
+        const auto it = m_pending.find(index);
+        waiters waiting = std::move(it->second);
+        m_pending.erase(it);
         if (!op.ok) {
             for (auto& fn : waiting) fn(nullptr);
             return;
@@ -207,7 +209,13 @@ class context_cache {
     dma_engine& m_dma;
     callback_queue& m_queue;
     serial_resource m_port;
-    std::unordered_map<uint64_t, std::vector<callback>> m_pending;
+    // The lookups waiting for each miss, merged by index. Their storage (map nodes, the lists'
+    // buffers) comes and goes with every miss, so it is recycled (sim/block_pool.h): a cache that
+    // thrashes misses on most lookups.
+    using waiters = std::vector<callback, recycling_allocator<callback>>;
+    std::unordered_map<uint64_t, waiters, std::hash<uint64_t>, std::equal_to<uint64_t>,
+                       recycling_allocator<std::pair<const uint64_t, waiters>>>
+        m_pending;
     std::deque<uint64_t> m_blocked;  // misses waiting for a free miss slot, in order
     uint64_t m_filling = 0;
     uint64_t m_base = 0;
