@@ -58,6 +58,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/block_pool.h"
 #include "sim/front_vector.h"
 #include "sim/index_map.h"
 #include "sim/pooled.h"
@@ -150,7 +151,9 @@ class requester : public sc_core::sc_module {
         front_vector<slot_ptr> window;  // fetched, not yet completed, in WQE order
         sc_core::sc_time last_doorbell;
         // BlueFlame WQEs by index, not yet taken (a few at most: a sorted vector).
-        boost::container::flat_map<uint32_t, bf_wqe_ptr> delivered;
+        boost::container::flat_map<uint32_t, bf_wqe_ptr, std::less<uint32_t>,
+                                   recycling_allocator<std::pair<uint32_t, bf_wqe_ptr>>>
+            delivered;
         uint32_t fetched() const { return ci + static_cast<uint32_t>(window.size()); }
         bool idle() const { return window.empty() && !fetching; }
     };

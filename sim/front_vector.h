@@ -4,21 +4,26 @@
 // allocates nothing in the steady state: dropped slots at the front are reclaimed by moving the
 // live ones down once they are at least half the storage; and nothing while it has never held
 // anything, where libstdc++'s deque takes a 512-byte block and its map when built (per QP, that
-// was ~2 KiB of the host's memory for queues most QPs barely use). Growing it moves the items:
-// references to them last until the next push_back, insert or pop_front.
+// was ~2 KiB of the host's memory for queues most QPs barely use). Its storage comes from the
+// block pool (sim/block_pool.h): thousands of QPs' queues growing for their first few WRs, or a
+// busy calendar doubling, reuse blocks others gave back instead of calling malloc. Growing it
+// moves the items: references to them last until the next push_back, insert or pop_front.
 #pragma once
 
 #include <cstddef>
 #include <utility>
 #include <vector>
 
+#include "sim/block_pool.h"
+
 namespace hcasim {
 
 template <class T>
 class front_vector {
   public:
-    using iterator = typename std::vector<T>::iterator;
-    using const_iterator = typename std::vector<T>::const_iterator;
+    using storage = std::vector<T, recycling_allocator<T>>;
+    using iterator = typename storage::iterator;
+    using const_iterator = typename storage::const_iterator;
 
     bool empty() const { return m_head == m_items.size(); }
     size_t size() const { return m_items.size() - m_head; }
@@ -76,7 +81,7 @@ class front_vector {
         m_items.erase(m_items.begin(), m_items.begin() + static_cast<std::ptrdiff_t>(m_head));
         m_head = 0;
     }
-    std::vector<T> m_items;
+    storage m_items;
     size_t m_head = 0;  // items before it are dropped
 };
 
