@@ -153,6 +153,8 @@ calendar::calendar()
     std::fill(std::begin(m_least), std::end(m_least), UINT64_MAX);
     if (sc_core::sc_time(1, sc_core::SC_PS).value() != ticks_per_ps())
         throw std::logic_error("hcasim needs SystemC's default time resolution, 1 ps");
+    if (sc_core::sc_max_time().value() != UINT64_MAX)  // next_activity() builds it
+        throw std::logic_error("hcasim needs SystemC's largest time to be 2^64 - 1 time values");
     sc_core::sc_spawn_options opts;
     opts.spawn_method();
     opts.dont_initialize();
@@ -307,7 +309,8 @@ uint64_t calendar::next_activity() {
     // sc_time_to_pending_activity() added to the time stamp, asked of the context directly.
     const sc_core::sc_simcontext* const c = sc_core::sc_get_curr_simcontext();
     if (c->pending_activity_at_current_time()) return c->time_stamp().value();
-    sc_core::sc_time t = sc_core::sc_max_time();
+    // sc_max_time() is the largest time value; built here, not asked of the context again.
+    sc_core::sc_time t = time_value(UINT64_MAX);
     c->next_time(t);
     return t.value();
 }
