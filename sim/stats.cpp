@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <boost/histogram.hpp>
 #include <cmath>
+#include <utility>
 
 namespace hcasim {
 
@@ -47,10 +48,31 @@ struct histogram::buckets {
         std::make_tuple(log_linear_ps_axis{}), storage{}};
 };
 
-histogram::histogram() : m_buckets(std::make_unique<buckets>()) {}
+histogram::histogram()
+    : m_buckets(std::make_unique<buckets>()),
+      m_cells(boost::histogram::unsafe_access::storage(m_buckets->h).data()) {}
 histogram::~histogram() = default;
-histogram::histogram(histogram&&) noexcept = default;
-histogram& histogram::operator=(histogram&&) noexcept = default;
+// Moves leave the source without storage (its counts go with the Boost histogram).
+histogram::histogram(histogram&& o) noexcept
+    : m_buckets(std::move(o.m_buckets)),
+      m_cells(std::exchange(o.m_cells, nullptr)),
+      m_count(o.m_count),
+      m_min(o.m_min),
+      m_max(o.m_max),
+      m_sum_lo(o.m_sum_lo),
+      m_sum_hi(o.m_sum_hi) {}
+histogram& histogram::operator=(histogram&& o) noexcept {
+    if (this != &o) {
+        m_buckets = std::move(o.m_buckets);
+        m_cells = std::exchange(o.m_cells, nullptr);
+        m_count = o.m_count;
+        m_min = o.m_min;
+        m_max = o.m_max;
+        m_sum_lo = o.m_sum_lo;
+        m_sum_hi = o.m_sum_hi;
+    }
+    return *this;
+}
 
 void histogram::each_bucket(const std::function<bool(uint64_t, uint64_t, uint64_t)>& f) const {
     const auto& cells = boost::histogram::unsafe_access::storage(m_buckets->h);
@@ -75,8 +97,7 @@ json histogram::buckets_ns() const {
 void histogram::add(uint64_t ps) {
     // The axis has a bucket for every 64-bit value (no flow bins): the count of its index is
     // incremented directly, what filling the histogram does after its range checks.
-    ++boost::histogram::unsafe_access::storage(
-        m_buckets->h)[static_cast<size_t>(log_linear_ps_axis{}.index(ps))];
+    ++m_cells[static_cast<size_t>(log_linear_ps_axis{}.index(ps))];
     ++m_count;
     m_min = std::min(m_min, ps);
     m_max = std::max(m_max, ps);

@@ -37,6 +37,9 @@ class histogram {
   private:
     struct buckets;  // the Boost.Histogram
     std::unique_ptr<buckets> m_buckets;
+    // Its dense storage's counts (fixed in size and place once built): add() increments one
+    // without going through the histogram object on every sample.
+    uint64_t* m_cells = nullptr;
     uint64_t m_count = 0;
     uint64_t m_min = UINT64_MAX;
     uint64_t m_max = 0;

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <random>
+#include <utility>
 
 using namespace hcasim;
 
@@ -79,6 +80,23 @@ TEST(histogram, buckets_as_data_hold_every_sample_once) {
     EXPECT_GT(b[1][1].get<double>(), 1000.001);
     EXPECT_NEAR(b[1][1].get<double>() / b[1][0].get<double>(), 1.0 + 1.0 / 16, 1.0 / 16);
     EXPECT_TRUE(histogram().buckets_ns().empty());
+}
+
+TEST(histogram, a_moved_histogram_keeps_its_samples_and_takes_more) {
+    histogram a;
+    for (uint64_t ps : {100, 2000, 2000}) a.add(ps);
+    histogram b(std::move(a));
+    b.add(2000);
+    histogram c;
+    c.add(7);
+    c = std::move(b);
+    c.add(100);
+    EXPECT_EQ(c.count(), 5u);
+    const json buckets = c.buckets_ns();
+    ASSERT_EQ(buckets.size(), 2u) << buckets.dump();
+    EXPECT_EQ(buckets[0][2], 2)
+        << "100 ps twice, and the sample of the histogram moved over is gone";
+    EXPECT_EQ(buckets[1][2], 3) << "2,000 ps three times";
 }
 
 TEST(histogram, every_64_bit_value_has_a_bucket) {
