@@ -145,8 +145,12 @@ void ib_link::attach(int end, ib_forwarder& device, int port) {
                         [this, d] { return json(static_cast<double>(m_credit_wait_ps[d]) / 1e3); });
 }
 
-sc_core::sc_time ib_link::wire_time(uint64_t bytes) const {
-    return ps_time(static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte)));
+sc_core::sc_time ib_link::wire_time_new(uint64_t bytes) const {
+    const uint64_t ps =
+        static_cast<uint64_t>(std::ceil(static_cast<double>(bytes) * m_ps_per_byte));
+    m_wire_memo[1] = m_wire_memo[0];
+    m_wire_memo[0] = wire_memo{bytes, ps};
+    return ps_time(ps);
 }
 
 bool ib_link::lost(uint32_t bytes, const sc_core::sc_time& start) {

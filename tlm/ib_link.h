@@ -277,9 +277,18 @@ class ib_link : public sc_core::sc_module {
     static std::vector<uint8_t> make_grh(ib_op op, uint32_t payload,
                                          const std::array<uint8_t, 16>& sgid,
                                          const std::array<uint8_t, 16>& dgid);
-    sc_core::sc_time wire_time(uint64_t bytes) const;
+    // ceil(bytes x ps per byte). The last two sizes asked are remembered (a link mostly carries
+    // one size each way: full-MTU packets, a WRITE and its ACK), so the common case is a compare,
+    // not a floating-point product and a ceil per packet and hop.
+    sc_core::sc_time wire_time(uint64_t bytes) const {
+        if (bytes == m_wire_memo[0].bytes) return ps_time(m_wire_memo[0].ps);
+        if (bytes == m_wire_memo[1].bytes) return ps_time(m_wire_memo[1].ps);
+        return wire_time_new(bytes);
+    }
 
   private:
+    // wire_time of a size not remembered: computed, and remembered in place of the older one.
+    sc_core::sc_time wire_time_new(uint64_t bytes) const;
     // Whether a packet of `bytes` sent at `start` is lost, and why (counted).
     bool lost(uint32_t bytes, const sc_core::sc_time& start);
     // Hands the message to the HCA port at `end` at its first packet's arrival (after the last
@@ -291,6 +300,11 @@ class ib_link : public sc_core::sc_module {
     bool m_faulty;               // m_cfg.faults.any()
     std::mt19937_64 m_rng;
     double m_ps_per_byte;
+    struct wire_memo {
+        uint64_t bytes = UINT64_MAX;
+        uint64_t ps = 0;
+    };
+    mutable wire_memo m_wire_memo[2];  // [0] the newer
     uint32_t m_mtu;
     receiver m_rx[2];
     ib_forwarder* m_fwd[2] = {nullptr, nullptr};
