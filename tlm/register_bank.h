@@ -13,6 +13,8 @@
 
 #include <tlm>
 
+#include "sim/bits.h"
+
 namespace hcasim {
 
 class register_bank {
@@ -49,7 +51,7 @@ class register_bank {
     };
     window& add_window(std::string name, uint64_t offset, uint64_t size, uint64_t chunk) {
         // A store's alignment is checked with a mask (no division per store).
-        if (chunk == 0 || (chunk & (chunk - 1)) != 0)
+        if (!is_pow2(chunk))
             throw std::invalid_argument("register_bank: window " + name + "'s chunk of " +
                                         std::to_string(chunk) + " B is not a power of two");
         m_windows.push_back(window{std::move(name), offset, size, chunk, {}});
