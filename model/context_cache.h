@@ -88,12 +88,13 @@ class context_cache {
                        [fn = std::move(fn)] { fn(nullptr); });
             return;
         }
-        if (m_lines.peek(index)) {
+        typename set_assoc_cache<line>::slot where;
+        if (m_lines.peek(index, where)) {
             ++m_hits;
             HCASIM_TRACE(pulse(&m_hits, start, false));
             m_queue.at(start + m_clk.cycles(m_geo.hit_cycles),
-                       [this, index, fn = std::move(fn)]() mutable {
-                           line* l = m_lines.lookup(index);
+                       [this, index, where, fn = std::move(fn)]() mutable {
+                           line* l = m_lines.lookup(index, where);
                            if (l) {
                                fn(&l->entry);
                            } else {

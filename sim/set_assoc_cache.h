@@ -16,6 +16,8 @@ namespace hcasim {
 
 template <class Value>
 class set_assoc_cache {
+    struct line;
+
   public:
     set_assoc_cache(uint64_t entries, uint64_t ways) { resize(entries, ways); }
 
@@ -42,6 +44,27 @@ class set_assoc_cache {
     Value* peek(uint64_t key) {
         line* l = find(key);
         return l ? &l->value : nullptr;
+    }
+
+    // Where a key was found: a line keeps its place until resize(), so a lookup of the same key
+    // a little later (a hit's data after its latency) checks that line before searching its set.
+    class slot {
+        line* m_line = nullptr;
+        friend class set_assoc_cache;
+    };
+    // peek(key), and where the key is (an empty slot when it is not cached).
+    Value* peek(uint64_t key, slot& where) {
+        where.m_line = find(key);
+        return where.m_line ? &where.m_line->value : nullptr;
+    }
+    // lookup(key) for a key that was at `where`: its set is searched only when the line has gone
+    // (evicted) or holds another key since.
+    Value* lookup(uint64_t key, const slot& where) {
+        line* l = where.m_line;
+        if (!l || !l->valid || l->key != key) l = find(key);
+        if (!l) return nullptr;
+        l->stamp = ++m_stamp;
+        return &l->value;
     }
 
     // Inserts (or overwrites) a line; returns the evicted key and value, if a valid line had to go.

@@ -80,6 +80,7 @@ void run_against_reference(uint64_t entries, uint64_t ways, uint64_t keys, uint3
     const uint64_t sets = cache.sets();
     reference_lru ref(sets, cache.ways(), sets > 1);
     std::mt19937 rng(seed);
+    std::map<uint64_t, set_assoc_cache<int>::slot> slots;
     uint64_t hits = 0, misses = 0;
     for (int i = 0; i < 20000; ++i) {
         // A skewed distribution so that both hits and evictions happen often.
@@ -91,7 +92,12 @@ void run_against_reference(uint64_t entries, uint64_t ways, uint64_t keys, uint3
         }
         int expected = 0;
         const bool ref_hit = ref.lookup(key, expected);
-        int* got = cache.lookup(key);
+        // Half the lookups go through where the key was found some steps ago (a hit's data
+        // after its latency): the line may have been evicted, refilled elsewhere or reused.
+        auto seen = slots.find(key);
+        int* got =
+            seen != slots.end() && rng() % 2 ? cache.lookup(key, seen->second) : cache.lookup(key);
+        if (rng() % 4 == 0) cache.peek(key, slots[key]);
         ASSERT_EQ(got != nullptr, ref_hit) << "step " << i << ": hit/miss of key " << key;
         if (got) {
             ++hits;
@@ -155,6 +161,29 @@ TEST(set_assoc_cache, peek_does_not_refresh_age_but_lookup_does) {
     v = c.insert(4, 40);
     ASSERT_TRUE(v.has_value());
     EXPECT_EQ(v->first, 3u) << "lookup made key 2 the most recently used";
+}
+
+TEST(set_assoc_cache, a_lookup_where_a_key_was_finds_it_wherever_it_is_now) {
+    set_assoc_cache<int> c(2, 2);
+    c.insert(1, 10);
+    set_assoc_cache<int>::slot where;
+    ASSERT_NE(c.peek(1, where), nullptr);
+    c.insert(2, 20);
+    ASSERT_NE(c.lookup(1, where), nullptr);
+    EXPECT_EQ(c.insert(3, 30)->first, 2u) << "the lookup through the slot refreshed key 1";
+    EXPECT_EQ(c.insert(4, 40)->first, 1u) << "key 1's line now holds key 4";
+    EXPECT_EQ(c.lookup(1, where), nullptr) << "a line holding another key is not key 1";
+    c.insert(1, 11);  // into key 3's line, the older one
+    int* v = c.lookup(1, where);
+    ASSERT_NE(v, nullptr) << "refilled into the other way: found by searching the set";
+    EXPECT_EQ(*v, 11);
+    ASSERT_NE(c.peek(1, where), nullptr);
+    c.invalidate(1);
+    EXPECT_EQ(c.lookup(1, where), nullptr) << "an invalidated line is not a hit";
+    set_assoc_cache<int>::slot none;
+    EXPECT_EQ(c.peek(7, none), nullptr);
+    c.insert(7, 70);
+    ASSERT_NE(c.lookup(7, none), nullptr) << "an empty slot searches the set";
 }
 
 TEST(set_assoc_cache, insert_of_resident_key_overwrites_without_eviction) {
