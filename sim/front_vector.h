@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -55,14 +56,19 @@ class front_vector {
     // vector does.
     iterator erase(const_iterator first, const_iterator last) {
         if (first == begin()) {
-            for (auto n = last - first; n > 0; --n) pop_front();
+            drop_front(static_cast<size_t>(last - first));
             return begin();
         }
         return m_items.erase(first, last);
     }
-    void pop_front() {
-        m_items[m_head] = T();  // release what it holds now, as erasing would
-        if (++m_head == m_items.size()) {
+    void pop_front() { drop_front(1); }
+    // Drops the first `n` items (n <= size()) at once, as n pop_front() would.
+    void drop_front(size_t n) {
+        // Release what they hold now, as erasing would (nothing to release for plain data).
+        if constexpr (!std::is_trivially_destructible_v<T>)
+            for (size_t i = 0; i < n; ++i) m_items[m_head + i] = T();
+        m_head += n;
+        if (m_head == m_items.size()) {
             m_items.clear();
             m_head = 0;
         } else if (m_head >= 32 && 2 * m_head >= m_items.size()) {

@@ -369,7 +369,11 @@ class serial_resource {
     };
     uint64_t last_end() const { return m_calendar.empty() ? 0 : m_calendar.back().end; }
     void prune(uint64_t now) {
-        while (!m_calendar.empty() && m_calendar.front().end <= now) m_calendar.pop_front();
+        // Counted first, then dropped at once: one check of the storage, not one per interval.
+        size_t ended = 0;
+        const size_t n = m_calendar.size();
+        while (ended < n && m_calendar[ended].end <= now) ++ended;
+        if (ended > 0) m_calendar.drop_front(ended);
     }
     uint64_t fit(uint64_t earliest, uint64_t duration) {
         prune(now_value());

@@ -1,8 +1,8 @@
 // Bench for the hot path's reuse of memory: pooled objects (sim/pooled.h) come back fresh with
 // their buffers' capacity and release what they hold when their last reference drops;
 // recycling_allocator (sim/block_pool.h) serves a vector's next buffer from the one freed before;
-// front_vector (sim/front_vector.h) keeps its order through pops at the front, insertions and
-// erasures against a std::deque doing the same.
+// front_vector (sim/front_vector.h) keeps its order through pops and drops at the front, insertions
+// and erasures against a std::deque doing the same.
 #include "sim/pooled.h"
 
 #include <gtest/gtest.h>
@@ -107,9 +107,13 @@ TEST(front_vector, keeps_order_like_a_deque) {
             const int v = static_cast<int>(rng() % 1000);
             f.push_back(v);
             d.push_back(v);
-        } else if (what < 8) {
+        } else if (what < 7) {
             f.pop_front();
             d.pop_front();
+        } else if (what < 8) {  // several at once, up to all
+            const size_t n = rng() % (d.size() + 1);
+            f.drop_front(n);
+            d.erase(d.begin(), d.begin() + static_cast<std::ptrdiff_t>(n));
         } else if (what < 9) {
             const size_t at = rng() % (d.size() + 1);
             f.insert(f.begin() + static_cast<std::ptrdiff_t>(at), -step);
@@ -133,4 +137,18 @@ TEST(front_vector, keeps_order_like_a_deque) {
         }
     }
     EXPECT_TRUE(std::equal(f.begin(), f.end(), d.begin(), d.end()));
+}
+
+TEST(front_vector, dropped_items_release_what_they_hold) {
+    auto held = std::make_shared<int>(7);
+    front_vector<std::shared_ptr<int>> f;
+    for (int i = 0; i < 4; ++i) f.push_back(held);
+    ASSERT_EQ(held.use_count(), 5);
+    f.drop_front(2);
+    EXPECT_EQ(held.use_count(), 3) << "two dropped at once let go of theirs";
+    f.pop_front();
+    EXPECT_EQ(held.use_count(), 2) << "and one popped";
+    f.drop_front(1);
+    EXPECT_TRUE(f.empty());
+    EXPECT_EQ(held.use_count(), 1);
 }
