@@ -90,8 +90,7 @@ void completion::write(uint32_t cqn, uint32_t index, uint8_t log_depth, uint8_t 
     }
     m_bt.fetch(
         buf_table + 8 * (offset >> page_shift), 1,
-        [this, cqn, offset, page, posted, ring, p = std::move(p)](
-            bool ok, const std::vector<uint64_t>& w) mutable {
+        [this, cqn, offset, page, posted, ring, p = std::move(p)](bool ok, word_span w) mutable {
             if (!ok) {
                 ++m_dropped;
                 landed(cqn, ring);

@@ -173,8 +173,7 @@ void tpt::translate_pages(const tpt_request& req, const mpt_entry& region, uint3
     m_mtt.fetch(
         m_mtt_base + 8 * mtt_first, count,
         [this, req, shift, region_index, hold, ptag, base = region.page_base, first_page, mtt_first,
-         count, on_demand,
-         fn = std::move(fn)](bool ok, const std::vector<uint64_t>& words) mutable {
+         count, on_demand, fn = std::move(fn)](bool ok, word_span words) mutable {
             auto drop = [this, hold, mtt_first, count] {
                 release_mtt(mtt_first, count);
                 if (--m_in_flight[hold] == 0) finish_waiters(hold);

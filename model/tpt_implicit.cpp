@@ -45,8 +45,8 @@ void tpt::translate_implicit(const tpt_request& req, const mpt_entry& region, ui
     hold_mtt(word, 1);
     m_mtt.fetch(
         m_mtt_base + 8 * word, 1,
-        [this, req, region_index, hold, ptag, word, fn = std::move(fn)](
-            bool ok, const std::vector<uint64_t>& words) mutable {
+        [this, req, region_index, hold, ptag, word, fn = std::move(fn)](bool ok,
+                                                                        word_span words) mutable {
             if (!ok) {
                 release_mtt(word, 1);
                 return fail(tpt_fault::dma_error, fn);

@@ -36,6 +36,17 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
     const sc_core::sc_time now = hcasim::now() + after;
     const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(std::max<uint64_t>(1, count)));
     const sc_core::sc_time hit_ready = start + m_clk.cycles(m_geo.hit_cycles + count - 1);
+    // The commonest fetch, one entry that is on chip (a page's translation entry, a ring page's
+    // buffer-table entry): the callback carries the entry as it was at the lookup.
+    if (count == 1) {
+        if (const uint64_t* w = m_lines.lookup(addr)) {
+            ++m_hits;
+            m_queue.at(hit_ready, [word = *w, fn = std::move(fn)]() mutable {
+                fn(true, word_span(&word, 1));
+            });
+            return;
+        }
+    }
     pool_ptr<request> req = request::make();
     req->words.assign(count, 0);
     req->fn = std::move(fn);
@@ -78,7 +89,8 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
         m_inflight[a] = fresh.back();
     }
     if (req->missing == 0) {
-        m_queue.at(hit_ready, [req] { req->fn(true, req->words); });
+        m_queue.at(hit_ready,
+                   [req] { req->fn(true, word_span(req->words.data(), req->words.size())); });
         return;
     }
     for (const fill_ptr& f : fresh) {
@@ -130,7 +142,7 @@ void word_cache::deliver(const waiter& w, const uint64_t* words, bool ok) {
     if (words)
         for (uint64_t k = 0; k < w.n; ++k) r.words[w.first + k] = words[w.offset + k];
     r.missing -= w.n;
-    if (r.missing == 0) r.fn(r.ok, r.words);
+    if (r.missing == 0) r.fn(r.ok, word_span(r.words.data(), r.words.size()));
 }
 
 uint64_t word_cache::invalidate(uint64_t addr, uint64_t count) {

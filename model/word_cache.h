@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <unordered_map>
 #include <vector>
 
@@ -27,9 +28,28 @@
 
 namespace hcasim {
 
+// The entries a fetch asked for, in order: valid while its callback runs.
+class word_span {
+  public:
+    word_span(const uint64_t* data, size_t size) : m_data(data), m_size(size) {}
+    size_t size() const { return m_size; }
+    bool empty() const { return m_size == 0; }
+    const uint64_t& operator[](size_t i) const { return m_data[i]; }
+    const uint64_t& at(size_t i) const {
+        if (i >= m_size) throw std::out_of_range("word_span::at");
+        return m_data[i];
+    }
+    const uint64_t* begin() const { return m_data; }
+    const uint64_t* end() const { return m_data + m_size; }
+
+  private:
+    const uint64_t* m_data;
+    size_t m_size;
+};
+
 class word_cache {
   public:
-    using callback = continuation<void(bool ok, const std::vector<uint64_t>& words)>;
+    using callback = continuation<void(bool ok, word_span words)>;
 
     word_cache(const std::string& prefix, stats_group& stats, const cache_geometry& geo,
                const clock_domain& clk, dma_engine& dma, callback_queue& queue);

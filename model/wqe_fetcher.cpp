@@ -44,8 +44,8 @@ void wqe_fetcher::fetch(const queue_desc& q, uint32_t index, uint32_t count, cal
     const uint32_t n = batch(q, index, count);
     const uint64_t entry_addr = q.buf_table + 8 * (offset >> q.page_shift);
     m_bt.fetch(entry_addr, 1,
-               [this, q, offset, page, stride, n, start, fn = std::move(fn)](
-                   bool ok, const std::vector<uint64_t>& w) mutable {
+               [this, q, offset, page, stride, n, start, fn = std::move(fn)](bool ok,
+                                                                             word_span w) mutable {
                    if (!ok) {
                        ++m_errors;
                        fn(false, 0, {});
