@@ -36,16 +36,16 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
     const sc_core::sc_time now = hcasim::now() + after;
     const sc_core::sc_time start = m_port.reserve(now, m_clk.cycles(std::max<uint64_t>(1, count)));
     const sc_core::sc_time hit_ready = start + m_clk.cycles(m_geo.hit_cycles + count - 1);
-    // The commonest fetch, one entry that is on chip (a page's translation entry, a ring page's
-    // buffer-table entry): the callback carries the entry as it was at the lookup.
-    if (count == 1) {
-        if (const uint64_t* w = m_lines.lookup(addr)) {
-            ++m_hits;
-            m_queue.at(hit_ready, [word = *w, fn = std::move(fn)]() mutable {
-                fn(true, word_span(&word, 1));
-            });
-            return;
-        }
+    // The first entry is looked up once, for both paths below. The commonest fetch, one entry
+    // that is on chip (a page's translation entry, a ring page's buffer-table entry), takes no
+    // request: the callback carries the entry as it was at the lookup.
+    const uint64_t* const first = count > 0 ? m_lines.lookup(addr) : nullptr;
+    if (count == 1 && first) {
+        ++m_hits;
+        m_queue.at(hit_ready, [word = *first, fn = std::move(fn)]() mutable {
+            fn(true, word_span(&word, 1));
+        });
+        return;
     }
     pool_ptr<request> req = request::make();
     req->words.assign(count, 0);
@@ -53,7 +53,7 @@ void word_cache::fetch(uint64_t addr, uint64_t count, callback fn, const sc_core
     std::vector<fill_ptr> fresh;
     for (uint64_t i = 0; i < count; ++i) {
         const uint64_t a = addr + 8 * i;
-        if (uint64_t* w = m_lines.lookup(a)) {
+        if (const uint64_t* w = i == 0 ? first : m_lines.lookup(a)) {
             ++m_hits;
             req->words[i] = *w;
             continue;

@@ -33,7 +33,6 @@ class word_span {
   public:
     word_span(const uint64_t* data, size_t size) : m_data(data), m_size(size) {}
     size_t size() const { return m_size; }
-    bool empty() const { return m_size == 0; }
     const uint64_t& operator[](size_t i) const { return m_data[i]; }
     const uint64_t& at(size_t i) const {
         if (i >= m_size) throw std::out_of_range("word_span::at");

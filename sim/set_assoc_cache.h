@@ -33,25 +33,21 @@ class set_assoc_cache {
     uint64_t sets() const { return m_sets; }
     uint64_t ways() const { return m_ways; }
 
-    // A hit refreshes the line's age and returns its value.
-    Value* lookup(uint64_t key) {
-        line* l = find(key);
-        if (!l) return nullptr;
-        l->stamp = ++m_stamp;
-        return &l->value;
-    }
-    // Looks without touching the age (for invalidation and checks).
-    Value* peek(uint64_t key) {
-        line* l = find(key);
-        return l ? &l->value : nullptr;
-    }
-
     // Where a key was found: a line keeps its place until resize(), so a lookup of the same key
     // a little later (a hit's data after its latency) checks that line before searching its set.
     class slot {
         line* m_line = nullptr;
         friend class set_assoc_cache;
     };
+
+    // A hit refreshes the line's age and returns its value.
+    Value* lookup(uint64_t key) { return lookup(key, slot{}); }
+    // Looks without touching the age (for invalidation and checks).
+    Value* peek(uint64_t key) {
+        line* l = find(key);
+        return l ? &l->value : nullptr;
+    }
+
     // peek(key), and where the key is (an empty slot when it is not cached).
     Value* peek(uint64_t key, slot& where) {
         where.m_line = find(key);

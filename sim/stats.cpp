@@ -53,14 +53,9 @@ histogram::histogram()
       m_cells(boost::histogram::unsafe_access::storage(m_buckets->h).data()) {}
 histogram::~histogram() = default;
 // Moves leave the source without storage (its counts go with the Boost histogram).
-histogram::histogram(histogram&& o) noexcept
-    : m_buckets(std::move(o.m_buckets)),
-      m_cells(std::exchange(o.m_cells, nullptr)),
-      m_count(o.m_count),
-      m_min(o.m_min),
-      m_max(o.m_max),
-      m_sum_lo(o.m_sum_lo),
-      m_sum_hi(o.m_sum_hi) {}
+histogram::histogram(histogram&& o) noexcept {
+    *this = std::move(o);
+}
 histogram& histogram::operator=(histogram&& o) noexcept {
     if (this != &o) {
         m_buckets = std::move(o.m_buckets);
