@@ -16,6 +16,7 @@
 // converts a unit's cycle counts to sc_time in one place.
 #pragma once
 
+#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -360,6 +361,20 @@ class serial_resource {
         return t.value() >= last_end();
     }
     size_t booked_intervals() const { return m_calendar.size(); }
+    // For a caller that books several items in a row at one simulated time, none earlier than
+    // that time (the completions of a read): prune_ended() drops the intervals that ended by
+    // now, and reserve_pruned() then books as reserve() does, in time values, without looking
+    // for ended intervals again. Its bookings end after now, so there are none: the calendar and
+    // the starts are as reserve() would leave them. (A booking in the past would stay until the
+    // next prune, where reserve() drops it at its next call: hence the precondition.)
+    void prune_ended() {
+        m_pruned_at = now_value();
+        prune(m_pruned_at);
+    }
+    uint64_t reserve_pruned(uint64_t earliest, uint64_t duration) {
+        assert(earliest >= m_pruned_at && "reserve_pruned books no earlier than prune_ended's time");
+        return book_at(fit_pruned(earliest, duration), duration);
+    }
 
   private:
     // The calendar in kernel time values: plain integers, so the intervals move as bytes and the
@@ -377,6 +392,9 @@ class serial_resource {
     }
     uint64_t fit(uint64_t earliest, uint64_t duration) {
         prune(now_value());
+        return fit_pruned(earliest, duration);
+    }
+    [[gnu::always_inline]] uint64_t fit_pruned(uint64_t earliest, uint64_t duration) const {
         // Only a booking that starts before the end of the calendar searches it for a gap; the
         // common case (a link that keeps up) starts after it.
         if (m_calendar.empty() || earliest >= m_calendar.back().end) return earliest;
@@ -404,6 +422,7 @@ class serial_resource {
     uint64_t m_cut_in_start = 0;        // the last cut_in item
     uint64_t m_cut_in_end = 0;
     uint64_t m_busy = 0;
+    uint64_t m_pruned_at = 0;  // the time of the last prune_ended()
 };
 
 // `t` times `n` in integer arithmetic on the kernel's time value (no sc_time built from a

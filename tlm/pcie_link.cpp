@@ -300,8 +300,10 @@ sc_core::sc_time pcie_link::send_tlps(serial_resource& dir, uint64_t& bytes_coun
     return done + to_time(m_cfg.latency);
 }
 
-sc_core::sc_time pcie_link::completions(uint64_t addr, uint64_t payload, uint64_t start,
-                                        uint64_t line_interval) {
+[[gnu::always_inline]] inline sc_core::sc_time pcie_link::completions(uint64_t addr,
+                                                                      uint64_t payload,
+                                                                      uint64_t start,
+                                                                      uint64_t line_interval) {
     // Each at the first free time from when its last 64 B line is ready and the one before it
     // has left (the completions of one request leave in order). The host's memory mostly paces
     // them slower than the wire, so they are booked one by one, not in runs as send_tlps books
@@ -316,7 +318,7 @@ sc_core::sc_time pcie_link::completions(uint64_t addr, uint64_t payload, uint64_
             std::max(done, start + line_interval * ((addr + chunk - 1) / 64 - first_line));
         const uint64_t bytes = chunk + overhead;
         const sc_core::sc_time dur = wire_time(bytes);
-        const sc_core::sc_time begin = m_down.reserve(time_value(ready), dur);
+        const sc_core::sc_time begin = time_value(m_down.reserve_pruned(ready, dur.value()));
         count_tlp(m_stats.path(), false, m_down_bytes, m_tlps, begin, dur, bytes);
         done = (begin + dur).value();
         addr += chunk;
@@ -403,6 +405,7 @@ void pcie_link::upstream(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay) 
         const sc_core::sc_time memory = (now + host_delay) - requests.front().arrival;
         m_down_payload += len;
         sc_core::sc_time arrival = now;
+        m_down.prune_ended();
         for (const read_request& r : requests)
             arrival = completions(r.addr, r.length, (r.arrival + memory).value(),
                                   pacing.line_interval.value());
@@ -447,6 +450,7 @@ void pcie_link::read_requests(tlm::tlm_generic_payload& gp, read_requests_ext& l
     gp.clear_extension(&pacing);
     // ... and its completions leave as its data is ready (paced when the completer served it).
     sc_core::sc_time last = now;
+    m_down.prune_ended();
     for (read_request_part& r : list.requests) {
         m_down_payload += r.length;
         r.arrived = completions(addr + r.offset, r.length, r.data_ready.value(),

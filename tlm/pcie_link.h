@@ -235,7 +235,8 @@ class pcie_link : public sc_core::sc_module {
     // Books the completions of one read request on the host->HCA direction (no credits, nothing
     // passed): `payload` bytes from `addr` in completions of at most the completion size, split
     // on RCB boundaries, their data ready from `start` one 64 B line per `line_interval` (kernel
-    // time values); returns when the last one has arrived.
+    // time values); returns when the last one has arrived. The caller has pruned the direction
+    // at the current time (serial_resource::prune_ended: once for all the requests of a read).
     sc_core::sc_time completions(uint64_t addr, uint64_t payload, uint64_t start,
                                  uint64_t line_interval);
     // send_tlps for a request header that passes queued TLPs and takes no credits: put ahead

@@ -5,7 +5,8 @@
 // callback's time (notify_now), stopping at the end of run_for, a thread passing CPU time ahead of
 // the kernel (pass_time) and waiting in it when another process comes first, threads due at one
 // picosecond waking in the order they asked (not in the kernel's heap order); plus
-// serial_resource pruning as time advances.
+// serial_resource pruning as time advances, and its bookings after one prune (prune_ended,
+// reserve_pruned) matching reserve()'s.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/kernel.h"
 
@@ -389,6 +390,25 @@ struct bench : sc_core::sc_module {
         r.reserve(hcasim::now(), sc_time(1, SC_NS));
         EXPECT_EQ(r.booked_intervals(), 1u) << "intervals that ended before now are dropped";
         EXPECT_EQ(r.busy_time(), sc_time(3, SC_NS)) << "but still count as busy time";
+
+        // ---- prune_ended() once, then reserve_pruned(): as reserve() each time ----
+        serial_resource each, batched;
+        std::mt19937 rng2(11);
+        for (int round = 0; round < 40; ++round) {
+            const uint64_t t = hcasim::now().value();
+            batched.prune_ended();
+            for (int i = 0; i < 8; ++i) {
+                // From now on, out of order: gaps, searches and merges.
+                const uint64_t earliest = t + rng2() % 4000, d = 1 + rng2() % 300;
+                const uint64_t want = each.reserve(time_value(earliest), time_value(d)).value();
+                ASSERT_EQ(batched.reserve_pruned(earliest, d), want)
+                    << "round " << round << ", booking " << i << " takes the gap reserve() takes";
+            }
+            EXPECT_EQ(batched.booked_intervals(), each.booked_intervals())
+                << "round " << round << ": the same calendar";
+            wait(sc_time(1, SC_NS));
+        }
+        EXPECT_EQ(batched.busy_time(), each.busy_time());
         finished = true;
     }
     uint64_t same_time_events = 0;
