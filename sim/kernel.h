@@ -365,14 +365,16 @@ class serial_resource {
     // that time (the completions of a read): prune_ended() drops the intervals that ended by
     // now, and reserve_pruned() then books as reserve() does, in time values, without looking
     // for ended intervals again. Its bookings end after now, so there are none: the calendar and
-    // the starts are as reserve() would leave them. (A booking in the past would stay until the
-    // next prune, where reserve() drops it at its next call: hence the precondition.)
+    // the starts are as reserve() would leave them. (reserve() drops a booking of its own in the
+    // past at its next call; reserve_pruned() would keep it until the next prune_ended(): hence
+    // the precondition.)
     void prune_ended() {
         m_pruned_at = now_value();
         prune(m_pruned_at);
     }
     uint64_t reserve_pruned(uint64_t earliest, uint64_t duration) {
-        assert(earliest >= m_pruned_at && "reserve_pruned books no earlier than prune_ended's time");
+        assert(earliest >= m_pruned_at &&
+               "reserve_pruned books no earlier than prune_ended's time");
         return book_at(fit_pruned(earliest, duration), duration);
     }
 
