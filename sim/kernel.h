@@ -368,13 +368,9 @@ class serial_resource {
     // the starts are as reserve() would leave them. (reserve() drops a booking of its own in the
     // past at its next call; reserve_pruned() would keep it until the next prune_ended(): hence
     // the precondition.)
-    void prune_ended() {
-        m_pruned_at = now_value();
-        prune(m_pruned_at);
-    }
+    void prune_ended() { prune(now_value()); }
     uint64_t reserve_pruned(uint64_t earliest, uint64_t duration) {
-        assert(earliest >= m_pruned_at &&
-               "reserve_pruned books no earlier than prune_ended's time");
+        assert(earliest >= now_value() && "reserve_pruned books no earlier than now");
         return book_at(fit_pruned(earliest, duration), duration);
     }
 
@@ -396,6 +392,7 @@ class serial_resource {
         prune(now_value());
         return fit_pruned(earliest, duration);
     }
+    // Forced inline so that fit(), split in two for reserve_pruned(), inlines where it did.
     [[gnu::always_inline]] uint64_t fit_pruned(uint64_t earliest, uint64_t duration) const {
         // Only a booking that starts before the end of the calendar searches it for a gap; the
         // common case (a link that keeps up) starts after it.
@@ -424,7 +421,6 @@ class serial_resource {
     uint64_t m_cut_in_start = 0;        // the last cut_in item
     uint64_t m_cut_in_end = 0;
     uint64_t m_busy = 0;
-    uint64_t m_pruned_at = 0;  // the time of the last prune_ended()
 };
 
 // `t` times `n` in integer arithmetic on the kernel's time value (no sc_time built from a
