@@ -1,8 +1,14 @@
 // Move-only callables that keep callables of up to `Capacity` bytes inside themselves, so passing
 // a continuation or scheduling a callback costs no heap allocation in the common case (a lambda
-// capturing a few pointers, ids, an sc_time, or another such continuation). Larger callables, or
-// ones that cannot be moved without throwing, are kept on the heap (in blocks reused by size,
-// sim/block_pool.h), as std::function keeps everything above 16 bytes.
+// capturing a few pointers, ids, an sc_time, or another such continuation). Larger callables are
+// kept on the heap (in blocks reused by size, sim/block_pool.h), as std::function keeps
+// everything above 16 bytes.
+// A callable's move is taken not to throw, whatever it declares: hcasim's captures are ids,
+// pointers, smart pointers, sc_time values and other continuations. SystemC declares sc_time's
+// copy constructor without noexcept, as Boost does intrusive_ptr's (what a const capture of one
+// moves with), and holding such callables to the heap cost every stage that captured a time or a
+// const message pointer a pooled block. A move that did throw would end the program (the moves
+// here are noexcept).
 //
 // `inline_callback`: a `void()` callable of up to 160 bytes, what the calendar keeps per callback
 // (room for a continuation and a few words beside it).
@@ -89,8 +95,15 @@ class inline_function<R(Args...), Capacity> {
     template <class D>
     static constexpr bool fits() {
         return sizeof(D) <= Capacity && alignof(D) <= alignof(std::max_align_t) &&
-               std::is_nothrow_move_constructible<D>::value;
+               std::is_move_constructible<D>::value;
     }
+
+  public:
+    // Whether a callable of type F is kept inside (else in a pooled block).
+    template <class F>
+    static constexpr bool keeps_inline = fits<std::decay_t<F>>();
+
+  private:
     template <class D>
     static constexpr ops inline_ops = {
         [](void* p, Args&&... a) -> R { return (*static_cast<D*>(p))(std::forward<Args>(a)...); },

@@ -10,6 +10,9 @@
 #include <memory>
 #include <vector>
 
+#include <boost/intrusive_ptr.hpp>
+#include <systemc>
+
 using namespace hcasim;
 
 namespace {
@@ -102,6 +105,39 @@ TEST(continuation, passes_arguments_returns_results_and_nests) {
     EXPECT_FALSE(outer);
     moved(3);
     EXPECT_EQ(words.back(), 35);
+}
+
+namespace {
+struct counted {
+    int refs = 0;
+    friend void intrusive_ptr_add_ref(counted* p) noexcept { ++p->refs; }
+    friend void intrusive_ptr_release(counted* p) noexcept { --p->refs; }
+};
+}  // namespace
+
+TEST(inline_callback, keeps_captures_of_times_and_const_pointers_inline) {
+    // The units capture sc_time values and const message pointers, whose copy constructors are
+    // not declared noexcept: such callables still fit inside (no pooled block per stage).
+    const sc_core::sc_time at(5, sc_core::SC_NS);
+    counted c;
+    const boost::intrusive_ptr<counted> msg(&c);
+    auto stage = [at, msg] { return at.value() + static_cast<uint64_t>(msg->refs); };
+    static_assert(!std::is_nothrow_move_constructible<decltype(stage)>::value,
+                  "the case this checks: a capture whose move may throw, as declared");
+    EXPECT_TRUE(inline_callback::keeps_inline<decltype(stage)>);
+    EXPECT_TRUE((continuation<void(int)>::keeps_inline<decltype(stage)>));
+    EXPECT_FALSE(inline_callback::keeps_inline<big_probe>) << "larger than 160 bytes: a block";
+    EXPECT_EQ(c.refs, 2) << "the pointer and the stage's copy";
+    uint64_t seen = 0;
+    {
+        inline_callback a([stage, &seen] { seen = stage(); });
+        inline_callback b(std::move(a));
+        EXPECT_FALSE(a);
+        EXPECT_EQ(c.refs, 3) << "moved by a copy of the const pointer, the moved-from released";
+        b();
+    }
+    EXPECT_EQ(seen, at.value() + 3);
+    EXPECT_EQ(c.refs, 2) << "the callback's copy released with it";
 }
 
 TEST(block_pool, a_freed_block_serves_the_next_callable_of_its_size_class) {
