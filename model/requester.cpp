@@ -370,14 +370,14 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     if (inl) {
         // The payload came in the WQE: no local key to check, nothing to read.
         ++m_inline_wqes;
-        build_message(ctx, s);
+        build_message(message_route(ctx), s);
         s->msg->payload.assign(s->w.inline_bytes.begin(), s->w.inline_bytes.end());
         s->stage = wqe_stage::ready;
         drain(qpn);
         return;
     }
     if (s->w.num_sge == 0 || total == 0) {
-        build_message(ctx, s);
+        build_message(message_route(ctx), s);
         s->stage = wqe_stage::ready;
         drain(qpn);
         return;
@@ -386,6 +386,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     HCASIM_TRACE(mark(this, "translate", wqe_trace_id(qpn, s->index)));
     s->local.assign(s->w.num_sge, tpt_result{});
     s->translating = s->w.num_sge;
+    const message_route route(ctx);
     for (unsigned i = 0; i < s->w.num_sge; ++i) {
         const sge& g = s->w.sges[i];
         tpt_request req;
@@ -395,7 +396,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
         req.addr = g.addr;
         req.length = g.length;
         req.rights = scatter_target ? access::local_write : 0;
-        m_tpt.translate(req, [this, qpn, ctx, s, i, scatter_target](tpt_result r) {
+        m_tpt.translate(req, [this, qpn, route, s, i, scatter_target](tpt_result r) {
             s->local[i] = std::move(r);
             if (--s->translating > 0) return;
             if (s->stage == wqe_stage::completed) return;  // flushed meanwhile
@@ -408,7 +409,7 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
                 span(m_tpt.name(), "translate", wqe_trace_id(qpn, s->index),
                      tracer::instance().marked(this, "translate", wqe_trace_id(qpn, s->index)),
                      hcasim::now(), s->length));
-            build_message(ctx, s);
+            build_message(route, s);
             if (scatter_target) {
                 s->stage = wqe_stage::ready;  // translations held until the response lands
                 drain(qpn);
@@ -442,14 +443,14 @@ void requester::translate_local(uint32_t qpn, const qp_context& ctx, slot_ptr s,
     }
 }
 
-void requester::build_message(const qp_context& ctx, slot_ptr s) {
+void requester::build_message(const message_route& route, slot_ptr s) {
     auto m = ib_message::make();
     m->op = wire_opcode(s->w.opcode);
-    m->src_lid = m_ports.lid(ctx.port);
-    m->dst_lid = ctx.remote_lid;
-    m->sl = ctx.sl;
-    m->src_qpn = ctx.qpn;
-    m->dst_qpn = ctx.remote_qpn;
+    m->src_lid = m_ports.lid(route.port);
+    m->dst_lid = route.remote_lid;
+    m->sl = route.sl;
+    m->src_qpn = route.qpn;
+    m->dst_qpn = route.remote_qpn;
     m->psn = s->psn;
     m->remote_addr = s->w.remote_addr;
     m->rkey = s->w.rkey;
@@ -458,13 +459,13 @@ void requester::build_message(const qp_context& ctx, slot_ptr s) {
     m->solicited = s->w.flags & wqe_flags::solicited;
     m->compare_add = s->w.compare_add;
     m->swap = s->w.swap;
-    m->trace_id = (static_cast<uint64_t>(ctx.qpn) << 32) | s->index;
-    if (ctx.type == qp_type::ud) {
+    m->trace_id = (static_cast<uint64_t>(route.qpn) << 32) | s->index;
+    if (route.type == qp_type::ud) {
         const datagram_seg& d = s->w.datagram;
         m->datagram = true;
         m->dst_lid = d.dlid;
         m->dst_qpn = d.remote_qpn;
-        m->qkey = (d.qkey & controlled_qkey_bit) ? ctx.qkey : d.qkey;
+        m->qkey = (d.qkey & controlled_qkey_bit) ? route.qkey : d.qkey;
         m->sl = d.sl;
         if (d.flags & datagram_flags::grh)
             m->grh = ib_link::make_grh(m->op, m->length, port_gid(m->src_lid), d.dgid);

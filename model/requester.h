@@ -169,7 +169,23 @@ class requester : public sc_core::sc_module {
     void start(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s);
     void translate_local(uint32_t qpn, const hca_if::qp_context& ctx, slot_ptr s,
                          bool scatter_target);
-    void build_message(const hca_if::qp_context& ctx, slot_ptr s);
+    // What a message takes from its QP's context: captured while the WQE's keys translate (the
+    // whole context would not fit a continuation, sim/inline_callback.h).
+    struct message_route {
+        uint32_t qpn = 0, remote_qpn = 0, qkey = 0;
+        uint16_t remote_lid = 0;
+        uint8_t port = 1, sl = 0;
+        hca_if::qp_type type = hca_if::qp_type::rc;
+        explicit message_route(const hca_if::qp_context& ctx)
+            : qpn(ctx.qpn),
+              remote_qpn(ctx.remote_qpn),
+              qkey(ctx.qkey),
+              remote_lid(ctx.remote_lid),
+              port(ctx.port),
+              sl(ctx.sl),
+              type(ctx.type) {}
+    };
+    void build_message(const message_route& route, slot_ptr s);
     void drain(uint32_t qpn);
     void schedule_drain(uint32_t qpn, sq_state& sq, const sc_core::sc_time& when);
     // The QPs whose next message waits for room at a port (its queue more than tx_lookahead from
