@@ -8,7 +8,8 @@
 // copy constructor without noexcept, as Boost does intrusive_ptr's (what a const capture of one
 // moves with), and holding such callables to the heap cost every stage that captured a time or a
 // const message pointer a pooled block. A move that did throw would end the program (the moves
-// here are noexcept).
+// here are noexcept). A const capture is copied, not moved, at each move of its callable: a
+// continuation passed down a few units should capture containers from non-const values.
 //
 // `inline_callback`: a `void()` callable of up to 160 bytes, what the calendar keeps per callback
 // (room for a continuation and a few words beside it).
