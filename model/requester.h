@@ -172,10 +172,10 @@ class requester : public sc_core::sc_module {
     // What a message takes from its QP's context: captured while the WQE's keys translate (the
     // whole context would not fit a continuation, sim/inline_callback.h).
     struct message_route {
-        uint32_t qpn = 0, remote_qpn = 0, qkey = 0;
-        uint16_t remote_lid = 0;
-        uint8_t port = 1, sl = 0;
-        hca_if::qp_type type = hca_if::qp_type::rc;
+        uint32_t qpn, remote_qpn, qkey;
+        uint16_t remote_lid;
+        uint8_t port, sl;
+        hca_if::qp_type type;
         explicit message_route(const hca_if::qp_context& ctx)
             : qpn(ctx.qpn),
               remote_qpn(ctx.remote_qpn),
@@ -205,6 +205,11 @@ class requester : public sc_core::sc_module {
     void book_port_wake(int num, const sc_core::sc_time& when);
     // Drains the QPs in line for port `num`, head first, while the port has room.
     void wake_port(int num);
+    // Operations whose response carries data (RDMA READ, atomics): the ones ORD and IRD count.
+    static bool awaits_response(hca_if::wqe_opcode op) {
+        return op == hca_if::wqe_opcode::rdma_read || op == hca_if::wqe_opcode::atomic_cmp_swp ||
+               op == hca_if::wqe_opcode::atomic_fetch_add;
+    }
     // Completes the sent messages whose last PSN is before `psn` (or at it, `inclusive`); a READ
     // or atomic among them has lost its response and is resent instead.
     // False when it stopped at such a READ or atomic (the answer naming `psn` is out of order).
