@@ -301,8 +301,7 @@ void requester::start(uint32_t qpn, const qp_context& ctx, slot_ptr s) {
     if (is_window_op(op)) return start_window_op(qpn, ctx, s);
     const bool reliable = ctx.type == qp_type::rc;
     const bool ud = ctx.type == qp_type::ud;
-    const bool needs_rc = op == wqe_opcode::rdma_read || op == wqe_opcode::atomic_cmp_swp ||
-                          op == wqe_opcode::atomic_fetch_add;
+    const bool needs_rc = awaits_response(op);  // READs and atomics: RC only
     // UD carries SEND and SEND with immediate only (IBA 9.2: the UD opcodes are SEND Only and
     // SEND Only with Immediate).
     const bool ud_ok = op == wqe_opcode::send || op == wqe_opcode::send_with_imm;
