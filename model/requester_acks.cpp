@@ -84,7 +84,9 @@ void requester::on_response(ib_message_ptr msg) {
             op->dir = dma_op::direction::write;
             for (const auto& t : s->local)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
-            op->data = msg->payload;
+            // The response's bytes change hands (nothing reads the delivered message after
+            // this); the operation's spare buffer goes back to the pool with the message.
+            op->data.swap(msg->payload);
             op->data.resize(op->length(), 0);
             pacing_of(*msg, op->pacing);
             op->done = [this, qpn, s](dma_op& done) {

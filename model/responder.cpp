@@ -422,8 +422,12 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             op->dir = dma_op::direction::write;
             for (const auto& t : *results)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
-            if (grh) op->data.assign(r->msg->grh.begin(), r->msg->grh.end());
-            op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
+            if (grh) {
+                op->data.assign(r->msg->grh.begin(), r->msg->grh.end());
+                op->data.insert(op->data.end(), r->msg->payload.begin(), r->msg->payload.end());
+            } else {
+                op->source = r->msg->payload.data();  // the message's own bytes: `r` holds it
+            }
             op->ptag = results->empty() ? 0 : results->front().ptag;
             op->not_before = r->ready_at;
             pacing_of(*r->msg, op->pacing);
