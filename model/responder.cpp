@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <boost/container/small_vector.hpp>
+
 #include "sim/kernel.h"
 #include "sim/log.h"
 #include "sim/tracer.h"
@@ -334,7 +336,7 @@ void responder::rdma_write(request_ptr r) {
     });
 }
 
-void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*)> fn) {
+void responder::fetch_recv_wqe(request_ptr r, wqe_waiter fn) {
     const qp_context& c = r->ctx;
     rq_state& rq = m_rq[c.qpn];
     auto onchip = r->srqn ? rq.onchip.end() : rq.onchip.find(r->rq_index);
@@ -351,7 +353,7 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
     }
     if (!r->srqn && rq.inflight.count(r->rq_index)) {
         ++m_prefetch_hits;  // its prefetch is on the way: wait for it rather than read it twice
-        rq.waiting[r->rq_index] = [r, fn](const recv_wqe* w) {
+        rq.waiting[r->rq_index] = [r, fn = std::move(fn)](const recv_wqe* w) {
             if (w) r->wr_id = w->wr_id;
             fn(w);
         };
@@ -362,20 +364,33 @@ void responder::fetch_recv_wqe(request_ptr r, std::function<void(const recv_wqe*
     const queue_desc q =
         r->srqn ? m_srq[r->srqn].ring
                 : queue_desc{c.rq_buf_table, c.rq_log_depth, c.rq_wqe_shift, c.page_shift, c.ptag};
-    m_fetcher.fetch(
-        q, r->rq_index, 1,
-        [r, fn, stride = 1u << q.wqe_shift](bool ok, uint32_t, const byte_vector& bytes) {
-            if (!ok) return fn(nullptr);
-            recv_wqe w = recv_wqe::decode(bytes.data(), stride);
-            r->wr_id = w.wr_id;
-            fn(&w);
-        });
+    m_fetcher.fetch(q, r->rq_index, 1,
+                    [r, fn = std::move(fn), stride = 1u << q.wqe_shift](bool ok, uint32_t,
+                                                                        const byte_vector& bytes) {
+                        if (!ok) return fn(nullptr);
+                        recv_wqe w = recv_wqe::decode(bytes.data(), stride);
+                        r->wr_id = w.wr_id;
+                        fn(&w);
+                    });
 }
+
+namespace {
+// The translations of a received SEND's receive-buffer pieces, shared by the continuations that
+// fill them and the scatter that uses them (pooled: a steady stream of SENDs allocates nothing).
+struct receive_translations : pooled<receive_translations> {
+    std::vector<tpt_result> t;  // one per piece, in order
+    size_t pending = 0;         // translations not yet back
+    void reuse() {
+        t.clear();
+        pending = 0;
+    }
+};
+}  // namespace
 
 void responder::receive(request_ptr r, cqe_opcode opcode) {
     fetch_recv_wqe(r, [this, r, opcode](const recv_wqe* fetched) {
         if (!fetched) return answer(r, ib_op::nak, ib_nak::rem_op);
-        auto w = std::make_shared<recv_wqe>(*fetched);
+        const recv_wqe& w = *fetched;  // read here only: the pieces below are what is kept
         // UD: the first 40 bytes of the receive buffer are the GRH's (IBA 11.4.1.2); the HCA writes
         // the GRH there when the packet has one and leaves them as they are otherwise, and the
         // completion's byte_len counts them either way.
@@ -388,10 +403,10 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             uint32_t lkey;
             uint64_t addr, length;
         };
-        std::vector<part> parts;
+        boost::container::small_vector<part, 4> parts;
         uint64_t pos = 0;
-        for (unsigned i = 0; i < w->num_sge && pos < length; ++i) {
-            const sge& g = w->sges[i];
+        for (unsigned i = 0; i < w.num_sge && pos < length; ++i) {
+            const sge& g = w.sges[i];
             const uint64_t n = std::min<uint64_t>(length - pos, g.length);
             const uint64_t from = std::max(pos, skip);
             if (pos + n > from) parts.push_back({g.lkey, g.addr + (from - pos), pos + n - from});
@@ -405,22 +420,24 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             if (!(r->msg->datagram && status == wc_status::loc_len_err)) enter_error(r->ctx.qpn);
         };
         if (pos < length) return on_error(wc_status::loc_len_err, ib_nak::inv_request);
-        auto results = std::make_shared<std::vector<tpt_result>>(parts.size());
-        auto pending = std::make_shared<size_t>(parts.size());
-        auto scatter = [this, r, opcode, w, results, on_error, grh, length] {
+        // The pieces' translations, shared by their continuations (pooled: no allocation).
+        auto results = receive_translations::make();
+        results->t.resize(parts.size());
+        results->pending = parts.size();
+        auto scatter = [this, r, opcode, results, on_error, grh, length] {
             if (halted(r)) {
-                for (const auto& h : *results) m_tpt.release(h);
+                for (const auto& h : results->t) m_tpt.release(h);
                 return post_recv_cqe(r, opcode, wc_status::wr_flush_err, 0);
             }
-            for (const auto& t : *results)
+            for (const auto& t : results->t)
                 if (!t.ok()) {
-                    for (const auto& h : *results) m_tpt.release(h);
+                    for (const auto& h : results->t) m_tpt.release(h);
                     return on_error(wc_status::loc_prot_err, ib_nak::rem_op);
                 }
             auto op = dma_op::make();
             op->stream = dma_stream::receive;
             op->dir = dma_op::direction::write;
-            for (const auto& t : *results)
+            for (const auto& t : results->t)
                 op->segments.insert(op->segments.end(), t.segments.begin(), t.segments.end());
             if (grh) {
                 op->data.assign(r->msg->grh.begin(), r->msg->grh.end());
@@ -428,11 +445,11 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             } else {
                 op->source = r->msg->payload.data();  // the message's own bytes: `r` holds it
             }
-            op->ptag = results->empty() ? 0 : results->front().ptag;
+            op->ptag = results->t.empty() ? 0 : results->t.front().ptag;
             op->not_before = r->ready_at;
             pacing_of(*r->msg, op->pacing);
-            op->done = [this, r, opcode, results, w, length](dma_op& done) {
-                for (const auto& h : *results) m_tpt.release(h);
+            op->done = [this, r, opcode, results, length](dma_op& done) {
+                for (const auto& h : results->t) m_tpt.release(h);
                 if (!done.ok) {
                     post_recv_cqe(r, opcode, wc_status::loc_prot_err, 0);
                     return answer(r, ib_op::nak, ib_nak::rem_op);
@@ -468,9 +485,9 @@ void responder::receive(request_ptr r, cqe_opcode opcode) {
             req.addr = parts[i].addr;
             req.length = parts[i].length;
             req.rights = access::local_write;
-            m_tpt.translate(req, [results, pending, i, scatter, w](tpt_result t) {
-                (*results)[i] = std::move(t);
-                if (--*pending == 0) scatter();
+            m_tpt.translate(req, [results, i, scatter](tpt_result t) {
+                results->t[i] = std::move(t);
+                if (--results->pending == 0) scatter();
             });
         }
     });

@@ -135,7 +135,7 @@ class responder : public sc_core::sc_module {
     };
     using reply_ptr = pool_ptr<reply>;
 
-    using wqe_waiter = std::function<void(const hca_if::recv_wqe*)>;
+    using wqe_waiter = continuation<void(const hca_if::recv_wqe*)>;
     struct rq_state {
         bool known = false;
         uint32_t expected_psn = 0;
@@ -190,7 +190,7 @@ class responder : public sc_core::sc_module {
     void rdma_write(request_ptr r);
     void receive(request_ptr r, hca_if::cqe_opcode opcode);
     // Reads the receive WQE the request claimed; `fn` gets nullptr if it could not be read.
-    void fetch_recv_wqe(request_ptr r, std::function<void(const hca_if::recv_wqe*)> fn);
+    void fetch_recv_wqe(request_ptr r, wqe_waiter fn);
     void rdma_read(request_ptr r);
     void atomic(request_ptr r);
     void run_next_atomic();
