@@ -4,6 +4,8 @@
 #include <cerrno>
 #include <random>
 
+#include <boost/container/small_vector.hpp>
+
 #include "sim/bits.h"
 #include "sim/kernel.h"
 #include "sim/log.h"
@@ -419,10 +421,13 @@ void driver::free_ring(ring& r, cpu_clock& cpu) {
     as.munmap(r.va, r.bytes);
     kernel_free_dma(r.table_pfn, r.table_pages, r.table_dma, cpu);
     r.table_pages = 0;
+    r.phys.clear();
 }
 
-root_complex::byte_ranges driver::ring_ranges(const ring& r) const {
-    return m_process(r.pid).phys_ranges(r.va, r.bytes);
+const root_complex::byte_ranges& driver::ring_ranges(const ring& r) const {
+    // A waiter watches its CQ's ring at every wait: its ranges are found once.
+    if (r.phys.empty()) r.phys = m_process(r.pid).phys_ranges(r.va, r.bytes);
+    return r.phys;
 }
 
 // ---- completion queues ----
@@ -558,7 +563,7 @@ int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const 
     w.wr_id = wr.wr_id;
     w.num_sge = static_cast<uint8_t>(wr.sges.size());
     std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
-    std::vector<uint8_t> bytes(r.stride);
+    boost::container::small_vector<uint8_t, 256> bytes(r.stride);  // a WQE: on the stack
     w.encode(bytes.data());
     m_process(r.pid).write(r.va + uint64_t{r.pi & (r.depth - 1)} * r.stride, bytes.data(),
                            bytes.size());

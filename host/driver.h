@@ -273,6 +273,8 @@ class driver : public sc_core::sc_module {
         uint64_t table_dma = 0;  // device address of the buffer table
         uint32_t pi = 0;         // producer index (WQEs posted)
         uint32_t ci = 0;         // consumer index (retired WQEs, or CQEs taken)
+        // Its pages' physical ranges, once ring_ranges() was asked (pinned: fixed for its life).
+        mutable root_complex::byte_ranges phys;
     };
     struct pd_state {
         uint32_t pid = 0;
@@ -400,7 +402,7 @@ class driver : public sc_core::sc_module {
 
     int make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cpu_clock& cpu);
     void free_ring(ring& r, cpu_clock& cpu);
-    root_complex::byte_ranges ring_ranges(const ring& r) const;
+    const root_complex::byte_ranges& ring_ranges(const ring& r) const;
 
     int read_qpc(uint32_t qpn, hca_if::qp_context& ctx, cpu_clock& cpu);
     void write_qpc(const hca_if::qp_context& ctx);
