@@ -24,7 +24,7 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value) {
             w->fired = true;
             notify_now(w->landed);
         });
-        wait_event(w->landed, k_stall);
+        wait_own_event(w->landed, k_stall);
         if (!w->fired)
             throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
     }

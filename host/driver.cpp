@@ -654,7 +654,7 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
         const sc_core::sc_time now = hcasim::now();
         const bool done =
             static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
-        if (!done && !w->fired && !w->moved) wait_event(w->ev, deadline - now);
+        if (!done && !w->fired && !w->moved) wait_own_event(w->ev, deadline - now);
         if (!w->fired) m_rc.unwatch(id);
         if (done || m_cqs.find(cqn) == m_cqs.end()) break;
         it = m_cqs.find(cqn);

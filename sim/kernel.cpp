@@ -105,6 +105,18 @@ void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
     kernel_wait([&] { sc_core::wait(t + timeout - sc_core::sc_time_stamp(), ev); });
 }
 
+void wait_own_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
+    const uint64_t t = now_value();
+    const uint64_t deadline = timeout.value() > UINT64_MAX - t ? UINT64_MAX : t + timeout.value();
+    if (detail::g_thread_wake && !detail::g_in_callback &&
+        calendar::get().wait_inline(ev, deadline))
+        return;
+    // In the kernel from here, with the timeout from the thread's own time (the calendar may
+    // have run ahead of it meanwhile, never past a wake-up of `ev`).
+    leave_ahead();
+    kernel_wait([&] { sc_core::wait(time_value(deadline) - sc_core::sc_time_stamp(), ev); });
+}
+
 void run_ahead_thread(const std::function<void()>& body) {
     sc_core::sc_event wake;
     detail::g_thread_wake = &wake;
@@ -264,7 +276,7 @@ inline void calendar::run(unsigned b, uint64_t when) {
     m_free_slots.push_back(slot);
 }
 
-inline void calendar::wake(unsigned b, uint64_t when, uint64_t stamp) {
+sc_core::sc_event& calendar::take_wake(unsigned b, uint64_t when) {
     const uint32_t slot = take(b, when);
     --m_pending;
     m_free_slots.push_back(slot);
@@ -275,6 +287,11 @@ inline void calendar::wake(unsigned b, uint64_t when, uint64_t stamp) {
     m_next_wake = m_wake_times.empty()
                       ? UINT64_MAX
                       : *std::min_element(m_wake_times.begin(), m_wake_times.end());
+    return ev;
+}
+
+inline void calendar::wake(unsigned b, uint64_t when, uint64_t stamp) {
+    sc_core::sc_event& ev = take_wake(b, when);
     // With the kernel at its time, an immediate notification: the thread runs once the callbacks
     // due now have run, after threads notified before it (SystemC runs the processes an
     // evaluation phase makes runnable in that order; delta notifications trigger in reverse).
@@ -289,7 +306,17 @@ inline void calendar::wake(unsigned b, uint64_t when, uint64_t stamp) {
 }
 
 calendar::wake_step calendar::at_wake(unsigned b, uint64_t when, uint64_t horizon) {
-    if (!is_wake(front(b, when).slot)) return wake_step::none;
+    const uint32_t slot = front(b, when).slot;
+    if (!is_wake(slot)) return wake_step::none;
+    if (m_wake_of[slot] == m_inline_event) {
+        // The thread running the calendar while it waits: it goes on at `when` if nothing else
+        // in the kernel is due by then, else the kernel gets there first and wakes it (this
+        // wake-up left pending: the threads due then wake in the order they were booked).
+        if (when >= horizon) return wake_step::stop;
+        take_wake(b, when);
+        m_inline_woken = when;
+        return wake_step::mine;
+    }
     const uint64_t stamp = sc_core::sc_time_stamp().value();
     // A wake-up runs with the kernel at its time, where something else is due too: the kernel
     // gets there first (the calendar's event), nothing runs past it.
@@ -343,6 +370,10 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
                 break;
             }
             if (step == wake_step::notified) continue;
+            if (step == wake_step::mine) {  // the callbacks due then run before the thread
+                bound = when;
+                continue;
+            }
             earliest(b);  // a callback, maybe spread into bucket 0 meanwhile
         }
         run(b, when);
@@ -374,6 +405,29 @@ bool calendar::pass_inline(uint64_t until) {
         }
     }
     detail::g_thread_ahead = false;
+    detail::g_ahead = false;
+    rearm();
+    return false;
+}
+
+bool calendar::wait_inline(const sc_core::sc_event& ev, uint64_t deadline) {
+    if (m_threads_in_kernel) return false;
+    // Only before the timeout (its expiry is the kernel's timed wait), the run's limit and the
+    // slice's end (the slice ends with the thread in the kernel).
+    const uint64_t end = std::min({deadline, m_limit, m_slice_end});
+    if (end <= now_value()) return false;
+    m_wake.cancel();
+    uint64_t horizon = next_activity();
+    detail::g_thread_ahead = false;
+    m_inline_event = &ev;
+    m_inline_woken = UINT64_MAX;
+    run_due(end - 1, horizon);
+    m_inline_event = nullptr;
+    if (m_inline_woken != UINT64_MAX) {
+        detail::g_thread_ahead = true;
+        detail::g_now = time_value(m_inline_woken);
+        return true;
+    }
     detail::g_ahead = false;
     rearm();
     return false;

@@ -7,13 +7,15 @@
 // hardware's pipeline stages therefore cost no kernel event of their own: the kernel is entered
 // when a host thread has to run, and a WQE costs a few events whatever the number of stages, TLPs
 // or cycles it spans. A host thread that only spends CPU time runs the calendar up to its own time
-// itself (pass_time), so a verb whose CPU time nothing else interrupts costs none. Code that runs
-// in a callback reads the time from `now()`, never from sc_time_stamp(), and wakes host threads
-// with `notify_now`. Callbacks live in reused slots and keep small captures inline
-// (inline_callback), so scheduling allocates nothing in the steady state. `serial_resource`:
-// something that serves one transfer at a time (a link direction, a cache port). Reserving it
-// returns when the transfer starts; no events are needed to model occupancy. `clock_domain`:
-// converts a unit's cycle counts to sc_time in one place.
+// itself (pass_time), so a verb whose CPU time nothing else interrupts costs none; one that waits
+// for its own event (a completion, a watched write) runs it until a callback notifies that event
+// (wait_own_event), so a lone thread's wait costs none either. Code that runs in a callback reads
+// the time from `now()`, never from sc_time_stamp(), and wakes host threads with `notify_now`.
+// Callbacks live in reused slots and keep small captures inline (inline_callback), so scheduling
+// allocates nothing in the steady state. `serial_resource`: something that serves one transfer
+// at a time (a link direction, a cache port). Reserving it returns when the transfer starts; no
+// events are needed to model occupancy. `clock_domain`: converts a unit's cycle counts to
+// sc_time in one place.
 #pragma once
 
 #include <cassert>
@@ -98,6 +100,13 @@ void pass_time(const sc_core::sc_time& d);
 // The calling thread waits for `ev` (and at most `timeout` from now()).
 void wait_event(const sc_core::sc_event& ev);
 void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
+// wait_event for an event no other process waits on (the calling thread's own: a completion
+// queue's waiter, a watched buffer's). When no other process would run first, the thread runs
+// the calendar's callbacks itself until one of them notifies `ev` (notify_now), and goes on ahead
+// of the kernel at that time once every callback due then has run: exactly where the kernel
+// would wake it, without a kernel event. Otherwise (another process is due first, the timeout,
+// the run's end) it waits in the kernel as wait_event does; callbacks it ran stay run.
+void wait_own_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
 // The kernel comes up to the calling thread's time, when it is ahead (a kernel event then).
 void sync_thread();
 // An immediate notification of `ev` from a host thread, with the kernel at the thread's time.
@@ -157,6 +166,13 @@ class calendar {
     // process would run before then (the thread is then ahead at `until`); false when it cannot
     // (the thread waits in the kernel; callbacks it ran stay run).
     bool pass_inline(uint64_t until);
+    // For a host thread that waits for its own event `ev` (wait_own_event) at most until
+    // `deadline`: runs the callbacks due before then while no other process would run first,
+    // until a wake-up of `ev` is due with nothing else in the kernel due by then (the thread is
+    // then ahead at that time, the callbacks due then run); false when it cannot (the thread
+    // waits in the kernel: the wake-up, left pending, or the timeout wakes it; callbacks it ran
+    // stay run).
+    bool wait_inline(const sc_core::sc_event& ev, uint64_t deadline);
     // A thread that was ahead waits in the kernel: the calendar's event again for what is pending.
     void rearm();
     // Notifies `ev` when the kernel is at `when` (no earlier than now()), after the callbacks
@@ -226,11 +242,15 @@ class calendar {
     uint32_t take(unsigned b, uint64_t when);
     void dispatch();
     bool is_wake(uint32_t slot) const { return slot < m_wake_of.size() && m_wake_of[slot]; }
+    // Takes the earliest wake-up, at `when` in bucket `b`: its event.
+    sc_core::sc_event& take_wake(unsigned b, uint64_t when);
     // Notifies the earliest wake-up, at `when` in bucket `b`, with the kernel at `stamp`.
     void wake(unsigned b, uint64_t when, uint64_t stamp);
     // At the earliest item, at `when` in bucket `b`, when it may be a wake-up (rare: off the
-    // loop): a callback (none), a wake-up notified, or one the kernel must get to first (stop).
-    enum class wake_step { none, notified, stop };
+    // loop): a callback (none), a wake-up notified, one the kernel must get to first (stop), or
+    // the wake-up of the thread that runs the calendar while it waits (mine: taken, not
+    // notified).
+    enum class wake_step { none, notified, stop, mine };
     [[gnu::noinline]] wake_step at_wake(unsigned b, uint64_t when, uint64_t horizon);
     // Runs the earliest callback, at `when` in bucket `b`.
     void run(unsigned b, uint64_t when);
@@ -279,6 +299,10 @@ class calendar {
     std::vector<uint64_t> m_wake_times;  // of the pending wake-ups (one per waiting thread)
     uint64_t m_next_wake = UINT64_MAX;   // the earliest of them
     sc_core::sc_event m_wake;
+    // wait_inline: the event the thread that runs the calendar waits for, and when its wake-up
+    // was due (UINT64_MAX: not yet).
+    const sc_core::sc_event* m_inline_event = nullptr;
+    uint64_t m_inline_woken = UINT64_MAX;
     uint64_t m_limit;
     uint64_t m_slice_end = UINT64_MAX;
     // HCASIM_THREADS_IN_KERNEL set: threads never pass time ahead of the kernel, a check that

@@ -343,6 +343,62 @@ struct bench : sc_core::sc_module {
             EXPECT_EQ(log[3].at_ps, t6 + 7000);
         });
 
+        // ---- a thread waiting for its own event runs the calendar until a callback notifies it
+        log.clear();
+        const uint64_t t9 = to_ps(hcasim::now());
+        sc_core::sc_event mine;
+        q.at(ps_time(t9 + 1000), [this] { record(60); });
+        q.at(ps_time(t9 + 3000), [this, &mine] {
+            record(61);
+            notify_now(mine);
+        });
+        q.at(ps_time(t9 + 3000), [this] { record(62); });  // due then too: runs before the thread
+        q.at(ps_time(t9 + 5000), [this] { record(63); });
+        const uint64_t events_own = kernel_events();
+        run_ahead_thread([&] {
+            wait_own_event(mine, sc_time(100, SC_NS));
+            EXPECT_EQ(to_ps(hcasim::now()), t9 + 3000) << "woken at the callback's time";
+            EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t9) << "the kernel stays where it was";
+            EXPECT_EQ(kernel_events(), events_own) << "no kernel event";
+            ASSERT_EQ(log.size(), 3u) << "what is due by the wake-up ran, nothing later";
+            EXPECT_EQ(log[2].id, 62);
+            pass_time(sc_time(3, SC_NS));
+            ASSERT_EQ(log.size(), 4u);
+            EXPECT_EQ(log[3].at_ps, t9 + 5000);
+        });
+        // ... and waits in the kernel when another process runs first,
+        log.clear();
+        const uint64_t t10 = to_ps(hcasim::now());
+        q.at(ps_time(t10 + 2000), [this] {
+            record(70);
+            notify_now(ping);  // the watcher runs at t10 + 2 ns
+        });
+        q.at(ps_time(t10 + 4000), [this, &mine] {
+            record(71);
+            notify_now(mine);
+        });
+        run_ahead_thread([&] {
+            wait_own_event(mine, sc_time(100, SC_NS));
+            EXPECT_EQ(to_ps(hcasim::now()), t10 + 4000);
+            EXPECT_EQ(to_ps(sc_core::sc_time_stamp()), t10 + 4000) << "woken in the kernel";
+            ASSERT_EQ(log.size(), 3u);
+            EXPECT_EQ(log[1].id, 100) << "the watcher ran before the thread went on";
+            EXPECT_EQ(log[2].id, 71);
+        });
+        // ... or when nothing notifies it before the timeout (the kernel's timed wait).
+        log.clear();
+        const uint64_t t11 = to_ps(hcasim::now());
+        q.at(ps_time(t11 + 3000), [this] { record(80); });
+        q.at(ps_time(t11 + 9000), [this] { record(81); });
+        run_ahead_thread([&] {
+            wait_own_event(mine, sc_time(5, SC_NS));
+            EXPECT_EQ(to_ps(hcasim::now()), t11 + 5000) << "the timeout";
+            ASSERT_EQ(log.size(), 1u);
+            EXPECT_EQ(log[0].id, 80);
+        });
+        wait(sc_time(10, SC_NS));
+        EXPECT_EQ(log.size(), 2u);
+
         // ---- threads due at one picosecond run in the order they asked ----
         // SystemC's own timed waits at one time resume in its heap's order (for this pattern:
         // 6 7 3 0 1 2 4 5); engine threads wake through the calendar, in booking order.
