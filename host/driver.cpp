@@ -647,14 +647,20 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
         auto w = std::make_shared<cq_waiter>();
         auto id = m_rc.watch(ring_ranges(it->second.buf), [w] {
             w->fired = true;
-            notify_now(w->ev);
+            // While the thread polls, it finds `fired` before it would wait: a wake-up then
+            // would wake nobody.
+            if (w->waiting) notify_now(w->ev);
         });
         if (it->second.resizing) it->second.waiters.push_back(w);
         poll_cq(cqn, count - static_cast<int>(out.size()), out);
         const sc_core::sc_time now = hcasim::now();
         const bool done =
             static_cast<int>(out.size()) >= count || now >= deadline || !cpu_clock::in_thread();
-        if (!done && !w->fired && !w->moved) wait_own_event(w->ev, deadline - now);
+        if (!done && !w->fired && !w->moved) {
+            w->waiting = true;
+            wait_own_event(w->ev, deadline - now);
+            w->waiting = false;
+        }
         if (!w->fired) m_rc.unwatch(id);
         if (done || m_cqs.find(cqn) == m_cqs.end()) break;
         it = m_cqs.find(cqn);

@@ -333,8 +333,9 @@ class driver : public sc_core::sc_module {
     // A thread in wait_cq: woken by a DMA write to the ring it watches, or by resize_cq when
     // the CQ moves to another ring.
     struct cq_waiter {
-        bool fired = false;  // the ring's watcher fired
-        bool moved = false;  // resize_cq moved the CQ to another ring
+        bool fired = false;    // the ring's watcher fired
+        bool moved = false;    // resize_cq moved the CQ to another ring
+        bool waiting = false;  // the thread waits for `ev` (else it looks at the flags first)
         sc_core::sc_event ev;
     };
     struct cq_state {
