@@ -426,8 +426,55 @@ void driver::free_ring(ring& r, cpu_clock& cpu) {
 
 const root_complex::byte_ranges& driver::ring_ranges(const ring& r) const {
     // A waiter watches its CQ's ring at every wait: its ranges are found once.
-    if (r.phys.empty()) r.phys = m_process(r.pid).phys_ranges(r.va, r.bytes);
+    if (r.phys.empty()) {
+        r.phys = m_process(r.pid).phys_ranges(r.va, r.bytes);
+        r.phys_bytes = 0;
+        for (const auto& piece : r.phys) r.phys_bytes += piece.second;
+    }
     return r.phys;
+}
+
+namespace {
+// Calls fn(physical address, offset into the data, bytes) for the pieces of [offset, offset + n)
+// of a ring whose pages lie at `phys`, in order.
+template <class Fn>
+void ring_pieces(const root_complex::byte_ranges& phys, uint64_t offset, uint64_t n, Fn&& fn) {
+    uint64_t done = 0;
+    for (const auto& [pa, len] : phys) {
+        if (offset >= len) {
+            offset -= len;
+            continue;
+        }
+        const uint64_t take = std::min(n - done, len - offset);
+        fn(pa + offset, done, take);
+        done += take;
+        if (done == n) return;
+        offset = 0;
+    }
+}
+}  // namespace
+
+void driver::ring_read(const ring& r, uint32_t index, uint32_t stride, uint8_t* out,
+                       uint64_t n) const {
+    const uint64_t offset = uint64_t{index & (r.depth - 1)} * stride;
+    ring_ranges(r);
+    if (r.phys_bytes != r.bytes) {  // a page not present (never, pinned): as the CPU would
+        m_process(r.pid).read(r.va + offset, out, n);
+        return;
+    }
+    ring_pieces(r.phys, offset, n,
+                [&](uint64_t pa, uint64_t at, uint64_t len) { m_mem.read(pa, out + at, len); });
+}
+
+void driver::ring_write(const ring& r, uint32_t index, const uint8_t* data, uint64_t n) {
+    const uint64_t offset = uint64_t{index & (r.depth - 1)} * r.stride;
+    ring_ranges(r);
+    if (r.phys_bytes != r.bytes) {
+        m_process(r.pid).write(r.va + offset, data, n);
+        return;
+    }
+    ring_pieces(r.phys, offset, n,
+                [&](uint64_t pa, uint64_t at, uint64_t len) { m_mem.write(pa, data + at, len); });
 }
 
 // ---- completion queues ----
@@ -565,8 +612,7 @@ int driver::post_receive(ring& r, uint64_t doorbell_reg, uint32_t number, const 
     std::copy(wr.sges.begin(), wr.sges.end(), w.sges.begin());
     boost::container::small_vector<uint8_t, 256> bytes(r.stride);  // a WQE: on the stack
     w.encode(bytes.data());
-    m_process(r.pid).write(r.va + uint64_t{r.pi & (r.depth - 1)} * r.stride, bytes.data(),
-                           bytes.size());
+    ring_write(r, r.pi, bytes.data(), bytes.size());
     ++r.pi;
     ++m_wqes_posted;
     ++m_doorbells;
@@ -607,10 +653,9 @@ int driver::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
     auto it = m_cqs.find(cqn);
     if (it == m_cqs.end() || max < 0) return EINVAL;
     ring& r = it->second.buf;
-    address_space& as = m_process(r.pid);
     for (int n = 0; n < max; ++n) {
         uint8_t bytes[cqe::size];
-        as.read(r.va + uint64_t{r.ci & (r.depth - 1)} * cqe::size, bytes, sizeof bytes);
+        ring_read(r, r.ci, cqe::size, bytes, sizeof bytes);
         cqe c = cqe::decode(bytes);
         // A resize_cq CQE: the CQ is moving to its new ring (resize_cq takes it from here).
         if (c.owner != cqe::owner_for(r.ci, r.log_depth) || !is_completion(c.opcode)) break;

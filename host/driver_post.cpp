@@ -91,7 +91,7 @@ int driver::build_send(qp_state_t& qp, const send_wr& wr, cpu_clock& cpu,
     }
     wqe.assign(sq.stride, 0);
     w.encode(wqe.data(), ud);
-    as.write(sq.va + uint64_t{sq.pi & (sq.depth - 1)} * sq.stride, wqe.data(), wqe.size());
+    ring_write(sq, sq.pi, wqe.data(), wqe.size());
     wqe.resize(w.size());
     ++sq.pi;
     qp.sq_wrs.push_back(outstanding_wr{wr.wr_id, wr.signaled});
