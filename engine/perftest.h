@@ -35,6 +35,10 @@ struct workload_error {
 
 // Throws workload_error{what + " failed with " + errno} when err is not 0.
 void require(int err, const std::string& what);
+// The same with a literal: the message is made only on a failure.
+inline void require(int err, const char* what) {
+    if (err) require(err, std::string(what));
+}
 // The same for `node`'s verb `what` ("a: post_send"), the message made only on a failure (the
 // posting and polling loops call it per work request).
 inline void require(int err, const std::string& node, const char* what) {

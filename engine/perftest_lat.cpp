@@ -8,10 +8,10 @@ namespace perftest {
 
 namespace {
 
-// Waits until the last byte of [va, va+len) of `s` equals `value` (a process polling its memory).
-void wait_for_byte(side& s, uint64_t va, uint8_t value) {
+// Waits until the byte at `va` of `s` equals `value` (a process polling its memory); `b` holds
+// what it reads.
+void wait_for_byte(side& s, uint64_t va, uint8_t value, std::vector<uint8_t>& b) {
     while (true) {
-        std::vector<uint8_t> b;
         require(s.h->read_mem(s.pid, va, 1, b), s.node, "polling the buffer");
         if (b[0] == value) return;
         // Shared with the watch: after a stall the watch stays armed past this frame.
@@ -70,6 +70,11 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
         recv_into(server, 0);
         recv_into(client, 0);
     }
+    // The work requests are the same at every iteration but for their ids; the tag byte and the
+    // polled byte are read and written through buffers kept for the run.
+    send_wr to_server = wr_to(client, server, 0);
+    send_wr to_client = wr_to(server, client, 0);
+    std::vector<uint8_t> tag_byte(1), polled(1);
     const uint64_t start = now_ps();
     // A count runs `iters` iterations; a duration starts new ones until it is over and keeps those
     // that ended inside its window (perftest -D).
@@ -89,22 +94,22 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     for (bool more = true; more; ++i) {
         const uint8_t tag = static_cast<uint8_t>(i % 255 + 1);
         const uint64_t t0 = now_ps();
+        to_server.wr_id = to_client.wr_id = i;
+        tag_byte[0] = tag;
         if (pingpong) {
-            require(client.h->write_mem(client.pid, client.va + n - 1, {tag}),
+            require(client.h->write_mem(client.pid, client.va + n - 1, tag_byte),
                     "tagging the client buffer");
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node,
-                    "post_send");
+            require(client.h->post_send(client.qps[0].qpn, to_server), client.node, "post_send");
             if (send) {
                 reap(server, 1);  // the receive
                 more = another();
                 if (more) recv_into(server, i + 1);
             } else {
-                wait_for_byte(server, server.va + 2 * n - 1, tag);
+                wait_for_byte(server, server.va + 2 * n - 1, tag, polled);
             }
-            require(server.h->write_mem(server.pid, server.va + n - 1, {tag}),
+            require(server.h->write_mem(server.pid, server.va + n - 1, tag_byte),
                     "tagging the server buffer");
-            require(server.h->post_send(server.qps[0].qpn, wr_to(server, client, i)), server.node,
-                    "post_send");
+            require(server.h->post_send(server.qps[0].qpn, to_client), server.node, "post_send");
             if (send) {
                 // The client's send completion and the reply's receive.
                 int got = 0;
@@ -112,7 +117,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                 if (more) recv_into(client, i + 1);
                 reap(server, 1);  // the server's send completion
             } else {
-                wait_for_byte(client, client.va + 2 * n - 1, tag);
+                wait_for_byte(client, client.va + 2 * n - 1, tag, polled);
                 // Like perftest, send completions are drained without waiting for them.
                 drain(client);
                 drain(server);
@@ -120,8 +125,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             }
             sample(now_ps() - t0);
         } else {
-            require(client.h->post_send(client.qps[0].qpn, wr_to(client, server, i)), client.node,
-                    "post_send");
+            require(client.h->post_send(client.qps[0].qpn, to_server), client.node, "post_send");
             reap(client, 1);
             sample(now_ps() - t0);
             more = another();

@@ -504,9 +504,8 @@ void address_space::for_each_piece(uint64_t va, uint64_t length, Fn&& fn) const 
     }
 }
 
-std::vector<std::pair<uint64_t, uint64_t>> address_space::phys_ranges(uint64_t va,
-                                                                      uint64_t length) const {
-    std::vector<std::pair<uint64_t, uint64_t>> out;
+template <class Out>
+void address_space::append_phys_ranges(uint64_t va, uint64_t length, Out& out) const {
     for_each_piece(va, length, [&](uint64_t at, uint64_t n, uint64_t) {
         auto pa = translate(at);
         if (!pa) return;
@@ -515,7 +514,18 @@ std::vector<std::pair<uint64_t, uint64_t>> address_space::phys_ranges(uint64_t v
         else
             out.emplace_back(*pa, n);
     });
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> address_space::phys_ranges(uint64_t va,
+                                                                      uint64_t length) const {
+    std::vector<std::pair<uint64_t, uint64_t>> out;
+    append_phys_ranges(va, length, out);
     return out;
+}
+
+void address_space::phys_ranges(uint64_t va, uint64_t length, ranges_buf& out) const {
+    out.clear();
+    append_phys_ranges(va, length, out);
 }
 
 void address_space::read(uint64_t va, uint8_t* out, uint64_t length) const {

@@ -33,6 +33,8 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "host/frame_allocator.h"
 #include "host/page_table.h"
 #include "host/phys_mem.h"
@@ -97,6 +99,9 @@ class address_space : public frame_mapper {
     std::optional<uint64_t> translate(uint64_t va) const;
     // Physical byte ranges backing the present pages of the range, adjacent ones merged.
     std::vector<std::pair<uint64_t, uint64_t>> phys_ranges(uint64_t va, uint64_t length) const;
+    // The same into a buffer that holds a few without allocating (a watched buffer's).
+    using ranges_buf = boost::container::small_vector<std::pair<uint64_t, uint64_t>, 4>;
+    void phys_ranges(uint64_t va, uint64_t length, ranges_buf& out) const;
 
     // CPU reads and writes of present memory (touch first).
     void read(uint64_t va, uint8_t* out, uint64_t length) const;
@@ -216,6 +221,8 @@ class address_space : public frame_mapper {
     void unmap_page(uint64_t page_va, unsigned page_shift);
     template <class Fn>
     void for_each_piece(uint64_t va, uint64_t length, Fn&& fn) const;
+    template <class Out>
+    void append_phys_ranges(uint64_t va, uint64_t length, Out& out) const;
 
     uint32_t m_pid;
     frame_allocator& m_frames;

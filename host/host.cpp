@@ -112,8 +112,10 @@ int host::memory_pressure(uint64_t bytes, uint64_t& reclaimed) {
     return m_impl->memory_pressure(bytes, reclaimed);
 }
 
-void host::watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn) {
-    m_impl->m_rc->watch(m_impl->process(pid).phys_ranges(va, length), std::move(fn));
+void host::watch(uint32_t pid, uint64_t va, uint64_t length, inline_function<void(), 48> fn) {
+    address_space::ranges_buf ranges;
+    m_impl->process(pid).phys_ranges(va, length, ranges);
+    m_impl->m_rc->watch(ranges.data(), ranges.size(), std::move(fn));
 }
 
 int host::dma_map(uint32_t pid, uint64_t va, uint64_t length,

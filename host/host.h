@@ -461,7 +461,7 @@ class host : public sc_core::sc_module {
     // writes. `reclaimed` gets the bytes that went; 0 with no swap device is not an error.
     int memory_pressure(uint64_t bytes, uint64_t& reclaimed);
     // Calls `fn` once when a DMA write that overlaps [va, va+length) of `pid` becomes visible.
-    void watch(uint32_t pid, uint64_t va, uint64_t length, std::function<void()> fn);
+    void watch(uint32_t pid, uint64_t va, uint64_t length, inline_function<void(), 48> fn);
     // Device addresses of a process buffer for a DMA engine driven directly (the `dma`
     // workload): faults it in; physical addresses, or IOVAs the driver maps for the run's rest
     // when the IOMMU is on. `ranges` gets {address, length} per contiguous piece.

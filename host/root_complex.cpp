@@ -374,18 +374,22 @@ void root_complex::b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& d
     if (!gp.is_response_ok()) ++m_errors;
 }
 
-root_complex::watch_id root_complex::watch(const byte_ranges& ranges, std::function<void()> fn) {
-    byte_ranges kept;
-    for (const auto& r : ranges) {
-        if (r.second > 0) kept.push_back(r);
-    }
-    if (kept.empty()) return 0;
+root_complex::watch_id root_complex::watch(const std::pair<uint64_t, uint64_t>* ranges,
+                                           size_t count, watch_fn fn) {
+    if (std::none_of(ranges, ranges + count, [](const auto& r) { return r.second > 0; })) return 0;
     const watch_id id = m_next_id++;
-    for (const auto& [a, n] : kept) {
+    watcher& w = m_watchers
+                     .emplace_hint(m_watchers.end(), std::piecewise_construct,
+                                   std::forward_as_tuple(id), std::forward_as_tuple())
+                     ->second;
+    for (size_t i = 0; i < count; ++i) {
+        const auto [a, n] = ranges[i];
+        if (n == 0) continue;
+        w.ranges.push_back(ranges[i]);
         for (uint64_t f = a / phys_mem::frame_bytes; f <= (a + n - 1) / phys_mem::frame_bytes; ++f)
             m_by_frame[f].push_back(id);
     }
-    m_watchers[id] = watcher{std::move(kept), std::move(fn)};
+    w.fn = std::move(fn);
     return id;
 }
 
@@ -411,7 +415,7 @@ void root_complex::land(uint64_t addr, const uint8_t* data, uint64_t len) {
 
 void root_complex::notify_write(uint64_t addr, uint64_t len) {
     if (m_watchers.empty() || len == 0) return;
-    std::vector<watch_id> fired;
+    boost::container::small_vector<watch_id, 4> fired;
     for (uint64_t f = addr / phys_mem::frame_bytes; f <= (addr + len - 1) / phys_mem::frame_bytes;
          ++f) {
         auto bucket = m_by_frame.find(f);
@@ -426,7 +430,7 @@ void root_complex::notify_write(uint64_t addr, uint64_t len) {
         }
     }
     for (watch_id id : fired) {
-        std::function<void()> fn = std::move(m_watchers.at(id).fn);
+        watch_fn fn = std::move(m_watchers.at(id).fn);
         unwatch(id);
         ++m_wakeups;
         m_notify.at(hcasim::now(), std::move(fn));

@@ -50,12 +50,14 @@
 #include <utility>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
 #include <systemc>
 #include <tlm>
 
 #include "host/frame_allocator.h"
 #include "host/iommu.h"
 #include "host/phys_mem.h"
+#include "sim/block_pool.h"
 #include "sim/byte_block.h"
 #include "sim/front_vector.h"
 #include "sim/kernel.h"
@@ -70,6 +72,8 @@ class root_complex : public sc_core::sc_module {
   public:
     using watch_id = uint64_t;
     using byte_ranges = std::vector<std::pair<uint64_t, uint64_t>>;  // {address, length}
+    // What a watcher runs: a few pointers' worth of captures inline, no allocation.
+    using watch_fn = inline_function<void(), 48>;
 
     root_complex(sc_core::sc_module_name name, phys_mem& mem, const frame_allocator& frames,
                  const sc_core::sc_time& mem_latency, stats_group& stats,
@@ -80,7 +84,10 @@ class root_complex : public sc_core::sc_module {
     void b_transport(tlm::tlm_generic_payload& gp, sc_core::sc_time& delay);
 
     // One-shot watcher over physical byte ranges; returns an id for unwatch (0 if no range).
-    watch_id watch(const byte_ranges& ranges, std::function<void()> fn);
+    watch_id watch(const std::pair<uint64_t, uint64_t>* ranges, size_t count, watch_fn fn);
+    watch_id watch(const byte_ranges& ranges, watch_fn fn) {
+        return watch(ranges.data(), ranges.size(), std::move(fn));
+    }
     void unwatch(watch_id id);
     size_t watchers() const { return m_watchers.size(); }
 
@@ -104,8 +111,8 @@ class root_complex : public sc_core::sc_module {
 
   private:
     struct watcher {
-        byte_ranges ranges;
-        std::function<void()> fn;
+        boost::container::small_vector<std::pair<uint64_t, uint64_t>, 2> ranges;
+        watch_fn fn;
     };
     using pending_key = std::pair<sc_core::sc_time, uint64_t>;  // visible, sequence
     struct pending_write {
@@ -186,7 +193,9 @@ class root_complex : public sc_core::sc_module {
     // Writes not yet visible, by key: they become visible (and leave from the front) in key order.
     front_vector<pending_write> m_pending;
     uint64_t m_pending_seq = 0;
-    std::map<watch_id, watcher> m_watchers;
+    std::map<watch_id, watcher, std::less<watch_id>,
+             recycling_allocator<std::pair<const watch_id, watcher>>>
+        m_watchers;
     // 4 KiB frame -> watchers. A frame's list stays when it empties: a thread that waits on a
     // completion queue again and again arms a watcher over the same frames each time, and then
     // allocates nothing.
