@@ -152,6 +152,7 @@ uint32_t host_impl::process_id(const std::string& name) {
 }
 
 address_space& host_impl::process(uint32_t pid) {
+    if (m_last_proc && m_last_pid == pid) return *m_last_proc;
     auto& as = m_procs[pid];
     if (!as) {
         as = std::make_unique<address_space>(pid, m_frames, m_mem, m_cfg.memlock_limit);
@@ -183,6 +184,8 @@ address_space& host_impl::process(uint32_t pid) {
         hooks.mapping_epoch = &m_mapping_epoch;
         as->set_hooks(std::move(hooks));
     }
+    m_last_pid = pid;
+    m_last_proc = as.get();
     return *as;
 }
 

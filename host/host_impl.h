@@ -57,7 +57,10 @@ class host_impl {
     frame_allocator m_frames;
     swap_device m_swap;
     std::map<std::string, uint32_t> m_pids;
-    std::map<uint32_t, std::unique_ptr<address_space>> m_procs;
+    std::map<uint32_t, std::unique_ptr<address_space>> m_procs;  // never erased
+    // The last process asked for (a verb asks for its caller's several times).
+    uint32_t m_last_pid = 0;
+    address_space* m_last_proc = nullptr;
     // Moves on every change to a page table, a mapping or a region
     // (root_complex::set_mapping_epoch).
     uint64_t m_mapping_epoch = 0;

@@ -46,10 +46,17 @@ page_table::entry page_table::unpack(uint64_t raw) {
 }
 
 uint64_t* page_table::slot(uint64_t vpn) const {
-    table* t = m_root;
-    for (unsigned level = levels; level > 1; --level) {
-        t = t->child[(vpn >> (bits * (level - 1))) & (fan - 1)];
-        if (!t) return nullptr;
+    table* t;
+    if (vpn >> bits == m_leaf_key) {
+        t = m_leaf;
+    } else {
+        t = m_root;
+        for (unsigned level = levels; level > 1; --level) {
+            t = t->child[(vpn >> (bits * (level - 1))) & (fan - 1)];
+            if (!t) return nullptr;
+        }
+        m_leaf = t;
+        m_leaf_key = vpn >> bits;
     }
     uint64_t* r = &t->raw[vpn & (fan - 1)];
     return *r ? r : nullptr;
@@ -99,6 +106,7 @@ bool page_table::erase(uint64_t vpn) {
     if (m_changes) ++*m_changes;
     // Table pages left empty go, bottom up (the root stays).
     for (unsigned level = 1; --t->used == 0 && level < levels; ++level) {
+        if (level == 1) m_leaf_key = UINT64_MAX;  // the last leaf found may be this one
         delete t;
         --m_tables;
         t = path[level + 1];

@@ -64,6 +64,10 @@ class page_table {
     void free_table(table* t, unsigned level);
 
     table* m_root;
+    // The last leaf table a lookup walked to, for the virtual pages of m_leaf_key (vpn >> bits):
+    // lookups come in runs on one buffer or ring.
+    mutable table* m_leaf = nullptr;
+    mutable uint64_t m_leaf_key = UINT64_MAX;
     uint64_t m_size = 0;
     uint64_t* m_changes = nullptr;
     uint64_t m_tables = 1;

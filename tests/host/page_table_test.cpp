@@ -51,6 +51,30 @@ TEST(page_table, matches_a_map) {
     EXPECT_EQ(pt.next(0), page_table::npos);
 }
 
+TEST(page_table, a_lookup_after_its_leaf_table_went_finds_what_is_there_now) {
+    // Lookups remember the last leaf table they walked to; erasing that table's last entry
+    // frees it, and what is put under it later lives in a new one.
+    page_table pt;
+    page_table::entry e;
+    e.pfn = 11;
+    pt.put(1000, e);
+    page_table::entry got;
+    ASSERT_TRUE(pt.get(1000, got));  // the leaf of pages 512..1023 is remembered
+    EXPECT_FALSE(pt.get(1001, got));
+    EXPECT_TRUE(pt.erase(1000));
+    EXPECT_EQ(pt.table_pages(), 1u) << "the leaf and the tables above it went";
+    EXPECT_FALSE(pt.get(1000, got));
+    e.pfn = 22;
+    pt.put(1001, e);
+    ASSERT_TRUE(pt.get(1001, got));
+    EXPECT_EQ(got.pfn, 22u);
+    EXPECT_FALSE(pt.get(1000, got));
+    e.pfn = 33;
+    pt.put(1000, e);
+    ASSERT_TRUE(pt.get(1000, got));
+    EXPECT_EQ(got.pfn, 33u);
+}
+
 TEST(page_table, table_pages_follow_the_mapped_range) {
     page_table pt;
     for (uint64_t v = 0; v < 512 * 4; ++v) pt.put(v, page_table::entry{v + 1, false, true, 0});
