@@ -8,7 +8,7 @@
 # `events_per_op` of the workload, and the process's CPU time (user + system, from bash's `time`),
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
 #
-# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u] [-t]
+# usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u] [-t] [-p]
 #   -n REPEATS  runs per scenario; the fastest is reported (default 3)
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
@@ -20,6 +20,10 @@
 #   -t          also count instructions per extra TLP with callgrind: 1,000 WQEs of 16 KiB
 #               against 1,000 of 4 KiB on one QP, the difference in instructions over the
 #               difference in TLPs on both nodes' PCIe links (needs valgrind; ~1 min)
+#   -p          also the perftest tests whose host threads wait for each other, 64 B on one QP:
+#               ib_write_lat and ib_send_lat (per iteration: a round trip, two messages) and
+#               ib_send_bw (per WQE): CPU time and kernel events, and with -i instructions
+#               (callgrind, 2,000 less 1)
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
@@ -30,14 +34,16 @@ scale=1
 instructions=0
 units=0
 tlps=0
-while getopts "n:s:iuth" opt; do
+perf=0
+while getopts "n:s:iutph" opt; do
     case "$opt" in
         n) repeats="$OPTARG" ;;
         s) scale="$OPTARG" ;;
         i) instructions=1 ;;
         u) units=1; instructions=1 ;;
         t) tlps=1 ;;
-        *) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        p) perf=1 ;;
+        *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 
@@ -103,8 +109,9 @@ echo "wqes/s, wqes/cpu_s: simulated WQEs per wall-clock / CPU second of the whol
 echo "events/wqe: kernel events of the run per WQE; wl_ev/wqe: the workload's own (stats.json events_per_op);"
 echo "slowdown: CPU seconds per simulated second (setup included)."
 
-[ "$instructions" = 1 ] || [ "$tlps" = 1 ] || exit 0
-command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i, -u and -t need valgrind (apt-get install valgrind)" >&2; exit 2; }
+if [ "$instructions" = 1 ] || [ "$tlps" = 1 ]; then
+    command -v valgrind >/dev/null || { echo "wqe_rate.sh: -i, -u and -t need valgrind (apt-get install valgrind)" >&2; exit 2; }
+fi
 # Runs BASE.json under callgrind (output in BASE/, the profile in BASE.cg) and prints the
 # instructions it counted.
 instructions() {
@@ -135,7 +142,7 @@ if [ "$instructions" = 1 ]; then
     echo "that of one per QP)."
 fi
 
-[ "$tlps" = 1 ] || exit 0
+if [ "$tlps" = 1 ]; then
 echo
 printf '%-24s %10s %14s\n' scenario tlps instr/tlp
 # Instructions (callgrind) and PCIe TLPs (stats.json, both nodes) of 1,000 WQEs of one size.
@@ -151,4 +158,56 @@ python3 -c "import sys; a, ta, b, tb = map(int, sys.argv[1:]); print('%-24s %10d
     "$small_ir" "$small_tlps" "$large_ir" "$large_tlps"
 echo "instr/tlp: instructions per extra TLP (callgrind Ir of 1,000 WQEs of 16 KiB less 1,000 of 4 KiB,"
 echo "over the extra TLPs on both nodes' PCIe links)."
+fi
+
+[ "$perf" = 1 ] || exit 0
+# Writes a perftest scenario of 64 B on one QP: perf_scenario FILE NAME TYPE ITERS.
+perf_scenario() {
+    cat >"$1" <<EOF
+{
+  "name": "$2",
+  "description": "bench/wqe_rate.sh -p: $3, 64 B, one QP, $4 iterations",
+  "seed": 1,
+  "workloads": [{"type": "$3", "client": "a", "server": "b", "size": 64, "iters": $4}],
+  "expect": [{"stat": "workloads.0.data_check", "eq": "ok"}]
+}
+EOF
+}
+echo
+printf '%-20s %8s %8s %12s %12s %14s\n' scenario iters cpu_s iters/cpu_s events/iter instr/iter
+for c in "write_lat_64B ib_write_lat $((50000 * scale))" "send_lat_64B ib_send_lat $((50000 * scale))" \
+    "send_bw_64B_1qp ib_send_bw $((100000 * scale))"; do
+    read -r name type iters <<<"$c"
+    perf_scenario "$tmp/$name.json" "$name" "$type" "$iters"
+    best=""
+    for ((r = 0; r < repeats; r++)); do
+        TIMEFORMAT='%U %S'
+        { time "$hcasim" run "$tmp/$name.json" -o "$tmp/$name.$r" --quiet; } 2>"$tmp/$name.$r.cpu"
+        cpu=$(tail -1 "$tmp/$name.$r.cpu" | awk '{print $1 + $2}')
+        if [ -z "$best" ] || python3 -c "import sys; sys.exit(not float(sys.argv[1]) < float(sys.argv[2]))" "$cpu" "$best"; then
+            best=$cpu
+            best_run="$tmp/$name.$r"
+        fi
+    done
+    per_iter="-"
+    if [ "$instructions" = 1 ]; then
+        counts=()
+        for n in 2000 1; do
+            perf_scenario "$tmp/$name.i$n.json" "$name" "$type" "$n"
+            counts+=("$(instructions "$tmp/$name.i$n")")
+        done
+        per_iter=$(python3 -c "import sys; print(round((int(sys.argv[1]) - int(sys.argv[2])) / 1999))" "${counts[@]}")
+    fi
+    python3 - "$name" "$best_run" "$best" "$per_iter" <<'EOF'
+import json, sys
+name, run, cpu, per_iter = sys.argv[1], sys.argv[2], float(sys.argv[3]), sys.argv[4]
+s = json.load(open(run + "/stats.json"))
+w = s["workloads"][0]
+print("%-20s %8d %8.3f %12.0f %12.2f %14s" % (name, w["iters"], cpu, w["iters"] / cpu,
+                                              w["events_per_op"], per_iter))
+EOF
+done
+echo "per iteration: a round trip of two messages for the latency tests, a WQE for ib_send_bw;"
+echo "cpu_s: the fastest of the repeats, setup included; events/iter: the workload's events_per_op;"
+echo "instr/iter (-i): callgrind Ir of 2,000 iterations less that of one, over 1,999."
 
