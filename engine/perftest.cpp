@@ -304,18 +304,18 @@ uint64_t receives_per_qp(const params& p, const side& s) {
 
 void post_receive(side& s, uint64_t q, const recv_wr& r) {
     if (s.srq)
-        require(*s.h, s.h->post_srq_recv(s.srq, r), s.node + ": post_srq_recv");
+        require(*s.h, s.h->post_srq_recv(s.srq, r), s.node, "post_srq_recv");
     else
-        require(s.h->post_recv(s.qps[q].qpn, r), s.node + ": post_recv");
+        require(s.h->post_recv(s.qps[q].qpn, r), s.node, "post_recv");
 }
 
 // With an SRQ the WQE names QP q's buffer; whichever QP's message takes it, the completion's
 // wr_id says whose buffer to post again (as perftest reposts rwr[wr_id]).
 void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     const uint64_t slots = message_slots(p);
-    recv_wr r;
+    recv_wr& r = s.recv_scratch;
     r.wr_id = (q << 40) | seq;
-    r.sges.push_back(sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
+    r.sges.assign(1, sge{static_cast<uint32_t>(p.size + p.grh), s.mr.lkey,
                          s.mr.iova + q * p.slot_bytes + p.half + (seq % slots) * p.size});
     post_receive(s, q, r);
 }

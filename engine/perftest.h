@@ -46,6 +46,10 @@ inline void require(int err, const std::string& node, const char* what) {
 }
 // The same for a verb of host `h`, with the driver's reason when it gave one.
 void require(host& h, int err, const std::string& what);
+// The same for `node`'s verb `what`, the message made only on a failure.
+inline void require(host& h, int err, const std::string& node, const char* what) {
+    if (err) require(h, err, node + ": " + what);
+}
 
 // args[key] as an unsigned integer, `dflt` when absent.
 uint64_t arg_u64(const json& a, const char* key, uint64_t dflt);
@@ -76,6 +80,8 @@ struct side {
     // copies in and out of it through a page of host memory at `scratch`.
     uint32_t dm = 0;
     uint64_t scratch = 0;
+    // The receive post_recv_slot fills and posts (kept: a receive allocates nothing).
+    recv_wr recv_scratch;
 };
 
 struct params {
