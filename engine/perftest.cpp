@@ -332,9 +332,7 @@ std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& 
     if (!cq) cq = s.cq;
     std::vector<work_completion> wcs = s.h->wait_cq(cq, 1, timeout);
     if (wcs.empty()) return wcs;
-    std::vector<work_completion> more;
-    s.h->poll_cq(cq, max, more);
-    wcs.insert(wcs.end(), more.begin(), more.end());
+    s.h->poll_cq(cq, max, wcs);  // appends
     for (const auto& wc : wcs)
         if (wc.status != wc_status::success)
             throw workload_error{s.node + ": completion wr_id " + std::to_string(wc.wr_id) +

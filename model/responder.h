@@ -57,6 +57,7 @@
 #include "model/tpt.h"
 #include "model/window_binder.h"
 #include "model/wqe_fetcher.h"
+#include "sim/block_pool.h"
 #include "sim/front_vector.h"
 #include "sim/index_map.h"
 #include "sim/pooled.h"
@@ -151,11 +152,17 @@ class responder : public sc_core::sc_module {
         uint32_t prefetch_next = 0;
         uint32_t epoch = 0;  // bumped when the on-chip copies are dropped
         bool prefetching = false;
-        std::unordered_map<uint32_t, hca_if::recv_wqe> onchip;
-        std::unordered_set<uint32_t> inflight;  // being prefetched
-        std::unordered_map<uint32_t, wqe_waiter>
-            waiting;        // claimed WQEs whose prefetch is in flight
-        uint32_t held = 0;  // buffer entries in use (on chip or in flight)
+        // (Their nodes come and go with every receive: from the block pool.)
+        template <class V>
+        using by_index =
+            std::unordered_map<uint32_t, V, std::hash<uint32_t>, std::equal_to<uint32_t>,
+                               recycling_allocator<std::pair<const uint32_t, V>>>;
+        by_index<hca_if::recv_wqe> onchip;
+        std::unordered_set<uint32_t, std::hash<uint32_t>, std::equal_to<uint32_t>,
+                           recycling_allocator<uint32_t>>
+            inflight;                  // being prefetched
+        by_index<wqe_waiter> waiting;  // claimed WQEs whose prefetch is in flight
+        uint32_t held = 0;             // buffer entries in use (on chip or in flight)
     };
 
     // A shared receive queue's state on chip, from its context when first seen.
