@@ -313,7 +313,7 @@ calendar::wake_step calendar::at_wake(unsigned b, uint64_t when, uint64_t horizo
         // in the kernel is due by then, else the kernel gets there first and wakes it (this
         // wake-up left pending: the threads due then wake in the order they were booked).
         if (when >= horizon) return wake_step::stop;
-        take_wake(b, when);
+        m_inline_taken = &take_wake(b, when);
         m_inline_woken = when;
         return wake_step::mine;
     }
@@ -351,7 +351,8 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
     while (m_pending > 0) {
         // The kernel's next activity changes only when a callback wakes a process (notify_now).
         if (detail::g_kernel_touched) {
-            horizon = next_activity();
+            // (A thread that waits here and was woken is due then too: wait_inline.)
+            horizon = std::min(next_activity(), m_inline_woken);
             detail::g_kernel_touched = false;
         }
         unsigned b = 0;
@@ -370,8 +371,11 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
                 break;
             }
             if (step == wake_step::notified) continue;
-            if (step == wake_step::mine) {  // the callbacks due then run before the thread
+            if (step == wake_step::mine) {
+                // The callbacks due then run before the thread, which is due then as the kernel
+                // would have it (another thread's wake-up then stops the run).
                 bound = when;
+                horizon = when;
                 continue;
             }
             earliest(b);  // a callback, maybe spread into bucket 0 meanwhile
@@ -379,7 +383,7 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
         run(b, when);
     }
     if (detail::g_kernel_touched) {  // by the last callback run
-        horizon = next_activity();
+        horizon = std::min(next_activity(), m_inline_woken);
         detail::g_kernel_touched = false;
     }
     if (woken) horizon = std::min(horizon, left);
@@ -418,14 +422,42 @@ bool calendar::wait_inline(const sc_core::sc_event& ev, uint64_t deadline) {
     if (end <= now_value()) return false;
     m_wake.cancel();
     uint64_t horizon = next_activity();
+    if (horizon <= now_value()) {  // another process runs now, before the callbacks due now
+        rearm();
+        return false;
+    }
     detail::g_thread_ahead = false;
-    m_inline_event = &ev;
-    m_inline_woken = UINT64_MAX;
-    run_due(end - 1, horizon);
-    m_inline_event = nullptr;
-    if (m_inline_woken != UINT64_MAX) {
+    // Set for the run only (a callback that throws ends the simulation).
+    struct inline_wait {
+        calendar& c;
+        inline_wait(calendar& cal, const sc_core::sc_event& e) : c(cal) {
+            c.m_inline_event = &e;
+            c.m_inline_woken = UINT64_MAX;
+        }
+        ~inline_wait() {
+            c.m_inline_event = nullptr;
+            c.m_inline_woken = UINT64_MAX;
+        }
+    };
+    uint64_t woken;
+    {
+        inline_wait w(*this, ev);
+        run_due(end - 1, horizon);
+        woken = m_inline_woken;
+    }
+    if (woken != UINT64_MAX) {
+        const uint64_t stamp = sc_core::sc_time_stamp().value();
+        unsigned b = 0;
+        if (woken > stamp && m_pending > 0 && earliest(b) == woken) {
+            // Another thread's wake-up due then too, left for the kernel: the kernel wakes this
+            // thread there first, its notification made first, as without the inline run.
+            m_inline_taken->notify(time_value(woken - stamp));
+            detail::g_ahead = false;
+            rearm();
+            return false;
+        }
         detail::g_thread_ahead = true;
-        detail::g_now = time_value(m_inline_woken);
+        detail::g_now = time_value(woken);
         return true;
     }
     detail::g_ahead = false;

@@ -303,6 +303,7 @@ class calendar {
     // was due (UINT64_MAX: not yet).
     const sc_core::sc_event* m_inline_event = nullptr;
     uint64_t m_inline_woken = UINT64_MAX;
+    sc_core::sc_event* m_inline_taken = nullptr;  // its event, once its wake-up was taken
     uint64_t m_limit;
     uint64_t m_slice_end = UINT64_MAX;
     // HCASIM_THREADS_IN_KERNEL set: threads never pass time ahead of the kernel, a check that

@@ -16,6 +16,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -398,6 +399,57 @@ struct bench : sc_core::sc_module {
         });
         wait(sc_time(10, SC_NS));
         EXPECT_EQ(log.size(), 2u);
+        // ... and goes on by itself only where nothing else is due at its time: with other
+        // threads' wake-ups due then too, the kernel wakes it first, after every callback due then
+        // (one booked after the wake-ups too), and the others after it, in their order.
+        std::vector<std::string> order;
+        bool flag = false;
+        sc_core::sc_event e2, e3;
+        for (sc_core::sc_event* e : {&e2, &e3})
+            sc_core::sc_spawn([&, e] {
+                run_ahead_thread([&, e] {
+                    wait_event(*e);
+                    order.push_back(std::string(e == &e2 ? "t2" : "t3") + (flag ? "+" : "-"));
+                });
+            });
+        wait(sc_time(1, SC_NS));  // both wait
+        const uint64_t t12 = to_ps(hcasim::now());
+        q.at(ps_time(t12 + 3000), [&] {
+            notify_now(mine);
+            notify_now(e2);
+            notify_now(e3);
+            q.at(hcasim::now(), [&] { flag = true; });
+        });
+        run_ahead_thread([&] {
+            wait_own_event(mine, sc_time(100, SC_NS));
+            EXPECT_EQ(to_ps(hcasim::now()), t12 + 3000);
+            order.push_back(flag ? "t1+" : "t1-");
+            // What it does before it passes time comes before the others run.
+            notify_immediately(e3);
+            order.push_back("t1 notified");
+        });
+        wait(sc_time(10, SC_NS));
+        EXPECT_EQ(order, (std::vector<std::string>{"t1+", "t1 notified", "t2+", "t3+"}))
+            << "the kernel's order";
+        // ... and runs no callback while another process is due at its own time (that process
+        // runs first, then the callbacks due then).
+        order.clear();
+        flag = false;
+        const uint64_t t13 = to_ps(hcasim::now());
+        sc_core::sc_spawn([&] {
+            run_ahead_thread([&] {
+                pass_time(sc_time(1, SC_NS));
+                order.push_back(flag ? "t2+" : "t2-");
+            });
+        });
+        run_ahead_thread([&] {
+            pass_time(sc_time(1, SC_NS));  // t2 is due then too, after this thread
+            q.at(hcasim::now(), [&] { flag = true; });
+            q.at(ps_time(t13 + 5000), [&] { notify_now(mine); });
+            wait_own_event(mine, sc_time(100, SC_NS));
+            order.push_back(flag ? "t1+" : "t1-");
+        });
+        EXPECT_EQ(order, (std::vector<std::string>{"t2-", "t1+"})) << "the kernel's order";
 
         // ---- threads due at one picosecond run in the order they asked ----
         // SystemC's own timed waits at one time resume in its heap's order (for this pattern:
