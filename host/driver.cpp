@@ -454,9 +454,8 @@ void ring_pieces(const root_complex::byte_ranges& phys, uint64_t offset, uint64_
 }
 }  // namespace
 
-void driver::ring_read(const ring& r, uint32_t index, uint32_t stride, uint8_t* out,
-                       uint64_t n) const {
-    const uint64_t offset = uint64_t{index & (r.depth - 1)} * stride;
+void driver::ring_read(const ring& r, uint32_t index, uint8_t* out, uint64_t n) const {
+    const uint64_t offset = uint64_t{index & (r.depth - 1)} * r.stride;
     ring_ranges(r);
     if (r.phys_bytes != r.bytes) {  // a page not present (never, pinned): as the CPU would
         m_process(r.pid).read(r.va + offset, out, n);
@@ -655,7 +654,7 @@ int driver::poll_cq(uint32_t cqn, int max, std::vector<work_completion>& out) {
     ring& r = it->second.buf;
     for (int n = 0; n < max; ++n) {
         uint8_t bytes[cqe::size];
-        ring_read(r, r.ci, cqe::size, bytes, sizeof bytes);
+        ring_read(r, r.ci, bytes, sizeof bytes);  // a CQ's stride is cqe::size
         cqe c = cqe::decode(bytes);
         // A resize_cq CQE: the CQ is moving to its new ring (resize_cq takes it from here).
         if (c.owner != cqe::owner_for(r.ci, r.log_depth) || !is_completion(c.opcode)) break;

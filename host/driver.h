@@ -406,9 +406,9 @@ class driver : public sc_core::sc_module {
     int make_ring(uint32_t pid, uint32_t depth, uint32_t stride, ring& r, cpu_clock& cpu);
     void free_ring(ring& r, cpu_clock& cpu);
     const root_complex::byte_ranges& ring_ranges(const ring& r) const;
-    // The CPU's loads and stores of entry `index` (of `n` bytes, at index * stride) of a ring:
-    // through its physical ranges, found once (a ring is pinned), not the page table each time.
-    void ring_read(const ring& r, uint32_t index, uint32_t stride, uint8_t* out, uint64_t n) const;
+    // The CPU's loads and stores of entry `index` (`n` bytes at index * stride) of a ring: through
+    // its physical ranges, found once (a ring is pinned), not the page table each time.
+    void ring_read(const ring& r, uint32_t index, uint8_t* out, uint64_t n) const;
     void ring_write(const ring& r, uint32_t index, const uint8_t* data, uint64_t n);
 
     int read_qpc(uint32_t qpn, hca_if::qp_context& ctx, cpu_clock& cpu);
