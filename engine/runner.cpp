@@ -172,10 +172,10 @@ class scenario_player : public sc_core::sc_module {
     bool m_finished = false;
 };
 
-// Ctrl-C (SIGINT) or SIGTERM while a scenario runs: the run stops at the end of its current
-// slice and writes what was simulated so far, marked interrupted. A signal again a second or
-// more after the first ends the process at once (the user insists); one sooner is the same
-// request again (`timeout` signals the process and then its group).
+// Ctrl-C (SIGINT) or SIGTERM while a scenario runs: the run stops where it is (the calendar's
+// next look, progress_run) and writes what was simulated so far, marked interrupted. A signal again
+// a second or more after the first ends the process at once (the user insists); one sooner is the
+// same request again (`timeout` signals the process and then its group).
 volatile std::sig_atomic_t g_stop_signal = 0;
 timespec g_first_signal{};  // written by the handler only
 
@@ -219,11 +219,11 @@ class stop_signals {
     }, m_old_term{};
 };
 
-// Runs the kernel to the end, as one sc_start would, in slices of simulated time; between slices
-// it looks for a stop signal and, when asked, rewrites a progress line on stderr: simulated time,
-// WQEs on the wire, their rate in wall-clock time. The slice adapts so that one takes about a
-// tenth of a second of wall time; slicing does not change what the kernel does, only where it
-// pauses (a test compares stats).
+// Runs the kernel to the end in one sc_start. The calendar looks in every few thousand callbacks
+// (calendar::set_poll): for a stop signal, which stops the run where it is, and, when asked, to
+// rewrite a progress line on stderr (simulated time, WQEs on the wire, their rate in wall-clock
+// time). The look changes nothing the simulation does: a run with the line and one without take
+// the same kernel events (a test compares stats).
 class progress_run {
   public:
     using clock = std::chrono::steady_clock;
@@ -231,35 +231,20 @@ class progress_run {
     explicit progress_run(bool show) : m_show(show) {}
 
     void run(std::optional<uint64_t> stop_ps) {
-        const sc_core::sc_time stop = stop_ps ? ps_time(*stop_ps) : sc_core::SC_ZERO_TIME;
-        // With a stop time, time runs to it as sc_start(stop) would, even past the last event.
-        const auto policy = stop_ps ? sc_core::SC_RUN_TO_TIME : sc_core::SC_EXIT_ON_STARVATION;
-        sc_core::sc_time slice(1, sc_core::SC_US);
-        const sc_core::sc_time max_slice(1, sc_core::SC_SEC);
-        // Without a stop time, sc_start stops short of a slice's end when nothing is due before
-        // it (starvation), at the time it was called: the next slice then reaches at least the
-        // next activity, which may lie seconds ahead (a registration of gigabytes, a long wait).
-        sc_core::sc_time reach = sc_core::SC_ZERO_TIME;
-        for (;;) {
-            sc_core::sc_time step = std::max(slice, reach);
-            if (stop_ps) {
-                const sc_core::sc_time now = hcasim::now();
-                if (now >= stop) break;
-                if (stop - now < step) step = stop - now;
-            }
-            const auto t0 = clock::now();
-            const sc_core::sc_time before = sc_core::sc_time_stamp();
-            run_for(step, policy, stop_ps ? stop : sc_core::sc_max_time());
-            if (sc_core::sc_get_status() == sc_core::SC_STOPPED || stop_signals::caught()) break;
-            if (!stop_ps && !sc_core::sc_pending_activity()) break;
-            reach = !stop_ps && sc_core::sc_time_stamp() == before
-                        ? sc_core::sc_time_to_pending_activity()
-                        : sc_core::SC_ZERO_TIME;
-            const double took = std::chrono::duration<double>(clock::now() - t0).count();
-            if (took < 0.05 && slice < max_slice) slice = slice * 2;
-            if (took > 0.2 && slice > sc_core::sc_time(2, sc_core::SC_NS)) slice = slice / 2;
+        calendar& c = calendar::get();
+        c.set_poll([this] {
             show(false);
+            return stop_signals::caught() != 0;
+        });
+        const sc_core::sc_time left = sc_core::sc_max_time() - sc_core::sc_time_stamp();
+        if (!stop_ps) {
+            run_for(left, sc_core::SC_EXIT_ON_STARVATION, sc_core::sc_max_time());
+        } else if (hcasim::now() < ps_time(*stop_ps)) {
+            // With a stop time, time runs to it as sc_start(stop) would, even past the last event.
+            const sc_core::sc_time stop = ps_time(*stop_ps);
+            run_for(std::min(stop - sc_core::sc_time_stamp(), left), sc_core::SC_RUN_TO_TIME, stop);
         }
+        c.set_poll(nullptr);
         show(true);
     }
 

@@ -342,7 +342,16 @@ uint64_t calendar::next_activity() {
     return t.value();
 }
 
+void calendar::poll() {
+    m_poll_left = k_poll_every;
+    if (!m_poll || !m_poll()) return;
+    // Nothing more runs from here: callbacks stop at the limit, threads do not pass it.
+    m_limit = now_value();
+    sc_core::sc_pause();
+}
+
 uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
+    tick();
     detail::g_ahead = true;
     detail::g_in_callback = true;
     detail::g_kernel_touched = false;
@@ -381,6 +390,7 @@ uint64_t calendar::run_due(uint64_t bound, uint64_t& horizon) {
             earliest(b);  // a callback, maybe spread into bucket 0 meanwhile
         }
         run(b, when);
+        tick();
     }
     if (detail::g_kernel_touched) {  // by the last callback run
         horizon = std::min(next_activity(), m_inline_woken);

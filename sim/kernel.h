@@ -162,6 +162,15 @@ class calendar {
     // sc_start (so a run's slices still end when the kernel gets there).
     void set_limit(const sc_core::sc_time& limit) { m_limit = limit.value(); }
     void set_slice_end(const sc_core::sc_time& end) { m_slice_end = end.value(); }
+    // A run loop's look at the world while the simulation runs (a progress line, stop signals),
+    // made every k_poll_every callbacks the calendar runs and at each of its runs, inside one
+    // sc_start: the run needs no slices, whose ends would send threads to the kernel at
+    // wall-clock-dependent times. `fn` returning true stops the simulation where it is: nothing
+    // more runs from the current time on (the limit), the kernel pauses (sc_pause). Empty: none.
+    void set_poll(std::function<bool()> fn) {
+        m_poll = std::move(fn);
+        m_poll_left = k_poll_every;
+    }
     // For a host thread that passes time to `until`: runs the callbacks due by then when no other
     // process would run before then (the thread is then ahead at `until`); false when it cannot
     // (the thread waits in the kernel; callbacks it ran stay run).
@@ -200,6 +209,7 @@ class calendar {
     static constexpr unsigned k_buckets = 65;
     static constexpr unsigned k_chunk_bits = 8;  // slots per chunk: 256
     static constexpr size_t k_scan = 6;  // items a bucket holds that are taken without spreading
+    static constexpr uint32_t k_poll_every = 4096;  // callbacks (a few milliseconds of CPU)
     static unsigned bucket_of(uint64_t when, uint64_t last) {
         return when == last ? 0 : 64 - static_cast<unsigned>(__builtin_clzll(when ^ last));
     }
@@ -254,6 +264,11 @@ class calendar {
     [[gnu::noinline]] wake_step at_wake(unsigned b, uint64_t when, uint64_t horizon);
     // Runs the earliest callback, at `when` in bucket `b`.
     void run(unsigned b, uint64_t when);
+    // Counts down to the run loop's next look (set_poll).
+    void tick() {
+        if (--m_poll_left == 0) poll();
+    }
+    [[gnu::noinline]] void poll();
     // The time of the kernel's next activity (the maximum time for none).
     static uint64_t next_activity();
     // Runs in time order the callbacks due by `bound`, before the run's limit and by the kernel's
@@ -306,6 +321,8 @@ class calendar {
     sc_core::sc_event* m_inline_taken = nullptr;  // its event, once its wake-up was taken
     uint64_t m_limit;
     uint64_t m_slice_end = UINT64_MAX;
+    std::function<bool()> m_poll;
+    uint32_t m_poll_left = k_poll_every;
     // HCASIM_THREADS_IN_KERNEL set: threads never pass time ahead of the kernel, a check that
     // results do not depend on the kernel events a run takes (tests/golden/in_kernel.py).
     bool m_threads_in_kernel;
