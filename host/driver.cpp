@@ -693,7 +693,7 @@ std::vector<work_completion> driver::wait_cq(uint32_t cqn, int count,
             w->fired = true;
             // While the thread polls, it finds `fired` before it would wait: a wake-up then
             // would wake nobody.
-            if (w->waiting) notify_now(w->ev);
+            w->wake();
         });
         if (it->second.resizing) it->second.waiters.push_back(w);
         poll_cq(cqn, count - static_cast<int>(out.size()), out);

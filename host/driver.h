@@ -335,10 +335,19 @@ class driver : public sc_core::sc_module {
     // A thread in wait_cq: woken by a DMA write to the ring it watches, or by resize_cq when
     // the CQ moves to another ring.
     struct cq_waiter {
-        bool fired = false;    // the ring's watcher fired
-        bool moved = false;    // resize_cq moved the CQ to another ring
-        bool waiting = false;  // the thread waits for `ev` (else it looks at the flags first)
+        bool fired = false;  // the ring's watcher fired
+        bool moved = false;  // resize_cq moved the CQ to another ring
+        // The thread waits for `ev` and nobody has woken it yet (else it looks at the flags
+        // first). Whoever wakes it clears this: one wake-up only, even when the watcher and
+        // resize_cq both come at one picosecond (a second would be booked for an event that the
+        // thread frees once it wakes).
+        bool waiting = false;
         sc_core::sc_event ev;
+        void wake() {
+            if (!waiting) return;
+            waiting = false;
+            notify_now(ev);
+        }
     };
     struct cq_state {
         ring buf;

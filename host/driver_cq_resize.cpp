@@ -110,7 +110,7 @@ int driver::resize_cq(uint32_t cqn, uint32_t want, uint32_t& actual) {
         for (auto& w : cq.waiters)
             if (auto live = w.lock()) {
                 live->moved = true;
-                if (live->waiting) notify_now(live->ev);
+                live->wake();
             }
     } else {
         free_ring(next, cpu);
