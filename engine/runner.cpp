@@ -231,11 +231,18 @@ class progress_run {
     explicit progress_run(bool show) : m_show(show) {}
 
     void run(std::optional<uint64_t> stop_ps) {
-        calendar& c = calendar::get();
-        c.set_poll([this] {
-            show(false);
-            return stop_signals::caught() != 0;
-        });
+        // Set for the run only: a run that throws (a workload's error) leaves no look behind.
+        struct poll_for_run {
+            explicit poll_for_run(progress_run& r) {
+                calendar::get().set_poll([&r] {
+                    r.show(false);
+                    return stop_signals::caught() != 0;
+                });
+            }
+            ~poll_for_run() { calendar::get().set_poll(nullptr); }
+            poll_for_run(const poll_for_run&) = delete;
+            poll_for_run& operator=(const poll_for_run&) = delete;
+        } poll(*this);
         const sc_core::sc_time left = sc_core::sc_max_time() - sc_core::sc_time_stamp();
         if (!stop_ps) {
             run_for(left, sc_core::SC_EXIT_ON_STARVATION, sc_core::sc_max_time());
@@ -244,7 +251,6 @@ class progress_run {
             const sc_core::sc_time stop = ps_time(*stop_ps);
             run_for(std::min(stop - sc_core::sc_time_stamp(), left), sc_core::SC_RUN_TO_TIME, stop);
         }
-        c.set_poll(nullptr);
         show(true);
     }
 
