@@ -163,10 +163,11 @@ class calendar {
     void set_limit(const sc_core::sc_time& limit) { m_limit = limit.value(); }
     void set_slice_end(const sc_core::sc_time& end) { m_slice_end = end.value(); }
     // A run loop's look at the world while the simulation runs (a progress line, stop signals),
-    // made every k_poll_every callbacks the calendar runs and at each of its runs, inside one
-    // sc_start: the run needs no slices, whose ends would send threads to the kernel at
-    // wall-clock-dependent times. `fn` returning true stops the simulation where it is: nothing
-    // more runs from the current time on (the limit), the kernel pauses (sc_pause). Empty: none.
+    // made once every k_poll_every callbacks and runs of the calendar (a run is a dispatch or a
+    // thread's inline pass or wait), inside one sc_start: the run needs no slices, whose ends would
+    // send threads to the kernel at wall-clock-dependent times. `fn` returning true stops the
+    // simulation where it is: nothing more runs from the current time on (the limit), the kernel
+    // pauses (sc_pause). Empty: none.
     void set_poll(std::function<bool()> fn) {
         m_poll = std::move(fn);
         m_poll_left = k_poll_every;
