@@ -6,7 +6,7 @@
 // the kernel (pass_time) and waiting in it when another process comes first, threads due at one
 // picosecond waking in the order they asked (not in the kernel's heap order); plus
 // serial_resource pruning as time advances, and its bookings after one prune (prune_ended,
-// reserve_pruned) matching reserve()'s.
+// reserve_pruned) matching reserve()'s; the run loop's look (set_poll) and its stop.
 #define SC_INCLUDE_DYNAMIC_PROCESSES
 #include "sim/kernel.h"
 
@@ -544,6 +544,26 @@ TEST(callback_queue, orders_callbacks_and_wakes_once_per_distinct_time) {
     ASSERT_EQ(b.log.size(), 3u) << "a slice towards no end runs ahead across its own end";
     EXPECT_EQ(b.log[2].at_ps, t + 3000);
     hcasim::run_for(sc_time(1, SC_NS));
+    EXPECT_EQ(calendar::get().pending(), 0u);
+
+    // ---- set_poll: the run loop's look, once every 4,096 callbacks and runs of the calendar;
+    // a look that answers true stops the run where it is (the run loop's stop signals) ----
+    const uint64_t u = to_ps(sc_core::sc_time_stamp());
+    const sc_time start = sc_core::sc_time_stamp();
+    constexpr int k_callbacks = 10000;
+    int ran = 0, looks = 0;
+    for (int i = 0; i < k_callbacks; ++i) b.q.at(ps_time(u + 1000 + i), [&ran] { ++ran; });
+    calendar::get().set_poll([&looks] { return ++looks == 2; });
+    hcasim::run_for(sc_time(1, sc_core::SC_MS), sc_core::SC_RUN_TO_TIME, sc_core::sc_max_time());
+    EXPECT_EQ(looks, 2) << "no look after the one that stopped the run";
+    EXPECT_GT(ran, 4096) << "the first look let the run go on";
+    EXPECT_LT(ran, k_callbacks) << "the second look stopped it";
+    EXPECT_EQ(calendar::get().pending(), static_cast<size_t>(k_callbacks - ran));
+    EXPECT_LT(sc_core::sc_time_stamp(), start + sc_time(1, sc_core::SC_MS))
+        << "the kernel paused where the run stopped, short of the run's end";
+    calendar::get().set_poll(nullptr);
+    hcasim::run_for(sc_time(1, sc_core::SC_MS));
+    EXPECT_EQ(ran, k_callbacks) << "the next run takes up what the stop left";
     EXPECT_EQ(calendar::get().pending(), 0u);
 }
 
