@@ -243,13 +243,12 @@ class progress_run {
             poll_for_run(const poll_for_run&) = delete;
             poll_for_run& operator=(const poll_for_run&) = delete;
         } poll(*this);
-        const sc_core::sc_time left = sc_core::sc_max_time() - sc_core::sc_time_stamp();
         if (!stop_ps) {
-            run_for(left, sc_core::SC_EXIT_ON_STARVATION, sc_core::sc_max_time());
-        } else if (hcasim::now() < ps_time(*stop_ps)) {
+            run_for(sc_core::sc_max_time() - sc_core::sc_time_stamp(),
+                    sc_core::SC_EXIT_ON_STARVATION, sc_core::sc_max_time());
+        } else if (const sc_core::sc_time stop = ps_time(*stop_ps); hcasim::now() < stop) {
             // With a stop time, time runs to it as sc_start(stop) would, even past the last event.
-            const sc_core::sc_time stop = ps_time(*stop_ps);
-            run_for(std::min(stop - sc_core::sc_time_stamp(), left), sc_core::SC_RUN_TO_TIME, stop);
+            run_for(stop - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME, stop);
         }
         show(true);
     }

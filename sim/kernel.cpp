@@ -105,7 +105,7 @@ void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
     kernel_wait([&] { sc_core::wait(t + timeout - sc_core::sc_time_stamp(), ev); });
 }
 
-void wait_own_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
+void wait_own_event(sc_core::sc_event& ev, const sc_core::sc_time& timeout) {
     const uint64_t t = now_value();
     const uint64_t deadline = timeout.value() > UINT64_MAX - t ? UINT64_MAX : t + timeout.value();
     if (detail::g_thread_wake && !detail::g_in_callback &&
@@ -313,7 +313,7 @@ calendar::wake_step calendar::at_wake(unsigned b, uint64_t when, uint64_t horizo
         // in the kernel is due by then, else the kernel gets there first and wakes it (this
         // wake-up left pending: the threads due then wake in the order they were booked).
         if (when >= horizon) return wake_step::stop;
-        m_inline_taken = &take_wake(b, when);
+        take_wake(b, when);
         m_inline_woken = when;
         return wake_step::mine;
     }
@@ -424,7 +424,7 @@ bool calendar::pass_inline(uint64_t until) {
     return false;
 }
 
-bool calendar::wait_inline(const sc_core::sc_event& ev, uint64_t deadline) {
+bool calendar::wait_inline(sc_core::sc_event& ev, uint64_t deadline) {
     if (m_threads_in_kernel) return false;
     // Only before the timeout (its expiry is the kernel's timed wait), the run's limit and the
     // slice's end (the slice ends with the thread in the kernel).
@@ -461,7 +461,7 @@ bool calendar::wait_inline(const sc_core::sc_event& ev, uint64_t deadline) {
         if (woken > stamp && m_pending > 0 && earliest(b) == woken) {
             // Another thread's wake-up due then too, left for the kernel: the kernel wakes this
             // thread there first, its notification made first, as without the inline run.
-            m_inline_taken->notify(time_value(woken - stamp));
+            ev.notify(time_value(woken - stamp));
             detail::g_ahead = false;
             rearm();
             return false;

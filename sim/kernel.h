@@ -106,7 +106,7 @@ void wait_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
 // of the kernel at that time once every callback due then has run: exactly where the kernel
 // would wake it, without a kernel event. Otherwise (another process is due first, the timeout,
 // the run's end) it waits in the kernel as wait_event does; callbacks it ran stay run.
-void wait_own_event(const sc_core::sc_event& ev, const sc_core::sc_time& timeout);
+void wait_own_event(sc_core::sc_event& ev, const sc_core::sc_time& timeout);
 // The kernel comes up to the calling thread's time, when it is ahead (a kernel event then).
 void sync_thread();
 // An immediate notification of `ev` from a host thread, with the kernel at the thread's time.
@@ -182,7 +182,7 @@ class calendar {
     // then ahead at that time, the callbacks due then run); false when it cannot (the thread
     // waits in the kernel: the wake-up, left pending, or the timeout wakes it; callbacks it ran
     // stay run).
-    bool wait_inline(const sc_core::sc_event& ev, uint64_t deadline);
+    bool wait_inline(sc_core::sc_event& ev, uint64_t deadline);
     // A thread that was ahead waits in the kernel: the calendar's event again for what is pending.
     void rearm();
     // Notifies `ev` when the kernel is at `when` (no earlier than now()), after the callbacks
@@ -319,7 +319,6 @@ class calendar {
     // was due (UINT64_MAX: not yet).
     const sc_core::sc_event* m_inline_event = nullptr;
     uint64_t m_inline_woken = UINT64_MAX;
-    sc_core::sc_event* m_inline_taken = nullptr;  // its event, once its wake-up was taken
     uint64_t m_limit;
     uint64_t m_slice_end = UINT64_MAX;
     std::function<bool()> m_poll;
