@@ -38,10 +38,20 @@ void checker::run(json& doc) {
         m_d.error("/", type_problem(doc), "a JSON object");
         return;
     }
-    for (auto it = doc.begin(); it != doc.end(); ++it)
-        if (it.key() != "$schema" && !contains(k_top_keys, it.key()))
+    const json node_sections = dump_config(node_config{});
+    for (auto it = doc.begin(); it != doc.end(); ++it) {
+        if (it.key() == "$schema" || contains(k_top_keys, it.key())) continue;
+        // A node's section at the top (often `--set hca.x=...`): say where it goes.
+        if (node_sections.contains(it.key()))
+            m_d.error(pointer_join("", it.key()),
+                      "unknown key \"" + it.key() + "\": a node's configuration goes under " +
+                          "\"defaults\" or \"nodes\"",
+                      pointer_join("/defaults", it.key()) + " (--set defaults." + it.key() +
+                          ".KEY=VALUE) or " + pointer_join("/nodes/NAME", it.key()));
+        else
             m_d.error(pointer_join("", it.key()), unknown("key", it.key(), k_top_keys),
                       "one of " + joined(k_top_keys));
+    }
 
     if (auto it = doc.find("$schema"); it != doc.end() && !it->is_string())
         m_d.error("/$schema", type_problem(*it), "a string");

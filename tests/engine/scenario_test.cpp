@@ -204,6 +204,16 @@ TEST(scenario_loader, unknown_keys_at_every_depth) {
     EXPECT_TRUE(has_prefix(l, "t.json: /program/11/expect/statsu: unknown expect key \"statsu\""));
 }
 
+TEST(scenario_loader, node_section_at_the_top_says_where_it_goes) {
+    // A node's configuration at the top level (a --set without "defaults."): the error names
+    // where it belongs.
+    auto top = load(R"({"name": "x", "hca": {"qpc_cache": {"entries": 2}}})");
+    EXPECT_TRUE(has_line(top,
+                         "t.json: /hca: unknown key \"hca\": a node's configuration goes under "
+                         "\"defaults\" or \"nodes\" (expected /defaults/hca (--set "
+                         "defaults.hca.KEY=VALUE) or /nodes/NAME/hca)"));
+}
+
 TEST(scenario_loader, a_schema_key_is_for_editors_and_must_be_a_string) {
     auto ok = load(R"({"$schema": "scenario.schema.json", "description": "d"})");
     EXPECT_TRUE(ok.ok) << testing::PrintToString(ok.lines);
