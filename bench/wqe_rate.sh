@@ -9,6 +9,7 @@
 # which other load on the machine disturbs less than wall time. Prints one row per scenario.
 #
 # usage: bench/wqe_rate.sh [-n REPEATS] [-s SCALE] [-i] [-u] [-t] [-p]
+#        bench/wqe_rate.sh -w DIR [-s SCALE]
 #   -n REPEATS  runs per scenario; the fastest is reported (default 3)
 #   -s SCALE    multiply the iteration counts (default 1: about 1-3 s of wall time each on a
 #               2-core Xeon)
@@ -24,6 +25,8 @@
 #               ib_write_lat and ib_send_lat (per iteration: a round trip, two messages) and
 #               ib_send_bw (per WQE): CPU time and kernel events, and with -i instructions
 #               (callgrind, 2,000 less 1)
+#   -w DIR      only write the three scenarios into DIR (as NAME.json) and exit: what
+#               bench/ab_cpu.sh runs by default
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
@@ -35,7 +38,8 @@ instructions=0
 units=0
 tlps=0
 perf=0
-while getopts "n:s:iutph" opt; do
+write_to=""
+while getopts "n:s:iutpw:h" opt; do
     case "$opt" in
         n) repeats="$OPTARG" ;;
         s) scale="$OPTARG" ;;
@@ -43,16 +47,10 @@ while getopts "n:s:iutph" opt; do
         u) units=1; instructions=1 ;;
         t) tlps=1 ;;
         p) perf=1 ;;
-        *) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        w) write_to="$OPTARG" ;;
+        *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
-
-hcasim="${HCASIM:-build/hcasim}"
-[ -x "$hcasim" ] || { echo "wqe_rate.sh: $hcasim not found; run ./build.sh run first" >&2; exit 2; }
-command -v python3 >/dev/null || { echo "wqe_rate.sh: needs python3" >&2; exit 2; }
-
-tmp="$(mktemp -d)"
-[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
 
 # name size qps iters (iters per QP)
 cases=(
@@ -75,6 +73,22 @@ scenario() {
 }
 EOF
 }
+
+if [ -n "$write_to" ]; then
+    mkdir -p "$write_to"
+    for c in "${cases[@]}"; do
+        read -r name size qps iters <<<"$c"
+        scenario "$write_to/$name.json" "$name" "$size" "$qps" "$iters"
+    done
+    exit 0
+fi
+
+hcasim="${HCASIM:-build/hcasim}"
+[ -x "$hcasim" ] || { echo "wqe_rate.sh: $hcasim not found; run ./build.sh run first" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "wqe_rate.sh: needs python3" >&2; exit 2; }
+
+tmp="$(mktemp -d)"
+[ "${KEEP:-0}" = 1 ] || trap 'rm -rf "$tmp"' EXIT
 
 printf '%-20s %8s %8s %8s %10s %10s %9s %10s %10s %9s %8s\n' \
     scenario wqes wall_s cpu_s wqes/s wqes/cpu_s sim_us events events/wqe wl_ev/wqe slowdown
