@@ -73,14 +73,41 @@ class fabric_loader {
             generate(f, *t);
             return;
         }
-        refuse({"switch", "link"}, "without \"topology\"",
-               "defaults for a generated topology's switches and links; give a declared switch "
-               "or link its own parameters");
+        // Neither links nor switches: `link` configures the two nodes' default back-to-back link
+        // (what `--set fabric.link.faults.loss=1e-4` reaches).
+        const bool default_link = !f.contains("links") && !f.contains("switches");
+        refuse({"switch"}, "without \"topology\"",
+               "defaults for a generated topology's switches; give a declared switch its own "
+               "parameters");
+        if (!default_link)
+            refuse({"link"}, "with \"links\" or \"switches\"",
+                   "link: the default link of two nodes, or a generated topology's links; give a "
+                   "declared link its own parameters");
+        if (auto c = f.find("link"); c != f.end() && default_link) load_default_link(*c);
         if (auto sw = f.find("switches"); sw != f.end()) load_switches(*sw);
         if (auto links = f.find("links"); links != f.end()) load_links(*links);
     }
 
   private:
+    // fabric.link alone: the parameters of the link two nodes get without fabric.links.
+    void load_default_link(const json& c) {
+        if (m_s.nodes.size() != 2) {
+            m_d.error("/fabric/link",
+                      "a default link for " + std::to_string(m_s.nodes.size()) + " node" +
+                          (m_s.nodes.size() == 1 ? "" : "s"),
+                      "two nodes (the default link joins them), or fabric.links for more, or a "
+                      "topology");
+            return;
+        }
+        link_spec l;
+        l.a = m_s.nodes[0].first;
+        l.b = m_s.nodes[1].first;
+        l.pointer = "/fabric/link";
+        l.latency_given = c.is_object() && c.contains("latency");
+        load_config(l.config, c, l.pointer, m_d);
+        m_s.links.push_back(l);
+    }
+
     void load_switches(const json& sw) {
         if (!sw.is_object()) {
             m_d.error("/fabric/switches", type_problem(sw),

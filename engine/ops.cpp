@@ -532,6 +532,14 @@ field_shape perftest_shape(uint64_t default_size, std::vector<std::string> conne
                 "service level of the test's packets (-S), both ways; a switch maps it to a VL "
                 "(fabric.switches.<s>.sl2vl)",
                 0),
+        // No default written into the workload: over UC and UD they are refused when given.
+        integer("qp_timeout", 0, 31, false,
+                "RC only: the QPs' transport timer (-u), 4.096 us x 2^qp_timeout without an ACK "
+                "before a resend (0: never); what recovers a lost packet no later packet "
+                "reveals (fabric faults); default 14 (perftest)"),
+        integer("retry_count", 0, 7, false,
+                "RC only: resends after timeouts and sequence NAKs before the WQE completes with "
+                "RETRY_EXC_ERR (--retry_count); default 7 (perftest)"),
     };
     s.exactly_one = {{"client", "clients", "pattern"}};
     s.at_most_one = {{"duration", "iters"}, {"duration", "all_sizes"}};

@@ -113,6 +113,7 @@ int read_buffer(side& s, uint64_t offset, uint64_t n, std::vector<uint8_t>& out)
 void setup(world& w, const std::string& node, const std::string& process, const params& p,
            uint64_t fill_seed, side& s, uint64_t threads, bool device_memory, bool srq) {
     s.node = node;
+    s.stall = p.stall_time();
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     s.h->clear_reason();
@@ -208,6 +209,12 @@ void connect(const params& p, side& a, side& b) {
     const std::optional<uint32_t> outs =
         p.conn == qp_type::rc ? std::optional<uint32_t>(static_cast<uint32_t>(p.outs))
                               : std::nullopt;
+    // RC: the transport timer and retry count on RTR -> RTS (-u, --retry_count).
+    qp_reliability rel;
+    if (p.conn == qp_type::rc) {
+        rel.timeout = p.qp_timeout;
+        rel.retry_cnt = p.retry_count;
+    }
     for (size_t q = 0; q < a.qps.size(); ++q)
         for (qp_state st : {qp_state::init, qp_state::rtr, qp_state::rts})
             for (side* s : {&a, &b}) {
@@ -217,7 +224,8 @@ void connect(const params& p, side& a, side& b) {
                             s->qps[q].qpn, st, peer.qps[q].qpn,
                             peer.h->lid(static_cast<int>(peer.port)), std::nullopt,
                             st == qp_state::rts ? outs : std::nullopt,
-                            st == qp_state::rtr ? outs : std::nullopt, {},
+                            st == qp_state::rtr ? outs : std::nullopt,
+                            st == qp_state::rts ? rel : qp_reliability{},
                             st == qp_state::init ? std::optional<uint32_t>(s->port) : std::nullopt,
                             st == qp_state::rtr ? std::optional<uint32_t>(p.sl) : std::nullopt),
                         s->node + ": modify_qp");
@@ -321,8 +329,18 @@ void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
 }
 
 workload_error stalled(const side& s) {
-    return workload_error{s.node + ": no completion for " + sc_core::sc_time(k_stall).to_string() +
-                          " (stalled)"};
+    return workload_error{s.node + ": no completion for " + s.stall.to_string() + " (stalled)"};
+}
+
+sc_core::sc_time params::stall_time() const {
+    if (conn != qp_type::rc || qp_timeout == 0) return k_stall;
+    // 4.096 us x 2^qp_timeout per try (IBA 9.7.6.1.3), the first and retry_count more.
+    const uint64_t per_try_ps = 4096000ULL << qp_timeout;
+    const uint64_t give_up_ps = per_try_ps * (retry_count + 1ULL);
+    // In whole milliseconds (as a stall's message prints it).
+    const uint64_t ms = 1000000000ULL;
+    const uint64_t stall_ps = (give_up_ps + to_ps(k_stall) + ms - 1) / ms * ms;
+    return std::max(k_stall, time_value(stall_ps));
 }
 
 // Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
@@ -341,7 +359,7 @@ std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& 
 }
 
 std::vector<work_completion> reap(side& s, int max, uint32_t cq) {
-    std::vector<work_completion> wcs = try_reap(s, max, k_stall, cq);
+    std::vector<work_completion> wcs = try_reap(s, max, s.stall, cq);
     if (wcs.empty()) throw stalled(s);
     return wcs;
 }
@@ -416,12 +434,12 @@ void serve_receives(const params& p, side& server, const bool& client_done,
     while (timed ? !(client_done && received >= expected) : received < expected) {
         const auto wcs = try_reap(server, 64,
                                   timed      ? k_poll
-                                  : reliable ? k_stall
+                                  : reliable ? server.stall
                                              : k_quiet,
                                   server.rcq);
         if (wcs.empty()) {
             const uint64_t idle = now_ps() - idle_since;
-            if ((reliable && !timed) || idle >= to_ps(k_stall)) throw stalled(server);
+            if ((reliable && !timed) || idle >= to_ps(server.stall)) throw stalled(server);
             if (client_done && (!timed || (!reliable && idle >= to_ps(k_quiet)))) return;
             continue;
         }

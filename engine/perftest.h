@@ -19,6 +19,7 @@ using namespace hca_if;
 
 // No progress for this long = stalled: longer than the RC transport takes to give up with
 // perftest's attributes (retry_cnt 7 after the first try, each a 4.096 us x 2^14 = 67 ms timeout).
+// A test whose QPs wait longer (qp_timeout, retry_count) waits that much more: stall_time().
 inline const sc_core::sc_time k_stall = sc_core::sc_time(1, sc_core::SC_SEC);
 constexpr uint32_t k_qkey = 0x11111111;  // perftest's DEF_QKEY
 constexpr uint64_t k_grh = 40;  // a UD receive buffer's room for the GRH, before the payload
@@ -76,6 +77,8 @@ struct side {
     std::unordered_map<uint64_t, uint64_t> srq_writer;
     uint32_t ah = 0;    // UD: the address handle to the peer
     uint32_t port = 1;  // the HCA port its QPs use (-i)
+    // No completion for this long = stalled (params::stall_time()).
+    sc_core::sc_time stall = k_stall;
     // server_dm: the buffer is device memory `dm` (va 0: the region is zero-based); the CPU
     // copies in and out of it through a page of host memory at `scratch`.
     uint32_t dm = 0;
@@ -114,9 +117,16 @@ struct params {
     bool use_srq = false;
     uint32_t client_port = 1, server_port = 1;  // -i of each side
     uint32_t sl = 0;                            // -S
+    // RC: the transport timer's exponent (-u: 4.096 us x 2^qp_timeout, 0 never) and the resends
+    // before RETRY_EXC_ERR (--retry_count), perftest's defaults.
+    uint32_t qp_timeout = 14, retry_count = 7;
     // Where in a QP's slot the peer's messages land: 0, or past the slot's sending half (-b).
     uint64_t half = 0;
     bool timed() const { return duration > 0; }
+    // How long without a completion is a stall: k_stall, or a second more than the RC transport
+    // can take to give up on a packet (its first try and retry_count resends, each waiting for
+    // the transport timer) when that is longer.
+    sc_core::sc_time stall_time() const;
 };
 
 // perftest's default -I for a test type and connection.
@@ -178,7 +188,7 @@ workload_error stalled(const side& s);
 // default the side's first); throws on an error completion.
 std::vector<work_completion> try_reap(side& s, int max, const sc_core::sc_time& timeout,
                                       uint32_t cq = 0);
-// The same, a stall (workload_error) when nothing comes within k_stall.
+// The same, a stall (workload_error) when nothing comes within the side's stall time.
 std::vector<work_completion> reap(side& s, int max, uint32_t cq = 0);
 // Takes whatever completions are there without waiting (they free send-queue slots).
 void drain(side& s);

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 #include <boost/program_options.hpp>
 
@@ -73,8 +74,6 @@ const refused_option k_refused[] = {
      "sends, the TX depth for RC)"},
     {"inline_recv", true, "inline receive is not modelled"},
     {"recv_post_list", true, "receive post lists are not modelled"},
-    {"qp-timeout,u", true, "the transport timeout stays at perftest's default (14)"},
-    {"retry_count", true, "the retry count stays at perftest's default (7)"},
     {"mr_per_qp", false, "each side registers one region for all its QPs"},
     {"perform_warm_up", false, "warm-up iterations are not modelled"},
     {"dlid", true, "LIDs come from hcasim's subnet manager"},
@@ -165,6 +164,9 @@ const char* perftest_usage() {
            "  -m, --mtu=256..4096    path MTU (sets both nodes' hca.port.mtu)\n"
            "  -i, --ib-port=N        the HCA port (1, or 2 on a two-port HCA)\n"
            "  -S, --sl=N             service level\n"
+           "  -u, --qp-timeout=N     RC transport timer: 4.096 us x 2^N without an ACK (0..31,\n"
+           "                         0 never; default 14)\n"
+           "      --retry_count=N    RC resends before RETRY_EXC_ERR (0..7; default 7)\n"
            "  -N, --noPeak           no BW peak (0.00)\n"
            "  -H, --report-histogrm  print the sorted latency samples (also --report-histogram)\n"
            "  -U, --report-unsorted  print the samples in the order taken\n"
@@ -223,6 +225,7 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         "duration,D", po::value<std::string>())("margin,f", po::value<std::string>())(
         "bidirectional,b", po::bool_switch())("mtu,m", po::value<std::string>())(
         "ib-port,i", po::value<std::string>())("sl,S", po::value<std::string>())(
+        "qp-timeout,u", po::value<std::string>())("retry_count", po::value<std::string>())(
         "noPeak,N", po::bool_switch())("report-histogrm,H", po::bool_switch())(
         "report-histogram", po::bool_switch())("report-unsorted,U", po::bool_switch())(
         "report_gbits", po::bool_switch())("output", po::value<std::string>())(
@@ -528,6 +531,20 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         uint64_t sl = 0;
         if (!number("sl", sl, 0, 15, "SL")) return false;
         w["sl"] = sl;
+    }
+    // -u, --retry_count: RC's (the loader refuses them over UC and UD, as here)
+    for (const auto& [key, field, hi, what] :
+         {std::tuple{"qp-timeout", "qp_timeout", 31, "QP timeout"},
+          std::tuple{"retry_count", "retry_count", 7, "Retry count"}}) {
+        if (!given(key)) continue;
+        if (h.connection != "RC") {
+            problem = std::string(key == std::string("qp-timeout") ? "-u" : "--retry_count") +
+                      " over " + h.connection + ": the transport timer and retries are RC's";
+            return false;
+        }
+        uint64_t v = 0;
+        if (!number(key, v, 0, static_cast<uint64_t>(hi), what)) return false;
+        w[field] = v;
     }
     if (given("mtu")) {
         uint64_t mtu = 0;

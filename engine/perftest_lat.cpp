@@ -24,7 +24,7 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value, std::vector<uint8_t>& b)
             w->fired = true;
             notify_now(w->landed);
         });
-        wait_own_event(w->landed, k_stall);
+        wait_own_event(w->landed, s.stall);
         if (!w->fired)
             throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
     }
@@ -86,6 +86,24 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
     // Each iteration's time from its post to the next iteration's (nothing runs in between): the
     // gaps perftest measures between consecutive posts, a whole round trip for a ping-pong.
     std::vector<uint64_t> gaps;
+    // A message that does not arrive within the stall time: the sender's error completion, when
+    // it has one (RETRY_EXC_ERR after the transport gave up), says why rather than the stall.
+    auto await_write = [&](side& reader, uint64_t va, uint8_t tag, side& writer) {
+        try {
+            wait_for_byte(reader, va, tag, polled);
+        } catch (const workload_error&) {
+            drain(writer);
+            throw;
+        }
+    };
+    auto await_receive = [&](side& receiver, side& sender) {
+        try {
+            reap(receiver, 1);
+        } catch (const workload_error&) {
+            drain(sender);
+            throw;
+        }
+    };
     auto sample = [&](uint64_t t) {
         if (!w.samples(now_ps())) return;
         ++counted;
@@ -101,11 +119,11 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                     "tagging the client buffer");
             require(client.h->post_send(client.qps[0].qpn, to_server), client.node, "post_send");
             if (send) {
-                reap(server, 1);  // the receive
+                await_receive(server, client);  // the receive
                 more = another();
                 if (more) recv_into(server, i + 1);
             } else {
-                wait_for_byte(server, server.va + 2 * n - 1, tag, polled);
+                await_write(server, server.va + 2 * n - 1, tag, client);
             }
             require(server.h->write_mem(server.pid, server.va + n - 1, tag_byte),
                     "tagging the server buffer");
@@ -117,7 +135,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                 if (more) recv_into(client, i + 1);
                 reap(server, 1);  // the server's send completion
             } else {
-                wait_for_byte(client, client.va + 2 * n - 1, tag, polled);
+                await_write(client, client.va + 2 * n - 1, tag, server);
                 // Like perftest, send completions are drained without waiting for them.
                 drain(client);
                 drain(server);

@@ -75,6 +75,13 @@ void check_perftest_options(const json& w, const std::string& p, const std::stri
                 std::to_string(u64("threads", 1)) + " threads for " +
                     std::to_string(u64("qps", 1)) + " QPs",
                 "at most one thread per QP (threads <= qps)");
+    // The transport timer and retries are RC's (UC and UD do not resend).
+    if (auto c = w.find("connection"); c != w.end() && c->is_string() && *c != "RC")
+        for (const char* k : {"qp_timeout", "retry_count"})
+            if (w.contains(k))
+                d.error(pointer_join(p, k), std::string(k) + " over " + c->get<std::string>(),
+                        "qp_timeout and retry_count with connection RC only (UC and UD do not "
+                        "resend)");
     if (w.contains("atomic_type") && type.rfind("ib_atomic", 0) != 0)
         d.error(pointer_join(p, "atomic_type"), "an atomic type for " + type,
                 "atomic_type in ib_atomic_bw and ib_atomic_lat only (perftest: \"You are not "

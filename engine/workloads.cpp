@@ -175,6 +175,8 @@ void run_perftest(world& w, const workload_spec& spec, const std::string& cn, co
     p.client_port = static_cast<uint32_t>(arg_u64(a, "ib_port", 1));
     p.server_port = static_cast<uint32_t>(arg_u64(a, "server_ib_port", p.client_port));
     p.sl = static_cast<uint32_t>(arg_u64(a, "sl", 0));
+    p.qp_timeout = static_cast<uint32_t>(arg_u64(a, "qp_timeout", 14));
+    p.retry_count = static_cast<uint32_t>(arg_u64(a, "retry_count", 7));
     // A UD message is one packet: no larger than the path MTU (the loader checks sizes).
     const uint64_t max_size = p.conn == qp_type::ud ? std::min(w.at(cn).hca().config().port.mtu,
                                                                w.at(sn).hca().config().port.mtu)

@@ -120,6 +120,25 @@ TEST(perftest_cli, flags_hcasim_cannot_honour_are_refused_with_the_reason) {
     EXPECT_NE(refusal({"ib_read_lat", "--use-srq"}).find("Using SRQ only"), std::string::npos);
 }
 
+TEST(perftest_cli, transport_timer_and_retry_count_are_rc_options) {
+    perftest_command c = parse({"ib_send_lat", "-u", "4", "--retry_count", "3"});
+    EXPECT_EQ(c.workload["qp_timeout"], 4) << "-u: 4.096 us x 2^4";
+    EXPECT_EQ(c.workload["retry_count"], 3);
+    c = parse({"ib_write_bw", "--qp-timeout=0"});
+    EXPECT_EQ(c.workload["qp_timeout"], 0) << "0: the timer never expires";
+    c = parse({"ib_write_bw"});
+    EXPECT_FALSE(c.workload.contains("qp_timeout")) << "perftest's defaults (14, 7) by omission";
+    EXPECT_FALSE(c.workload.contains("retry_count"));
+    EXPECT_NE(refusal({"ib_write_bw", "-u", "32"}).find("QP timeout should be between 0 and 31"),
+              std::string::npos);
+    EXPECT_NE(refusal({"ib_write_bw", "--retry_count", "8"}).find("between 0 and 7"),
+              std::string::npos);
+    EXPECT_NE(refusal({"ib_send_bw", "-c", "UD", "-u", "4"}).find("-u over UD"), std::string::npos);
+    EXPECT_NE(
+        refusal({"ib_write_bw", "-c", "UC", "--retry_count", "1"}).find("--retry_count over UC"),
+        std::string::npos);
+}
+
 TEST(perftest_cli, use_srq_is_a_send_tests_option) {
     perftest_command c = parse({"ib_send_bw", "--use-srq", "-q", "4"});
     EXPECT_EQ(c.workload["use_srq"], true);
@@ -257,6 +276,31 @@ TEST(perftest_cli, use_srq_runs_the_servers_receives_through_one_srq) {
     stats = json::parse(slurp(out + "_bidir/stats.json"));
     EXPECT_EQ(stats["workloads"][0]["data_check"], "ok");
     EXPECT_EQ(stats["nodes"]["a"]["hca"]["responder"]["srq_wqes"], 200) << "-b: the client too";
+}
+
+// -u on a link that is down for 2 s from the start: the first message is lost, and a timer of
+// 4.096 us x 2^19 = 2.1 s sends it again once the link is back. The run is not a stall (it
+// waits as long as the transport may take to give up); with --retry_count 0 and the link down
+// for 5 s the transport gives up, and the run fails with the sender's RETRY_EXC_ERR.
+TEST(perftest_cli, the_transport_timer_recovers_and_gives_up_as_set) {
+    const std::string out = testing::TempDir() + "/perftest_cli_timer";
+    const std::string down =
+        " --set fabric.link.faults.down_at=0ps --set fabric.link.faults.down_for=";
+    for (const char* test : {"ib_write_lat", "ib_send_lat"}) {
+        auto r = run_hcasim(std::string("perftest ") + test + " -n 10 -u 19" + down + "2s --out '" +
+                            out + "'");
+        ASSERT_EQ(r.code, 0) << test << ": " << r.err;
+        json stats = json::parse(slurp(out + "/stats.json"));
+        EXPECT_EQ(stats["nodes"]["a"]["hca"]["requester"]["timeouts"], 1) << test;
+        EXPECT_EQ(stats["fabric"]["link_a_b"]["down_drops"], 1) << test;
+        EXPECT_GT(stats["sim_time_ns"].get<double>(), 2.1e9) << test;
+        EXPECT_EQ(stats["workloads"][0]["data_check"], "ok") << test;
+        r = run_hcasim(std::string("perftest ") + test + " -n 10 -u 19 --retry_count 0" + down +
+                       "5s --out '" + out + "'");
+        EXPECT_EQ(r.code, 1) << test;
+        EXPECT_NE(r.err.find("a: completion wr_id 0 with status RETRY_EXC_ERR"), std::string::npos)
+            << test << ": " << r.err;
+    }
 }
 
 TEST(perftest_cli, runs_on_a_scenarios_nodes_and_sets) {

@@ -150,6 +150,45 @@ TEST(scenario_loader, absent_nodes_and_fabric_give_two_nodes_and_one_link) {
     EXPECT_TRUE(three.s.links.empty()) << "only two nodes get an implicit link";
 }
 
+TEST(scenario_loader, fabric_link_alone_configures_the_default_link) {
+    // fabric.link without links, switches or a topology: the two nodes' default link, with its
+    // parameters (what --set fabric.link.faults.loss=... reaches).
+    auto l = load(R"({"fabric": {"link": {"latency": "1us", "faults": {"loss": 0.001}}}})");
+    ASSERT_TRUE(l.ok) << testing::PrintToString(l.lines);
+    ASSERT_EQ(l.s.links.size(), 1u);
+    EXPECT_EQ(l.s.links[0].a, "a");
+    EXPECT_EQ(l.s.links[0].b, "b");
+    EXPECT_DOUBLE_EQ(l.s.links[0].config.faults.loss, 0.001);
+    EXPECT_EQ(l.s.links[0].config.latency.ps, 1000000u);
+    EXPECT_TRUE(l.s.links[0].latency_given);
+    auto three = load(R"({"nodes": {"x": {}, "y": {}, "z": {}}, "fabric": {"link": {}}})");
+    EXPECT_TRUE(has_line(three,
+                         "t.json: /fabric/link: a default link for 3 nodes (expected two nodes "
+                         "(the default link joins them), or fabric.links for more, or a "
+                         "topology)"));
+    auto declared = load(R"({"fabric": {"links": [{"a": "a", "b": "b"}], "link": {}}})");
+    EXPECT_TRUE(
+        has_prefix(declared, "t.json: /fabric/link: \"link\" with \"links\" or \"switches\""));
+    auto bad = load(R"({"fabric": {"link": {"faults": {"loss": 2}}}})");
+    EXPECT_TRUE(has_prefix(bad, "t.json: /fabric/link/faults/loss:"));
+}
+
+TEST(scenario_loader, transport_timer_and_retries_are_rc_workload_fields) {
+    auto rc = load(R"({"workloads": [{"type": "ib_send_lat", "client": "a", "server": "b",
+                                     "qp_timeout": 4, "retry_count": 2}]})");
+    EXPECT_TRUE(rc.ok) << testing::PrintToString(rc.lines);
+    auto ud = load(R"({"workloads": [{"type": "ib_send_bw", "client": "a", "server": "b",
+                                     "connection": "UD", "qp_timeout": 4}]})");
+    EXPECT_TRUE(has_line(ud,
+                         "t.json: /workloads/0/qp_timeout: qp_timeout over UD (expected "
+                         "qp_timeout and retry_count with connection RC only (UC and UD do not "
+                         "resend))"));
+    auto range = load(R"({"workloads": [{"type": "ib_write_bw", "client": "a", "server": "b",
+                                        "qp_timeout": 32, "retry_count": 8}]})");
+    EXPECT_TRUE(has_prefix(range, "t.json: /workloads/0/qp_timeout:"));
+    EXPECT_TRUE(has_prefix(range, "t.json: /workloads/0/retry_count:"));
+}
+
 TEST(scenario_loader, resolved_config_contains_every_parameter) {
     auto l = load(R"({"seed": 9, "stop": "2ms",
         "fabric": {"links": [{"a": "a", "b": "b", "latency": "250ns"}]}})");
