@@ -76,20 +76,23 @@ bool apply_set(json& doc, const std::string& dotted, const json& value, diag& d)
     for (size_t i = 0; i < segments.size(); ++i) {
         const std::string& seg = segments[i];
         const bool last = i + 1 == segments.size();
-        if (cur->is_null()) *cur = json::object();
+        // What is missing is created: a list for a numeric segment, else an object.
+        if (cur->is_null()) *cur = is_index(seg) ? json::array() : json::object();
         if (cur->is_array()) {
             if (!is_index(seg)) {
                 d.error(pointer, "\"" + seg + "\" indexes an array", "a numeric index");
                 return false;
             }
             size_t idx = std::stoul(seg);
-            if (idx >= cur->size()) {
+            if (idx > cur->size()) {
                 d.error(pointer,
                         "index " + seg + " is past the end of the array of " +
                             std::to_string(cur->size()) + " at " + (walked.empty() ? "/" : walked),
-                        "an index below " + std::to_string(cur->size()));
+                        "an index of at most " + std::to_string(cur->size()) + " (" +
+                            std::to_string(cur->size()) + " appends an item)");
                 return false;
             }
+            if (idx == cur->size()) cur->push_back(nullptr);  // the list's next item
             cur = &(*cur)[idx];
         } else if (cur->is_object()) {
             cur = &(*cur)[seg];

@@ -197,7 +197,7 @@ TEST_F(cli, bad_set_is_reported_with_the_set_as_file) {
     EXPECT_EQ(r.code, 2);
     std::vector<std::string> want = {
         "--set: /workloads/4/size: index 4 is past the end of the array of 1 at /workloads "
-        "(expected an index below 1)",
+        "(expected an index of at most 1 (1 appends an item))",
         invalid("sweep_base.json") +
             ": /defaults/hca/qpc_cache/entries: cannot read \"lots\" (expected an integer)"};
     EXPECT_EQ(r.err_lines(), want);
@@ -226,7 +226,7 @@ TEST_F(cli, check_validates_sweeps) {
     EXPECT_EQ(lines[2], path +
                             ": /axes/workloads.3.size: not a path into the base scenario: "
                             "/workloads/3/size: index 3 is past the end of the array of 1 at "
-                            "/workloads (expected an index below 1)");
+                            "/workloads (expected an index of at most 1 (1 appends an item))");
 }
 
 TEST_F(cli, unreadable_file) {

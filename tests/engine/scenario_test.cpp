@@ -738,10 +738,25 @@ TEST(scenario_loader, set_overrides_apply_before_validation) {
         path, {"workloads.3.size=1", "noequals", "defaults.hca.qpc_cache.entries=lots"}, s, bad));
     std::vector<std::string> want = {
         "--set: /workloads/3/size: index 3 is past the end of the array of 1 at /workloads "
-        "(expected an index below 1)",
+        "(expected an index of at most 1 (1 appends an item))",
         "--set: /: \"noequals\" has no '=' (expected KEY=VALUE, e.g. workloads.0.size=65536)",
         path + ": /defaults/hca/qpc_cache/entries: cannot read \"lots\" (expected an integer)"};
     EXPECT_EQ(bad.lines(), want) << "a bad value is reported like any other";
+}
+
+TEST(scenario_loader, set_creates_lists_and_appends_to_them) {
+    // A numeric segment where nothing is makes a list, and the index one past a list's end
+    // appends an item: a link or a workload can be added from the command line.
+    json doc = json::parse(R"({"workloads": [{"type": "ib_write_bw"}]})");
+    diag d("--set");
+    EXPECT_TRUE(apply_set(doc, "fabric.links.0.a=a", d));
+    EXPECT_TRUE(apply_set(doc, "fabric.links.0.b=b", d));
+    EXPECT_TRUE(apply_set(doc, "workloads.1.type=ib_read_bw", d));
+    EXPECT_TRUE(d.lines().empty()) << testing::PrintToString(d.lines());
+    EXPECT_EQ(doc["fabric"]["links"], json::parse(R"([{"a": "a", "b": "b"}])"));
+    EXPECT_EQ(doc["workloads"][1]["type"], "ib_read_bw");
+    EXPECT_FALSE(apply_set(doc, "fabric.links.2.a=a", d)) << "one past the end at most";
+    EXPECT_EQ(doc["fabric"]["links"].size(), 1u) << "a failed set leaves the document unchanged";
 }
 
 TEST(scenario_loader, set_through_a_scalar_is_an_error) {
