@@ -4,16 +4,18 @@
 # alike), and the median CPU time (user + system) of each build is compared. The simulated
 # results must not differ: a speed change leaves them as they are, so the two builds' stats.json
 # are compared too (all of it but the wall time and how the run was started: simulated time,
-# kernel events, every workload's and node's numbers) and a difference is reported and fails the
-# run (exit 1).
+# kernel events, every workload's and node's numbers and the configuration): a value that differs
+# fails the run (exit 1); keys only one build has (a counter or parameter B adds) are listed and
+# do not. A run that fails (its exit status) stops the comparison (exit 2, with its stderr).
 #
 # usage: bench/ab_cpu.sh [-n RUNS] A_HCASIM B_HCASIM [SCENARIO.json ...]
-#   -n RUNS   runs per build and scenario (default 5)
+#   -n RUNS   runs per build and scenario (default 5); A runs first in even rounds, B in odd ones
 #   without scenarios: bench/wqe_rate.sh's three (64 B on 1 QP, 4 KiB on 16 QPs, 64 B on 4,096
 #   QPs)
 # Prints per scenario A's and B's median CPU seconds, their range, and B / A (below 1: B is
 # faster). Paths are taken from the current folder. Needs: bash, python3.
 set -euo pipefail
+export LC_ALL=C  # bash's `time` prints the locale's decimal point
 here="$(cd "$(dirname "$0")/.." && pwd)"
 
 runs=5
@@ -24,6 +26,7 @@ while getopts "n:h" opt; do
     esac
 done
 shift $((OPTIND - 1))
+[[ "$runs" =~ ^[1-9][0-9]*$ ]] || { echo "ab_cpu.sh: -n $runs: expected a number of runs, 1 or more" >&2; exit 2; }
 [ $# -ge 2 ] || { sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 for f in "$@"; do
     [ -e "$f" ] || { echo "ab_cpu.sh: $f: no such file" >&2; exit 2; }
@@ -50,11 +53,17 @@ status=0
 for s in "${scenarios[@]}"; do
     name=$(basename "$s" .json)
     for ((r = 0; r < runs; r++)); do
-        for side in A B; do
+        order="A B"
+        [ $((r % 2)) = 1 ] && order="B A"  # neither build always runs on the other's heels
+        for side in $order; do
             [ "$side" = A ] && h="$a" || h="$b"
             out="$tmp/$name.$side.$r"
             TIMEFORMAT='%U %S'
-            { time "$h" run "$s" -o "$out" --quiet >/dev/null; } 2>"$out.cpu"
+            if ! { time "$h" run "$s" -o "$out" --quiet >/dev/null 2>"$out.err"; } 2>"$out.cpu"; then
+                echo "ab_cpu.sh: $name: $side ($h) failed:" >&2
+                cat "$out.err" >&2
+                exit 2
+            fi
         done
     done
     python3 - "$tmp/$name" "$runs" "$name" <<'EOF' || status=1
@@ -72,11 +81,27 @@ t = {side: [cpu(side, r) for r in range(runs)] for side in "AB"}
 ma, mb = statistics.median(t["A"]), statistics.median(t["B"])
 print("%-24s %5d %9.3f %8.3f-%-8.3f %9.3f %8.3f-%-8.3f %7.3f" % (
     name, runs, ma, min(t["A"]), max(t["A"]), mb, min(t["B"]), max(t["B"]), mb / ma))
-if results("A") != results("B"):
-    a, b = results("A"), results("B")
-    keys = sorted(k for k in set(a) | set(b) if a.get(k) != b.get(k))
-    print("  %s: the two builds simulate different results (stats.json differs in: %s)" %
-          (name, ", ".join(keys)), file=sys.stderr)
+# Leaves that differ, and those only one build has (a counter or parameter added).
+def leaves(v, path=""):
+    if isinstance(v, dict):
+        for k, x in v.items():
+            yield from leaves(x, path + "/" + k)
+    elif isinstance(v, list):
+        for i, x in enumerate(v):
+            yield from leaves(x, path + "/" + str(i))
+    else:
+        yield path, v
+a, b = dict(leaves(results("A"))), dict(leaves(results("B")))
+changed = sorted(k for k in set(a) & set(b) if a[k] != b[k])
+only = sorted(set(a) ^ set(b))
+if only:
+    print("  %s: in one build's stats.json only (%d): %s%s" % (
+        name, len(only), ", ".join(("A " if k in a else "B ") + k for k in only[:8]),
+        " ..." if len(only) > 8 else ""), file=sys.stderr)
+if changed:
+    print("  %s: the two builds simulate different results (%d values differ: %s%s)" % (
+        name, len(changed), ", ".join(changed[:8]), " ..." if len(changed) > 8 else ""),
+        file=sys.stderr)
     sys.exit(1)
 EOF
 done

@@ -30,6 +30,7 @@
 # Environment: HCASIM (default: build/hcasim next to this folder), KEEP=1 keeps the temp folder.
 # Needs: bash, python3 (to read stats.json).
 set -euo pipefail
+called_from="$PWD"
 cd "$(dirname "$0")/.."
 
 repeats=3
@@ -48,7 +49,7 @@ while getopts "n:s:iutpw:h" opt; do
         t) tlps=1 ;;
         p) perf=1 ;;
         w) write_to="$OPTARG" ;;
-        *) sed -n '2,29p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        *) sed -n '2,31p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
     esac
 done
 
@@ -75,6 +76,7 @@ EOF
 }
 
 if [ -n "$write_to" ]; then
+    case "$write_to" in /*) ;; *) write_to="$called_from/$write_to" ;; esac
     mkdir -p "$write_to"
     for c in "${cases[@]}"; do
         read -r name size qps iters <<<"$c"

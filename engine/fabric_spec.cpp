@@ -73,17 +73,23 @@ class fabric_loader {
             generate(f, *t);
             return;
         }
-        // Neither links nor switches: `link` configures the two nodes' default back-to-back link
-        // (what `--set fabric.link.faults.loss=1e-4` reaches).
+        // Neither links nor switches: two nodes get their default back-to-back link, as without
+        // `fabric`, and `link` configures it (what `--set fabric.link.faults.loss=1e-4` reaches).
         const bool default_link = !f.contains("links") && !f.contains("switches");
         refuse({"switch"}, "without \"topology\"",
                "defaults for a generated topology's switches; give a declared switch its own "
                "parameters");
         if (!default_link)
             refuse({"link"}, "with \"links\" or \"switches\"",
-                   "link: the default link of two nodes, or a generated topology's links; give a "
-                   "declared link its own parameters");
-        if (auto c = f.find("link"); c != f.end() && default_link) load_default_link(*c);
+                   "the parameters of each declared link in its entry (/fabric/links/N/faults, "
+                   "...); link configures a generated topology's links, or two nodes' default "
+                   "link");
+        if (default_link) {
+            if (auto c = f.find("link"); c != f.end())
+                load_default_link(*c);
+            else if (m_s.nodes.size() == 2)
+                load_default_link(json::object());
+        }
         if (auto sw = f.find("switches"); sw != f.end()) load_switches(*sw);
         if (auto links = f.find("links"); links != f.end()) load_links(*links);
     }

@@ -114,6 +114,7 @@ void setup(world& w, const std::string& node, const std::string& process, const 
            uint64_t fill_seed, side& s, uint64_t threads, bool device_memory, bool srq) {
     s.node = node;
     s.stall = p.stall_time();
+    s.timer_off = p.conn == qp_type::rc && p.qp_timeout == 0;
     s.h = &w.at(node).host();
     s.pid = s.h->process_id(process);
     s.h->clear_reason();
@@ -328,8 +329,16 @@ void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq) {
     post_receive(s, q, r);
 }
 
+std::string stalled_for(const side& s) {
+    return " in " + s.stall.to_string() + " (stalled" +
+           (s.timer_off ? "; with qp_timeout 0 a lost packet that no later packet reveals is "
+                          "never sent again"
+                        : "") +
+           ")";
+}
+
 workload_error stalled(const side& s) {
-    return workload_error{s.node + ": no completion for " + s.stall.to_string() + " (stalled)"};
+    return workload_error{s.node + ": no completion" + stalled_for(s)};
 }
 
 sc_core::sc_time params::stall_time() const {

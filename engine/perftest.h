@@ -17,9 +17,9 @@ namespace perftest {
 
 using namespace hca_if;
 
-// No progress for this long = stalled: longer than the RC transport takes to give up with
-// perftest's attributes (retry_cnt 7 after the first try, each a 4.096 us x 2^14 = 67 ms timeout).
-// A test whose QPs wait longer (qp_timeout, retry_count) waits that much more: stall_time().
+// No progress for this long = stalled, at least (UC, UD, a timer that never expires):
+// params::stall_time() adds to it what the RC transport may take to give up (with perftest's
+// attributes, retry_cnt 7 after the first try, each a 4.096 us x 2^14 = 67 ms timeout: 537 ms).
 inline const sc_core::sc_time k_stall = sc_core::sc_time(1, sc_core::SC_SEC);
 constexpr uint32_t k_qkey = 0x11111111;  // perftest's DEF_QKEY
 constexpr uint64_t k_grh = 40;  // a UD receive buffer's room for the GRH, before the payload
@@ -77,8 +77,10 @@ struct side {
     std::unordered_map<uint64_t, uint64_t> srq_writer;
     uint32_t ah = 0;    // UD: the address handle to the peer
     uint32_t port = 1;  // the HCA port its QPs use (-i)
-    // No completion for this long = stalled (params::stall_time()).
+    // No completion for this long = stalled (params::stall_time()); an RC QP whose transport
+    // timer never expires (qp_timeout 0) is named in the stall's message.
     sc_core::sc_time stall = k_stall;
+    bool timer_off = false;
     // server_dm: the buffer is device memory `dm` (va 0: the region is zero-based); the CPU
     // copies in and out of it through a page of host memory at `scratch`.
     uint32_t dm = 0;
@@ -183,6 +185,8 @@ send_wr make_wr(const params& p, const side& local, const side& remote, uint64_t
 // Messages that fit side by side in a buffer of mr_size (at least one).
 uint64_t message_slots(const params& p);
 void post_recv_slot(const params& p, side& s, uint64_t q, uint64_t seq);
+// " in 1 s (stalled)": how long `s` waited, and why nothing may have come.
+std::string stalled_for(const side& s);
 workload_error stalled(const side& s);
 // Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,
 // default the side's first); throws on an error completion.

@@ -166,7 +166,8 @@ const char* perftest_usage() {
            "  -S, --sl=N             service level\n"
            "  -u, --qp-timeout=N     RC transport timer: 4.096 us x 2^N without an ACK (0..31,\n"
            "                         0 never; default 14)\n"
-           "      --retry_count=N    RC resends before RETRY_EXC_ERR (0..7; default 7)\n"
+           "      --retry_count=N    RC resends before RETRY_EXC_ERR (0..7; default 7; perftest\n"
+           "                         takes it with rdma_cm only, hcasim sets it on the QPs)\n"
            "  -N, --noPeak           no BW peak (0.00)\n"
            "  -H, --report-histogrm  print the sorted latency samples (also --report-histogram)\n"
            "  -U, --report-unsorted  print the samples in the order taken\n"
@@ -538,7 +539,8 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
           std::tuple{"retry_count", "retry_count", 7, "Retry count"}}) {
         if (!given(key)) continue;
         if (h.connection != "RC") {
-            problem = std::string(key == std::string("qp-timeout") ? "-u" : "--retry_count") +
+            problem = std::string(key == std::string("qp-timeout") ? "-u/--qp-timeout"
+                                                                   : "--retry_count") +
                       " over " + h.connection + ": the transport timer and retries are RC's";
             return false;
         }

@@ -26,7 +26,7 @@ void wait_for_byte(side& s, uint64_t va, uint8_t value, std::vector<uint8_t>& b)
         });
         wait_own_event(w->landed, s.stall);
         if (!w->fired)
-            throw workload_error{s.node + ": the awaited write did not arrive (stalled)"};
+            throw workload_error{s.node + ": the awaited write did not arrive" + stalled_for(s)};
     }
 }
 
@@ -96,9 +96,10 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             throw;
         }
     };
-    auto await_receive = [&](side& receiver, side& sender) {
+    // `n` completions of `receiver` (a receive, or its own send's and a receive).
+    auto await_receive = [&](side& receiver, side& sender, int n) {
         try {
-            reap(receiver, 1);
+            for (int got = 0; got < n;) got += static_cast<int>(reap(receiver, n).size());
         } catch (const workload_error&) {
             drain(sender);
             throw;
@@ -119,7 +120,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
                     "tagging the client buffer");
             require(client.h->post_send(client.qps[0].qpn, to_server), client.node, "post_send");
             if (send) {
-                await_receive(server, client);  // the receive
+                await_receive(server, client, 1);  // the receive
                 more = another();
                 if (more) recv_into(server, i + 1);
             } else {
@@ -130,8 +131,7 @@ json run_lat(const params& p, side& client, side& server, histogram& lat) {
             require(server.h->post_send(server.qps[0].qpn, to_client), server.node, "post_send");
             if (send) {
                 // The client's send completion and the reply's receive.
-                int got = 0;
-                while (got < 2) got += static_cast<int>(reap(client, 2).size());
+                await_receive(client, server, 2);
                 if (more) recv_into(client, i + 1);
                 reap(server, 1);  // the server's send completion
             } else {

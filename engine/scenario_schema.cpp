@@ -330,7 +330,9 @@ json scenario_schema() {
               {"switch",
                json{{"description", "with topology: the generated switches' configuration"},
                     {"$ref", "#/$defs/switch_config"}}},
-              {"link", json{{"description", "with topology: the generated links' configuration"},
+              {"link", json{{"description",
+                             "with topology: the generated links' configuration; without "
+                             "topology, links and switches: the two nodes' default link's"},
                             {"$ref", "#/$defs/link_config"}}}}},
         {"additionalProperties", false}};
     p["program"] =

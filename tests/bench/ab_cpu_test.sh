@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/ab_cpu.sh compares two builds: the same binary twice gives a row per scenario and exit 0;
 # a "build" that simulates something else (the same binary with another PCIe generation) is
-# reported by name and fails with exit 1. bench/wqe_rate.sh -w writes the three scenarios
-# ab_cpu.sh runs by default, and they pass `hcasim check`. Whether one build is faster is for the
+# reported by name and fails with exit 1; a run that fails stops it with exit 2 and its stderr.
+# bench/wqe_rate.sh -w writes the three scenarios ab_cpu.sh runs by default (a relative folder
+# taken from the current one), and they pass `hcasim check`. Whether one build is faster is for the
 # benchmark, not for this test.
 # usage: ab_cpu_test.sh HCASIM SOURCE_DIR OUT_DIR
 set -euo pipefail
@@ -24,7 +25,19 @@ rc=0
 [ "$rc" = 1 ] || { echo "a build with other results: exit $rc, expected 1"; exit 1; }
 grep -q 'small: the two builds simulate different results' "$out/other.err" ||
     { cat "$out/other.err"; exit 1; }
-"$src/bench/wqe_rate.sh" -w "$out/wqe_rate"
+cat >"$out/fails.json" <<'JSON'
+{"name": "fails", "seed": 1,
+ "workloads": [{"type": "ib_write_bw", "client": "a", "server": "b", "size": 64, "iters": 100}],
+ "expect": [{"stat": "workloads.0.gbps", "min": 1000}]}
+JSON
+rc=0
+"$src/bench/ab_cpu.sh" -n 1 "$hcasim" "$hcasim" "$out/fails.json" >/dev/null 2>"$out/fails.err" ||
+    rc=$?
+[ "$rc" = 2 ] || { echo "a run that fails: exit $rc, expected 2"; exit 1; }
+grep -q 'ab_cpu.sh: fails: A .* failed:' "$out/fails.err" || { cat "$out/fails.err"; exit 1; }
+grep -q 'expected min 1000' "$out/fails.err" || { cat "$out/fails.err"; exit 1; }
+# A relative folder is the current folder's.
+(cd "$out" && "$src/bench/wqe_rate.sh" -w wqe_rate)
 n=0
 for f in "$out"/wqe_rate/*.json; do
     "$hcasim" check "$f" >/dev/null

@@ -133,7 +133,8 @@ TEST(perftest_cli, transport_timer_and_retry_count_are_rc_options) {
               std::string::npos);
     EXPECT_NE(refusal({"ib_write_bw", "--retry_count", "8"}).find("between 0 and 7"),
               std::string::npos);
-    EXPECT_NE(refusal({"ib_send_bw", "-c", "UD", "-u", "4"}).find("-u over UD"), std::string::npos);
+    EXPECT_NE(refusal({"ib_send_bw", "-c", "UD", "-u", "4"}).find("-u/--qp-timeout over UD"),
+              std::string::npos);
     EXPECT_NE(
         refusal({"ib_write_bw", "-c", "UC", "--retry_count", "1"}).find("--retry_count over UC"),
         std::string::npos);
@@ -300,7 +301,24 @@ TEST(perftest_cli, the_transport_timer_recovers_and_gives_up_as_set) {
         EXPECT_EQ(r.code, 1) << test;
         EXPECT_NE(r.err.find("a: completion wr_id 0 with status RETRY_EXC_ERR"), std::string::npos)
             << test << ": " << r.err;
+        // A lost reply (the server's message; seed 4 loses one at 5 %): the server's error
+        // completion is reported, not the client's stall.
+        r = run_hcasim(std::string("perftest ") + test +
+                       " -n 50 -u 1 --retry_count 0 --set fabric.link.faults.loss=0.05 --set "
+                       "seed=4 --out '" +
+                       out + "'");
+        EXPECT_EQ(r.code, 1) << test;
+        EXPECT_NE(r.err.find("b: completion wr_id 6 with status RETRY_EXC_ERR"), std::string::npos)
+            << test << ": " << r.err;
     }
+    auto never = run_hcasim(
+        "perftest ib_send_lat -n 50 -u 0 --set fabric.link.faults.loss=0.05 "
+        "--set seed=4 --out '" +
+        out + "'");
+    EXPECT_EQ(never.code, 1);
+    EXPECT_NE(never.err.find("no completion in 1 s (stalled; with qp_timeout 0 a lost packet"),
+              std::string::npos)
+        << never.err;
 }
 
 TEST(perftest_cli, runs_on_a_scenarios_nodes_and_sets) {

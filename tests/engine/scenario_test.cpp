@@ -171,6 +171,9 @@ TEST(scenario_loader, fabric_link_alone_configures_the_default_link) {
         has_prefix(declared, "t.json: /fabric/link: \"link\" with \"links\" or \"switches\""));
     auto bad = load(R"({"fabric": {"link": {"faults": {"loss": 2}}}})");
     EXPECT_TRUE(has_prefix(bad, "t.json: /fabric/link/faults/loss:"));
+    auto routed = load(R"({"fabric": {"routing": "minhop"}})");
+    ASSERT_TRUE(routed.ok) << testing::PrintToString(routed.lines);
+    EXPECT_EQ(routed.s.links.size(), 1u) << "a fabric without links keeps two nodes' default link";
 }
 
 TEST(scenario_loader, transport_timer_and_retries_are_rc_workload_fields) {
