@@ -40,9 +40,10 @@ struct refused_option {
 };
 const refused_option k_refused[] = {
     {"events,e", false,
-     "CQ events (sleeping on the completion channel) are not modelled: "
-     "hcasim's perftest polls"},
-    {"vector,X", true, "CQ events are not modelled"},
+     "hcasim's perftest polls: the interrupt's delivery and the sleeping thread's wake-up are "
+     "not calibrated (a scenario's program can sleep on a completion channel: req_notify_cq, "
+     "get_cq_event)"},
+    {"vector,X", true, "perftest's event mode (-e) is not run"},
     {"mcg,g", false, "multicast is not modelled"},
     {"MGID,M", true, "multicast is not modelled"},
     {"rdma_cm,R", false, "there is no rdma_cm: hcasim connects the QPs itself"},
