@@ -224,7 +224,25 @@ void print_summary(const json& stats, std::ostream& os) {
                         ? get("hca.pcie.down_utilization").get<double>()
                         : 0.0,
                     3)
-           << ", pinned user pages " << get("host.pinned_user_pages").dump() << "\n";
+           << ", pinned user pages " << get("host.pinned_user_pages").dump();
+        // RC recovery, where there was any (a lossy link's faults).
+        const json resent = get("hca.requester.retransmits");
+        if (resent.is_number_unsigned() && resent.get<uint64_t>() > 0)
+            os << ", RC messages resent " << resent.dump() << " (timer expiries "
+               << get("hca.requester.timeouts").dump() << ")";
+        os << "\n";
+    }
+    // Links that dropped packets (their faults).
+    const json fabric = stats.value("fabric", json::object());
+    for (auto it = fabric.begin(); it != fabric.end(); ++it) {
+        const json& l = it.value();
+        if (!l.is_object() || !l.value("dropped", json(0)).is_number_unsigned() ||
+            l.value("dropped", json(0)).get<uint64_t>() == 0)
+            continue;
+        os << "link " << it.key() << ": packets dropped " << l["dropped"].dump() << " of "
+           << l.value("packets", json(0)).dump() << " (lost " << l.value("lost", json(0)).dump()
+           << ", corrupted " << l.value("corrupted", json(0)).dump() << ", while down "
+           << l.value("down_drops", json(0)).dump() << ")\n";
     }
     for (const auto& step : stats.value("program", json::array()))
         if (!step.value("expectation_met", true)) {

@@ -53,6 +53,26 @@ TEST_F(cli, version_and_help) {
     }
 }
 
+// The run's summary names RC recovery and a link's dropped packets where there were any.
+TEST_F(cli, summary_shows_recovery_from_a_lossy_link) {
+    const std::string out = testing::TempDir() + "/cli_loss";
+    auto r = run_hcasim("run '" + source_root() +
+                        "/scenarios/examples/loss_transport_timer.json' -o '" + out + "'");
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.out.find(", pinned user pages 40, RC messages resent 6 (timer expiries 6)\n"),
+              std::string::npos)
+        << r.out;
+    EXPECT_NE(r.out.find("\nlink link_a_b: packets dropped 11 of 16017 (lost 11, corrupted 0, "
+                         "while down 0)\n"),
+              std::string::npos)
+        << r.out;
+    auto clean =
+        run_hcasim("run '" + source_root() + "/scenarios/quickstart.json' -o '" + out + "_clean'");
+    ASSERT_EQ(clean.code, 0) << clean.err;
+    EXPECT_EQ(clean.out.find("resent"), std::string::npos) << "nothing to say on a clean link";
+    EXPECT_EQ(clean.out.find("\nlink "), std::string::npos);
+}
+
 TEST_F(cli, schema_prints_the_generated_schema) {
     auto r = run_hcasim("schema");
     EXPECT_EQ(r.code, 0);
