@@ -26,6 +26,15 @@ uint64_t ceil_div(uint64_t a, uint64_t b) {
     return (a + b - 1) / b;
 }
 
+// The back-to-back link two nodes get when nothing declares links (declared at `pointer`).
+link_spec default_link(const scenario& s, const std::string& pointer) {
+    link_spec l;
+    l.a = s.nodes[0].first;
+    l.b = s.nodes[1].first;
+    l.pointer = pointer;
+    return l;
+}
+
 class fabric_loader {
   public:
     fabric_loader(scenario& s, diag& d) : m_s(s), m_d(d) {}
@@ -75,21 +84,19 @@ class fabric_loader {
         }
         // Neither links nor switches: two nodes get their default back-to-back link, as without
         // `fabric`, and `link` configures it (what `--set fabric.link.faults.loss=1e-4` reaches).
-        const bool default_link = !f.contains("links") && !f.contains("switches");
+        const bool undeclared = !f.contains("links") && !f.contains("switches");
         refuse({"switch"}, "without \"topology\"",
                "defaults for a generated topology's switches; give a declared switch its own "
                "parameters");
-        if (!default_link)
+        if (!undeclared)
             refuse({"link"}, "with \"links\" or \"switches\"",
                    "the parameters of each declared link in its entry (/fabric/links/N/faults, "
                    "...); link configures a generated topology's links, or two nodes' default "
                    "link");
-        if (default_link) {
-            if (auto c = f.find("link"); c != f.end())
-                load_default_link(*c);
-            else if (m_s.nodes.size() == 2)
-                load_default_link(json::object());
-        }
+        else if (auto c = f.find("link"); c != f.end())
+            load_default_link(*c);
+        else if (m_s.nodes.size() == 2)
+            m_s.links.push_back(default_link(m_s, "/fabric"));
         if (auto sw = f.find("switches"); sw != f.end()) load_switches(*sw);
         if (auto links = f.find("links"); links != f.end()) load_links(*links);
     }
@@ -105,10 +112,7 @@ class fabric_loader {
                       "topology");
             return;
         }
-        link_spec l;
-        l.a = m_s.nodes[0].first;
-        l.b = m_s.nodes[1].first;
-        l.pointer = "/fabric/link";
+        link_spec l = default_link(m_s, "/fabric/link");
         l.latency_given = c.is_object() && c.contains("latency");
         load_config(l.config, c, l.pointer, m_d);
         m_s.links.push_back(l);
@@ -442,13 +446,7 @@ void load_fabric(const json& doc, scenario& s, diag& d) {
     auto it = doc.find("fabric");
     if (it == doc.end()) {
         // Two nodes and nothing said: one back-to-back link.
-        if (s.nodes.size() == 2) {
-            link_spec l;
-            l.a = s.nodes[0].first;
-            l.b = s.nodes[1].first;
-            l.pointer = "/fabric";
-            s.links.push_back(l);
-        }
+        if (s.nodes.size() == 2) s.links.push_back(default_link(s, "/fabric"));
         return;
     }
     fabric_loader(s, d).load(*it);

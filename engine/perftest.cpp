@@ -348,8 +348,7 @@ sc_core::sc_time params::stall_time() const {
     const uint64_t give_up_ps = per_try_ps * (retry_count + 1ULL);
     // In whole milliseconds (as a stall's message prints it).
     const uint64_t ms = 1000000000ULL;
-    const uint64_t stall_ps = (give_up_ps + to_ps(k_stall) + ms - 1) / ms * ms;
-    return std::max(k_stall, time_value(stall_ps));
+    return time_value((give_up_ps + to_ps(k_stall) + ms - 1) / ms * ms);
 }
 
 // Waits up to `timeout` for at least one completion, then takes what else is there (from CQ `cq`,

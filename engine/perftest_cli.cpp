@@ -535,14 +535,13 @@ bool parse_perftest_args(const std::vector<std::string>& args, perftest_command&
         w["sl"] = sl;
     }
     // -u, --retry_count: RC's (the loader refuses them over UC and UD, as here)
-    for (const auto& [key, field, hi, what] :
-         {std::tuple{"qp-timeout", "qp_timeout", 31, "QP timeout"},
-          std::tuple{"retry_count", "retry_count", 7, "Retry count"}}) {
+    for (const auto& [key, flag, field, hi, what] :
+         {std::tuple{"qp-timeout", "-u/--qp-timeout", "qp_timeout", 31, "QP timeout"},
+          std::tuple{"retry_count", "--retry_count", "retry_count", 7, "Retry count"}}) {
         if (!given(key)) continue;
         if (h.connection != "RC") {
-            problem = std::string(key == std::string("qp-timeout") ? "-u/--qp-timeout"
-                                                                   : "--retry_count") +
-                      " over " + h.connection + ": the transport timer and retries are RC's";
+            problem = std::string(flag) + " over " + h.connection +
+                      ": the transport timer and retries are RC's";
             return false;
         }
         uint64_t v = 0;

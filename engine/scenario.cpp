@@ -38,11 +38,10 @@ void checker::run(json& doc) {
         m_d.error("/", type_problem(doc), "a JSON object");
         return;
     }
-    const json node_sections = dump_config(node_config{});
     for (auto it = doc.begin(); it != doc.end(); ++it) {
         if (it.key() == "$schema" || contains(k_top_keys, it.key())) continue;
         // A node's section at the top (often `--set hca.x=...`): say where it goes.
-        if (node_sections.contains(it.key()))
+        if (dump_config(node_config{}).contains(it.key()))
             m_d.error(pointer_join("", it.key()),
                       "unknown key \"" + it.key() + "\": a node's configuration goes under " +
                           "\"defaults\" or \"nodes\"",
